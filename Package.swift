@@ -1,0 +1,38 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Narrator",
+    products: [
+        .library(name: "NarratorCore", targets: ["NarratorCore"]),
+        .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),
+        .executable(name: "narrator", targets: ["narrator"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C libraries of the field, through pkg-config.
+        .systemLibrary(
+            name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
+            providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(
+            name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
+            providers: [.apt(["libsoxr-dev"])]),
+
+        // Model, timings, scheduler, mixer: pure Swift, no C module.
+        .target(name: "NarratorCore"),
+        // Clip decoding, resampling and file output.
+        .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr"]),
+        .executableTarget(
+            name: "narrator",
+            dependencies: [
+                "NarratorCore", "NarratorAudioFile",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+
+        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore"]),
+        .testTarget(name: "NarratorAudioFileTests", dependencies: ["NarratorAudioFile", "NarratorCore", "CSndFile"]),
+        .testTarget(name: "NarratorCLITests", dependencies: ["narrator", "NarratorAudioFile", "NarratorCore"]),
+    ]
+)

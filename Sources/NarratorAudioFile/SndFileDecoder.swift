@@ -1,0 +1,38 @@
+import NarratorCore
+
+/// Decodes any file libsndfile reads (WAV 16/24/32-bit integer and float, FLAC, Ogg Vorbis,
+/// AIFF, …) and converts it to the requested rate with libsoxr.
+public struct SndFileDecoder: AudioDecoder {
+    /// Longest file held in memory, in seconds of its own rate.
+    public var maxSeconds: Int
+
+    public init(maxSeconds: Int = 3600) { self.maxSeconds = maxSeconds }
+
+    public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
+        let file = try SoundFileReader(path: path)
+        var samples = try file.readAll(maxFrames: maxSeconds * file.sampleRate)
+        if file.sampleRate != sampleRate {
+            samples = try Resampler.convert(
+                samples, channels: file.channels, from: file.sampleRate, to: sampleRate, file: path)
+        }
+        return AudioBuffer(channels: file.channels, samples: samples)
+    }
+}
+
+/// What `narrator inspect` reports of a file.
+public struct AudioFileInfo: Sendable {
+    public let format: String
+    public let sampleRate: Int
+    public let channels: Int
+    public let frames: Int
+
+    /// Reads the header and decodes the whole file, so that `frames` is what it really holds.
+    public init(path: String) throws(NarratorError) {
+        let file = try SoundFileReader(path: path)
+        let samples = try file.readAll(maxFrames: 3600 * file.sampleRate)
+        format = file.formatDescription
+        sampleRate = file.sampleRate
+        channels = file.channels
+        frames = samples.count / file.channels
+    }
+}

@@ -1,0 +1,127 @@
+import CSndFile
+import Foundation
+import NarratorCore
+
+/// An audio file open for reading through libsndfile: its format, and its samples as floats
+/// at full scale ±1 (libsndfile's normalisation: integers divided by 2^(bits−1)).
+final class SoundFileReader {
+    let path: String
+    private let handle: OpaquePointer
+    let sampleRate: Int
+    let channels: Int
+    /// Frames the header announces. Not trusted for allocation: files lie.
+    let announcedFrames: Int
+    let format: Int32
+
+    init(path: String) throws(NarratorError) {
+        self.path = path
+        var problem = FileProblem.describe(path: path)
+        if problem == "cannot be read" {
+            if let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size == 0 {
+                problem = "empty file, not audio"
+            }
+        }
+        guard problem == "cannot be read" || problem == "empty file, not audio" else {
+            throw NarratorError(file: path, problem)
+        }
+        if problem == "empty file, not audio" { throw NarratorError(file: path, problem) }
+        var info = SF_INFO()
+        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
+            let reason = String(cString: sf_strerror(nil))
+            throw NarratorError(file: path, "not a readable audio file (libsndfile: \(reason))")
+        }
+        self.handle = handle
+        sampleRate = Int(info.samplerate)
+        channels = Int(info.channels)
+        announcedFrames = Int(info.frames)
+        format = info.format
+        guard sampleRate > 0, channels > 0, channels <= 64 else {
+            sf_close(handle)
+            throw NarratorError(file: path, "unusable header: \(sampleRate) Hz, \(channels) channels")
+        }
+    }
+
+    deinit { sf_close(handle) }
+
+    /// "WAV (Microsoft), Signed 16 bit PCM".
+    var formatDescription: String {
+        func name(_ code: Int32) -> String {
+            var info = SF_FORMAT_INFO()
+            info.format = code
+            guard sf_command(nil, Int32(SFC_GET_FORMAT_INFO), &info, Int32(MemoryLayout<SF_FORMAT_INFO>.size)) == 0,
+                let name = info.name
+            else { return String(format: "0x%x", code) }
+            return String(cString: name)
+        }
+        let major = name(format & Int32(SF_FORMAT_TYPEMASK))
+        let sub = name(format & Int32(SF_FORMAT_SUBMASK))
+        return "\(major), \(sub)"
+    }
+
+    /// True for 16-bit integer PCM, whose samples survive float and back exactly.
+    var isPCM16: Bool { format & Int32(SF_FORMAT_SUBMASK) == Int32(SF_FORMAT_PCM_16) }
+
+    /// Reads every frame. Memory grows with what the file really holds, never with what its
+    /// header claims; a file that ends before its header says it should is an error.
+    func readAll(maxFrames: Int) throws(NarratorError) -> [Float] {
+        let chunkFrames = 65536
+        var samples: [Float] = []
+        var chunk = [Float](repeating: 0, count: chunkFrames * channels)
+        var total = 0
+        while true {
+            let got = chunk.withUnsafeMutableBufferPointer { buffer in
+                Int(sf_readf_float(handle, buffer.baseAddress, sf_count_t(chunkFrames)))
+            }
+            if got <= 0 { break }
+            total += got
+            if total > maxFrames {
+                throw NarratorError(
+                    file: path,
+                    "longer than \(maxFrames / sampleRate) s, too long to hold in memory (header says \(announcedFrames) frames)")
+            }
+            samples.append(contentsOf: chunk[0..<(got * channels)])
+        }
+        let error = sf_error(handle)
+        if error != 0 {
+            throw NarratorError(file: path, "read error after \(total) frames (libsndfile: \(String(cString: sf_strerror(handle))))")
+        }
+        if total == 0 {
+            throw NarratorError(file: path, "holds no audio frames")
+        }
+        let knownLength = announcedFrames > 0 && announcedFrames < Int(Int64.max)
+        if knownLength, total < announcedFrames {
+            throw NarratorError(
+                file: path, "truncated: the header announces \(announcedFrames) frames, the file holds \(total)")
+        }
+        if let lie = headerProblem {
+            throw NarratorError(file: path, lie)
+        }
+        return samples
+    }
+
+    /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
+    /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
+    /// which is how a truncated file or a header that lies is recognised.
+    private var headerProblem: String? {
+        var log = [CChar](repeating: 0, count: 16384)
+        let length = log.withUnsafeMutableBufferPointer { buffer in
+            sf_command(handle, Int32(SFC_GET_LOG_INFO), buffer.baseAddress, Int32(buffer.count))
+        }
+        guard length > 0 else { return nil }
+        let text = String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for line in text.split(separator: "\n") {
+            // "data : 303326 (should be 99956)": the data chunk claims more than the file holds.
+            let words = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "(" || $0 == ")" })
+            if words.count == 4 || words.count == 5, words[0] == "data" || words[0] == "SSND",
+                let claimed = Int(words[1]), words[2] == "should", let actual = Int(words.last!),
+                claimed > actual
+            {
+                return "truncated or lying header: its data chunk claims \(claimed) bytes, the file holds \(actual)"
+            }
+            if line.contains("File ended unexpectedly") {
+                return "truncated: the stream ends without its end-of-stream mark"
+            }
+        }
+        return nil
+    }
+}

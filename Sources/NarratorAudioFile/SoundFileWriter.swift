@@ -1,0 +1,115 @@
+import CSndFile
+import Foundation
+import NarratorCore
+
+/// Sample formats for rendered files.
+public enum OutputFormat: String, Sendable, CaseIterable {
+    /// 16-bit integer PCM WAV: float x becomes clamp(round(x × 32768)), the exact inverse of
+    /// libsndfile's read normalisation, so 16-bit clips come back bit for bit.
+    case s16
+    /// 32-bit float WAV.
+    case f32
+}
+
+/// Writes a WAV file that appears under its name only when complete: samples go to a hidden
+/// file beside it, which is renamed over the target at `finish()` and removed on failure.
+public final class SoundFileWriter {
+    public let path: String
+    private let partialPath: String
+    private var handle: OpaquePointer?
+    private let channels: Int
+    private let format: OutputFormat
+    /// Scratch for float → int16 conversion, sized for `maxFrames` per write.
+    private var scratch: [Int16]
+
+    public init(path: String, sampleRate: Int, channels: Int, format: OutputFormat, maxFrames: Int = 8192) throws(NarratorError) {
+        self.path = path
+        let url = URL(fileURLWithPath: path)
+        partialPath = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
+        self.channels = channels
+        self.format = format
+        scratch = format == .s16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = Int32(channels)
+        info.format = Int32(SF_FORMAT_WAV) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
+        guard let handle = sf_open(partialPath, Int32(SFM_WRITE), &info) else {
+            let reason = String(cString: sf_strerror(nil))
+            throw NarratorError(file: path, "cannot write (libsndfile: \(reason))")
+        }
+        self.handle = handle
+    }
+
+    deinit { abandon() }
+
+    /// Appends `frames` frames of interleaved samples.
+    public func write(_ samples: UnsafeBufferPointer<Float>, frames: Int) throws(NarratorError) {
+        guard let handle else { throw NarratorError(file: path, "writer already closed") }
+        let written: Int
+        switch format {
+        case .f32:
+            written = Int(sf_writef_float(handle, samples.baseAddress, sf_count_t(frames)))
+        case .s16:
+            precondition(frames * channels <= scratch.count)
+            written = scratch.withUnsafeMutableBufferPointer { out in
+                for i in 0..<(frames * channels) {
+                    let scaled = (samples[i] * 32768).rounded()
+                    out[i] = Int16(max(-32768, min(32767, scaled)))
+                }
+                return Int(sf_writef_short(handle, out.baseAddress, sf_count_t(frames)))
+            }
+        }
+        if written != frames {
+            let reason = String(cString: sf_strerror(handle))
+            abandon()
+            throw NarratorError(file: path, "write failed (libsndfile: \(reason))")
+        }
+    }
+
+    /// Closes the file and moves it into place.
+    public func finish() throws(NarratorError) {
+        guard let handle else { throw NarratorError(file: path, "writer already closed") }
+        self.handle = nil
+        if sf_close(handle) != 0 {
+            unlink(partialPath)
+            throw NarratorError(file: path, "closing failed")
+        }
+        if rename(partialPath, path) != 0 {
+            let reason = String(cString: strerror(errno))
+            unlink(partialPath)
+            throw NarratorError(file: path, "cannot move the finished file into place: \(reason)")
+        }
+    }
+
+    /// Drops the partial file.
+    public func abandon() {
+        if let handle {
+            sf_close(handle)
+            self.handle = nil
+            unlink(partialPath)
+        }
+    }
+}
+
+/// Offline rendering: the mixer, block after block, into a file. Memory is the mixer's block
+/// and the clips, whatever the schedule's length.
+public enum OfflineRenderer {
+    public static let blockFrames = 4096
+
+    public static func render(_ schedule: Schedule, to path: String, format: OutputFormat) throws(NarratorError) {
+        let writer = try SoundFileWriter(
+            path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format,
+            maxFrames: blockFrames)
+        let mixer = Mixer(schedule: schedule)
+        let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * schedule.channels)
+        defer { block.deallocate() }
+        while !mixer.finished {
+            let frames = min(blockFrames, schedule.frames - mixer.position)
+            let slice = UnsafeMutableBufferPointer(rebasing: block[0..<(frames * schedule.channels)])
+            mixer.render(into: slice, frameCount: frames)
+            try writer.write(UnsafeBufferPointer(slice), frames: frames)
+        }
+        try writer.finish()
+    }
+}

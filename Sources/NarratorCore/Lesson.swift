@@ -1,0 +1,173 @@
+import Foundation
+
+/// A lesson file: the clips it names, the pools that draw among them and the chains that
+/// play them back to back. Parsed and validated as a whole before any audio is touched.
+public struct Lesson: Sendable {
+    /// The lesson file's path, as given: the name used in error messages.
+    public let path: String
+    /// The folder that clip and timing paths are relative to.
+    public let directory: URL
+    public let sampleRate: Int
+    /// Output channels; nil means "the largest channel count among the chain's clips".
+    public let channels: Int?
+    public let clips: [String: ClipSpec]
+    public let pools: [String: Pool]
+    public let chains: [String: [ChainItem]]
+
+    public struct ClipSpec: Sendable, Equatable {
+        public let id: String
+        /// Path of the audio file, resolved against the lesson's folder.
+        public let file: String
+        /// Path of the word-timing file, resolved likewise.
+        public let timings: String?
+        /// Region of the file, in seconds of the file's own time.
+        public let start: Double?
+        public let end: Double?
+    }
+
+    public struct Pool: Sendable, Equatable {
+        public let id: String
+        public let clips: [String]
+        /// A draw never repeats any of the pool's last `noRepeat` picks (clamped so that a
+        /// pick is always possible: at most `clips.count - 1`).
+        public let noRepeat: Int
+    }
+
+    public enum ChainItem: Sendable, Equatable {
+        case clip(String)
+        case pool(String)
+        case silence(frames: Int)
+        case pulse(targets: [String])
+    }
+
+    /// Reads and validates the lesson file at `path`.
+    public static func load(path: String) throws(NarratorError) -> Lesson {
+        let url = URL(fileURLWithPath: path)
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw NarratorError(file: path, FileProblem.describe(path: path))
+        }
+        return try parse(data, path: path, directory: url.deletingLastPathComponent())
+    }
+
+    /// Parses lesson JSON; `directory` is where relative paths start.
+    public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
+        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains"])
+        let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
+        let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
+
+        func resolve(_ relative: String) -> String {
+            relative.hasPrefix("/") ? relative : directory.appendingPathComponent(relative).path
+        }
+
+        var clips: [String: ClipSpec] = [:]
+        for (id, entry) in try top.required("clips", in: root).object() {
+            let fields = try entry.object(allowing: ["file", "timings", "start", "end"])
+            let file = try fields.required("file", in: entry).string()
+            let timings = try fields["timings"].map { c throws(NarratorError) in try c.string() }
+            let start = try fields["start"].map { c throws(NarratorError) in try c.number() }
+            let end = try fields["end"].map { c throws(NarratorError) in try c.number() }
+            if let start, start < 0 { throw fields["start"]!.fail("must not be negative") }
+            if let end, end <= (start ?? 0) { throw fields["end"]!.fail("must be after start") }
+            clips[id] = ClipSpec(
+                id: id, file: resolve(file), timings: timings.map(resolve), start: start, end: end)
+        }
+
+        var pools: [String: Pool] = [:]
+        if let poolsCursor = top["pools"] {
+            for (id, entry) in try poolsCursor.object() {
+                let fields = try entry.object(allowing: ["clips", "noRepeat"])
+                let members = try fields.required("clips", in: entry)
+                var ids: [String] = []
+                for member in try members.array() {
+                    let clip = try member.string()
+                    guard clips[clip] != nil else { throw member.fail("unknown clip '\(clip)'") }
+                    guard !ids.contains(clip) else { throw member.fail("clip '\(clip)' listed twice") }
+                    ids.append(clip)
+                }
+                if ids.isEmpty { throw members.fail("empty pool: it needs at least one clip") }
+                let noRepeat = try fields["noRepeat"]?.integer(in: 0...1_000_000) ?? 1
+                pools[id] = Pool(id: id, clips: ids, noRepeat: min(noRepeat, ids.count - 1))
+            }
+        }
+
+        var chains: [String: [ChainItem]] = [:]
+        for (id, entry) in try top.required("chains", in: root).object() {
+            var items: [ChainItem] = []
+            for itemCursor in try entry.array() {
+                items.append(try parseItem(itemCursor, rate: sampleRate, clips: clips, pools: pools))
+            }
+            chains[id] = items
+        }
+
+        return Lesson(
+            path: path, directory: directory, sampleRate: sampleRate, channels: channels,
+            clips: clips, pools: pools, chains: chains)
+    }
+
+    private static func parseItem(
+        _ cursor: JSONCursor, rate: Int, clips: [String: ClipSpec], pools: [String: Pool]
+    ) throws(NarratorError) -> ChainItem {
+        let fields = try cursor.object(allowing: ["clip", "pool", "silence", "pulse"])
+        guard fields.count == 1, let (key, value) = fields.first else {
+            throw cursor.fail("a chain item has exactly one of: clip, pool, silence, pulse")
+        }
+        switch key {
+        case "clip":
+            let id = try value.string()
+            guard clips[id] != nil else { throw value.fail("unknown clip '\(id)'") }
+            return .clip(id)
+        case "pool":
+            let id = try value.string()
+            guard pools[id] != nil else { throw value.fail("unknown pool '\(id)'") }
+            return .pool(id)
+        case "silence":
+            let seconds = try value.number()
+            guard seconds >= 0, let frames = Frames.from(seconds: seconds, rate: rate) else {
+                throw value.fail("silence must be a non-negative number of seconds")
+            }
+            return .silence(frames: frames)
+        default:
+            let targets = try value.array().map { c throws(NarratorError) in try c.string() }
+            if targets.isEmpty { throw value.fail("a pulse names at least one target") }
+            return .pulse(targets: targets)
+        }
+    }
+
+    /// The chain `id`, or an error naming the lesson and the missing key.
+    public func chain(_ id: String) throws(NarratorError) -> [ChainItem] {
+        guard let chain = chains[id] else {
+            let known = chains.keys.sorted().joined(separator: ", ")
+            throw NarratorError(file: path, place: "chains.\(id)", "unknown chain (the lesson has: \(known))")
+        }
+        return chain
+    }
+
+    /// Every clip a chain can play: its clips and all members of its pools, in chain order.
+    public func clipIDs(reachableFrom chain: [ChainItem]) -> [String] {
+        var seen: Set<String> = []
+        var ids: [String] = []
+        for item in chain {
+            let candidates: [String]
+            switch item {
+            case .clip(let id): candidates = [id]
+            case .pool(let id): candidates = pools[id]?.clips ?? []
+            case .silence, .pulse: candidates = []
+            }
+            for id in candidates where seen.insert(id).inserted { ids.append(id) }
+        }
+        return ids
+    }
+}
+
+/// Why a file could not be read, in words for the one-line error.
+public enum FileProblem {
+    public static func describe(path: String) -> String {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) { return "no such file" }
+        if isDirectory.boolValue { return "is a folder, not a file" }
+        if !FileManager.default.isReadableFile(atPath: path) { return "permission denied" }
+        return "cannot be read"
+    }
+}

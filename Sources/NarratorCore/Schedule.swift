@@ -1,0 +1,128 @@
+/// A timed event of a schedule: what the app should show at the moment `frame` is heard.
+public struct Cue: Sendable, Equatable {
+    public var frame: Int
+    public var kind: Kind
+
+    public enum Kind: Sendable, Equatable {
+        /// `pool` is set when the clip was drawn from a pool.
+        case clipStart(clip: String, pool: String?)
+        case clipEnd(clip: String, pool: String?)
+        /// `index` is the word's position in its timing file; `endFrame` is exclusive.
+        case word(clip: String, index: Int, text: String, endFrame: Int)
+        case pulse(target: String)
+        case chainEnd(chain: String)
+    }
+
+    public init(frame: Int, kind: Kind) {
+        self.frame = frame
+        self.kind = kind
+    }
+
+    /// The cue sheet's name for the kind.
+    public var type: String {
+        switch kind {
+        case .clipStart: "clipStart"
+        case .clipEnd: "clipEnd"
+        case .word: "word"
+        case .pulse: "pulse"
+        case .chainEnd: "chainEnd"
+        }
+    }
+}
+
+/// A clip placed on the timeline.
+public struct Voice: Sendable {
+    public let audio: ClipAudio
+    public let startFrame: Int
+    public var endFrame: Int { startFrame + audio.frames }
+}
+
+/// What a chain turns into: audio placed at exact frames, and cues sorted by frame (ties in
+/// chain order).
+public struct Schedule: Sendable {
+    public let sampleRate: Int
+    public let channels: Int
+    /// Length of the whole schedule in frames.
+    public let frames: Int
+    /// Sorted by start frame.
+    public let voices: [Voice]
+    public let cues: [Cue]
+}
+
+/// Pool draws for one session: seeded, and never repeating any of a pool's last `noRepeat`
+/// picks across every chain the session plays.
+public struct PoolDraws: Sendable {
+    private var generator: SeededGenerator
+    private var history: [String: [String]] = [:]
+
+    public init(seed: UInt64) { generator = SeededGenerator(seed: seed) }
+
+    public mutating func draw(from pool: Lesson.Pool) -> String {
+        let recent = history[pool.id, default: []].suffix(pool.noRepeat)
+        let candidates = pool.clips.filter { !recent.contains($0) }
+        let pick = candidates[Int.random(in: 0..<candidates.count, using: &generator)]
+        history[pool.id, default: []].append(pick)
+        if history[pool.id]!.count > pool.noRepeat { history[pool.id]!.removeFirst() }
+        return pick
+    }
+}
+
+/// Lays chains out on the timeline, back to back with no gap.
+public enum Scheduler {
+    /// Schedules `chainID` played `repeats` times back to back.
+    public static func schedule(
+        chain chainID: String, repeats: Int = 1, bank: ClipBank, draws: inout PoolDraws
+    ) throws(NarratorError) -> Schedule {
+        let lesson = bank.lesson
+        let items = try lesson.chain(chainID)
+        let channels =
+            lesson.channels
+            ?? lesson.clipIDs(reachableFrom: items).compactMap { bank.clips[$0]?.audio.channels }.max() ?? 1
+
+        var voices: [Voice] = []
+        var cues: [Cue] = []
+        var frame = 0
+
+        func play(_ clipID: String, pool: String?) throws(NarratorError) {
+            guard let clip = bank.clips[clipID] else {
+                throw NarratorError(file: lesson.path, place: "clips.\(clipID)", "clip was not prepared")
+            }
+            voices.append(Voice(audio: clip.audio, startFrame: frame))
+            cues.append(Cue(frame: frame, kind: .clipStart(clip: clipID, pool: pool)))
+            for word in clip.words {
+                cues.append(
+                    Cue(
+                        frame: frame + word.startFrame,
+                        kind: .word(clip: clipID, index: word.index, text: word.text, endFrame: frame + word.endFrame)))
+            }
+            frame += clip.audio.frames
+            cues.append(Cue(frame: frame, kind: .clipEnd(clip: clipID, pool: pool)))
+        }
+
+        for _ in 0..<max(repeats, 0) {
+            for item in items {
+                switch item {
+                case .clip(let id):
+                    try play(id, pool: nil)
+                case .pool(let id):
+                    guard let pool = lesson.pools[id] else {
+                        throw NarratorError(file: lesson.path, place: "pools.\(id)", "unknown pool")
+                    }
+                    try play(draws.draw(from: pool), pool: id)
+                case .silence(let frames):
+                    frame += frames
+                case .pulse(let targets):
+                    for target in targets { cues.append(Cue(frame: frame, kind: .pulse(target: target))) }
+                }
+            }
+            cues.append(Cue(frame: frame, kind: .chainEnd(chain: chainID)))
+        }
+
+        // Generation follows chain order; sort by frame keeping that order for ties.
+        let ordered = cues.enumerated().sorted { a, b in
+            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
+        }.map(\.element)
+        return Schedule(
+            sampleRate: lesson.sampleRate, channels: channels, frames: frame, voices: voices, cues: ordered)
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+
+/// WebVTT cues as word timings. A cue whose text carries inline karaoke timestamps
+/// (`a <00:00:01.500>red <00:00:01.800>apple`) gives one word per timestamped span: the text
+/// before the first timestamp starts at the cue's start, each later span at its timestamp, and
+/// each ends at the next timestamp or the cue's end. A cue without timestamps is one word.
+enum WebVTT {
+    static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
+        let text = source.hasPrefix("\u{FEFF}") ? String(source.dropFirst()) : source
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
+        }
+        guard let first = lines.first, first == "WEBVTT" || first.hasPrefix("WEBVTT ") || first.hasPrefix("WEBVTT\t")
+        else { throw NarratorError(file: path, place: "line 1", "a WebVTT file starts with 'WEBVTT'") }
+
+        var entries: [WordTimings.Entry] = []
+        var index = 1
+        // Skip the header block.
+        while index < lines.count, !lines[index].isEmpty { index += 1 }
+        while index < lines.count {
+            if lines[index].trimmingCharacters(in: .whitespaces).isEmpty { index += 1; continue }
+            // A block: NOTE, STYLE, REGION, or a cue (optional identifier line, then timing line).
+            let blockStart = index
+            var block: [String] = []
+            while index < lines.count, !lines[index].isEmpty { block.append(lines[index]); index += 1 }
+            let head = block[0]
+            if head.hasPrefix("NOTE") || head == "STYLE" || head == "REGION" { continue }
+            var timingOffset = 0
+            if !head.contains("-->") {
+                timingOffset = 1
+                guard block.count > 1, block[1].contains("-->") else {
+                    throw NarratorError(
+                        file: path, place: "line \(blockStart + 1)", "expected a cue timing line 'start --> end'")
+                }
+            }
+            let timingLineNumber = blockStart + timingOffset + 1
+            let place = "line \(timingLineNumber)"
+            let parts = block[timingOffset].components(separatedBy: "-->")
+            guard parts.count == 2,
+                let cueStart = timestamp(parts[0].trimmingCharacters(in: .whitespaces)),
+                let cueEnd = timestamp(
+                    parts[1].trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) ?? "")
+            else { throw NarratorError(file: path, place: place, "bad cue timing line '\(block[timingOffset])'") }
+            let payload = block[(timingOffset + 1)...].joined(separator: "\n")
+            entries += try words(
+                in: payload, cueStart: cueStart, cueEnd: cueEnd, path: path, firstLine: timingLineNumber + 1)
+        }
+        return entries
+    }
+
+    /// Splits cue text at its inline timestamps.
+    private static func words(
+        in payload: String, cueStart: Double, cueEnd: Double, path: String, firstLine: Int
+    ) throws(NarratorError) -> [WordTimings.Entry] {
+        var spans: [(start: Double, text: String)] = [(cueStart, "")]
+        var rest = Substring(payload)
+        while let open = rest.firstIndex(of: "<") {
+            spans[spans.count - 1].text += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: ">") else {
+                throw NarratorError(file: path, place: "line \(firstLine)", "unclosed '<' in cue text")
+            }
+            let tag = rest[rest.index(after: open)..<close]
+            if let first = tag.first, first.isNumber {
+                guard let time = timestamp(String(tag)) else {
+                    throw NarratorError(file: path, place: "line \(firstLine)", "bad timestamp <\(tag)>")
+                }
+                spans.append((time, ""))
+            }
+            // Other tags (<c>, <v Name>, <b>, </c> …) carry no timing: dropped.
+            rest = rest[rest.index(after: close)...]
+        }
+        spans[spans.count - 1].text += rest
+
+        var entries: [WordTimings.Entry] = []
+        for (position, span) in spans.enumerated() {
+            let word = unescape(span.text).split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            if word.isEmpty { continue }
+            let end = position + 1 < spans.count ? spans[position + 1].start : cueEnd
+            entries.append(
+                WordTimings.Entry(text: word, start: span.start, end: end, place: "line \(firstLine) '\(word)'"))
+        }
+        return entries
+    }
+
+    /// `hh:mm:ss.ttt` or `mm:ss.ttt`, in seconds.
+    static func timestamp(_ text: String) -> Double? {
+        let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count == 2 || fields.count == 3 else { return nil }
+        let secondsField = fields.last!
+        let secondsParts = secondsField.split(separator: ".", omittingEmptySubsequences: false)
+        guard secondsParts.count == 2, secondsParts[0].count == 2, secondsParts[1].count == 3,
+            let seconds = Int(secondsParts[0]), let millis = Int(secondsParts[1]), seconds < 60
+        else { return nil }
+        guard let minutes = Int(fields[fields.count - 2]), fields[fields.count - 2].count == 2, minutes < 60
+        else { return nil }
+        let hours = fields.count == 3 ? Int(fields[0]) : 0
+        guard let hours, hours >= 0 else { return nil }
+        // Whole milliseconds, so the value is exact before it is turned into frames.
+        return Double(((hours * 60 + minutes) * 60 + seconds) * 1000 + millis) / 1000
+    }
+
+    private static func unescape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&lt;", with: "<")
+            .replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&nbsp;", with: " ")
+            .replacingOccurrences(of: "&lrm;", with: "")
+            .replacingOccurrences(of: "&rlm;", with: "")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+
+@main
+struct Narrator: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "narrator",
+        abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
+        subcommands: [Render.self, Cues.self, Inspect.self])
+}
+
+/// Runs `body`; a `NarratorError` becomes one line on stderr and exit status 1.
+func reportingErrors(_ body: () throws(NarratorError) -> Void) throws {
+    do {
+        try body()
+    } catch {
+        FileHandle.standardError.write(Data("narrator: \(error.description)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// Options shared by every command that schedules a chain.
+struct ChainOptions: ParsableArguments {
+    @Argument(help: "The lesson file (JSON).")
+    var lesson: String
+
+    @Option(help: "The chain to play, by its id in the lesson's \"chains\".")
+    var chain: String
+
+    @Option(help: "Seed for pool draws; the same seed gives the same picks. Random when omitted.")
+    var seed: UInt64?
+
+    @Option(help: "Play the chain this many times back to back in one session.")
+    var `repeat`: Int = 1
+
+    func validate() throws {
+        guard `repeat` >= 1 else { throw ValidationError("--repeat must be at least 1") }
+    }
+
+    /// Loads the lesson, decodes the chain's clips and lays the chain out.
+    func schedule() throws(NarratorError) -> Schedule {
+        let lesson = try Lesson.load(path: self.lesson)
+        let items = try lesson.chain(chain)
+        let bank = try ClipBank.prepare(lesson: lesson, chain: items, decoder: SndFileDecoder())
+        var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
+        return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
+    }
+}
+
+extension OutputFormat: ExpressibleByArgument {}
+
+struct Render: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Render a chain to an audio file, and optionally its cue sheet.",
+        discussion: """
+            Clips play back to back with no gap; every offset is exact to the frame. The output \
+            appears only once it is complete.
+
+            Example:
+              narrator render Timings/lessons/sample.json --chain correct --output correct.wav \\
+                --cues correct.cues.json --seed 7
+            """)
+
+    @OptionGroup var chainOptions: ChainOptions
+
+    @Option(name: .shortAndLong, help: "The audio file to write (WAV).")
+    var output: String
+
+    @Option(help: "Also write the cue sheet (JSON) here.")
+    var cues: String?
+
+    @Option(help: "Sample format: s16 (16-bit integer) or f32 (32-bit float).")
+    var format: OutputFormat = .s16
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            let schedule = try chainOptions.schedule()
+            try OfflineRenderer.render(schedule, to: output, format: format)
+            if let cues {
+                do {
+                    try Data(CueSheet.json(schedule).utf8).write(to: URL(fileURLWithPath: cues), options: .atomic)
+                } catch {
+                    throw NarratorError(file: cues, "cannot write the cue sheet: \(FileProblem.describe(path: cues))")
+                }
+            }
+        }
+    }
+}
+
+struct Cues: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a chain's cue sheet (JSON) without rendering audio.",
+        discussion: """
+            Cues are sorted by frame at the lesson's sample rate: clipStart, word, clipEnd, pulse, \
+            chainEnd.
+
+            Example:
+              narrator cues Timings/lessons/sample.json --chain correct --seed 7 --repeat 2
+            """)
+
+    @OptionGroup var chainOptions: ChainOptions
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            print(CueSheet.json(try chainOptions.schedule()), terminator: "")
+        }
+    }
+}
+
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print an audio file's format, rate, channels, frames and duration, and its word timings in frames.",
+        discussion: """
+            Example:
+              narrator inspect Audio/fixtures/sentence.wav --timings Timings/fixtures/sentence.txt
+            """)
+
+    @Argument(help: "An audio file libsndfile can read.")
+    var file: String
+
+    @Option(help: "A timing file (.json, .txt Audacity labels, .vtt) to show in frames at the file's rate.")
+    var timings: String?
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            let info = try AudioFileInfo(path: file)
+            var lines = [
+                "file:        \(file)",
+                "format:      \(info.format)",
+                "sample rate: \(info.sampleRate) Hz",
+                "channels:    \(info.channels)",
+                "frames:      \(info.frames)",
+                "duration:    \(String(format: "%.6f", Frames.seconds(info.frames, rate: info.sampleRate))) s",
+            ]
+            if let timings {
+                let words = try WordTimings.load(path: timings, rate: info.sampleRate)
+                if let late = words.first(where: { $0.endFrame > info.frames }) {
+                    throw NarratorError(
+                        file: timings, place: "word \(late.index) '\(late.text)'",
+                        "ends at frame \(late.endFrame), past the end of \(file) (\(info.frames) frames)")
+                }
+                lines.append("words:       \(words.count) (frames at \(info.sampleRate) Hz; end is exclusive)")
+                lines.append("  index      start        end  text")
+                for word in words {
+                    lines.append(
+                        "  " + pad(word.index, 5) + pad(word.startFrame, 11) + pad(word.endFrame, 11) + "  " + word.text)
+                }
+            }
+            print(lines.joined(separator: "\n"))
+        }
+    }
+
+    private func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}

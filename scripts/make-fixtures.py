@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Generate Narrator's committed audio fixtures and their ground-truth timings.
+
+What it makes (paths relative to the repo root):
+
+  Audio/fixtures/sentence.wav                 "a red apple is a sweet fruit", 48 kHz mono s16
+  Audio/fixtures/formats/sentence-*.wav|flac|ogg
+                                              the same signal as 24/32-bit int, 32-bit float,
+                                              FLAC, Ogg Vorbis, 44.1 kHz, 22.05 kHz and stereo
+  Audio/fixtures/impulses-{22050,44100,48000,96000}.wav
+                                              1 s of zeros with four single-sample impulses
+  Audio/lessons/...                           clips of a sample lesson (sfx, congrats,
+                                              sight words, a Picture Dictionary entry)
+  Timings/fixtures/...                        truth files (integer frames), canonical JSON,
+                                              Audacity labels, WebVTT karaoke cue
+  Timings/lessons/...                         timings of the lesson clips, sample.json lesson
+
+Why the timings are exact: speech is never synthesised as a whole sentence.  Each word
+is synthesised on its own with espeak-ng, converted to 48 kHz s16 with sox (no dither,
+repeatable mode), trimmed, and then stripped in Python of any leading/trailing samples
+equal to 0, so its first and last samples are non-zero.  This script then concatenates
+zero-valued lead-in, the words and zero-valued gaps of known lengths itself, so every
+word's start frame (first non-zero sample after a run of zeros) and exclusive end frame
+(first zero sample after it) are known to the frame by construction.
+
+If a synthesised word contains a run of >= 200 consecutive zero samples inside it
+(e.g. a stop closure), those zeros are replaced by +1/-1 alternating samples so that
+"silence" (exact zeros) only ever occurs between words; the script reports when it
+does this.
+
+Conventions: truth files hold integer frames; other timing files hold seconds written
+with exactly 6 decimals (f"{frame/rate:.6f}"), which recovers the frame exactly via
+round(seconds * rate).  WebVTT has millisecond resolution only, so sentence.vtt gets
+its own truth file with the frames the VTT actually encodes.
+
+The output is deterministic for given espeak-ng / sox versions (sox is always run with
+-D (no dither) and -R (repeatable random numbers, fixed Ogg serial)), and the script is
+idempotent: it overwrites its outputs and leaves intermediates only in a temp dir.
+
+Requires: python3 (stdlib), espeak-ng, sox (+ libsox-fmt-all for FLAC/Ogg).
+Run:      scripts/make-fixtures.py   (from anywhere; it works relative to the repo root)
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import wave
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RATE = 48000
+VOICE = ["-v", "en-us", "-s", "160"]
+FORMAT_FRAMES = 48000  # length of the format variants, in frames of sentence.wav
+SOX = ["sox", "-D", "-R"]  # no dither, repeatable mode
+TRIM = ["silence", "1", "0.005", "0.5%", "reverse", "silence", "1", "0.005", "0.5%", "reverse"]
+MAX_INNER_ZERO_RUN = 200
+
+TMP = None  # temp dir, set in main()
+_speech_cache = {}
+
+
+# ---------------------------------------------------------------- utilities
+
+def run(cmd):
+    """Run a command; fail loudly; pass through any warnings it prints."""
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"command failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr}")
+    if res.stderr.strip():
+        sys.stderr.write(f"[{cmd[0]}] {res.stderr.strip()}\n")
+
+
+def out_path(rel):
+    path = os.path.join(ROOT, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def report(rel, detail=""):
+    size = os.path.getsize(os.path.join(ROOT, rel))
+    print(f"wrote {rel} ({size} bytes){'  ' + detail if detail else ''}")
+
+
+def read_wav(path):
+    """Read a 16-bit PCM WAV; returns (rate, channels, list of interleaved samples)."""
+    with wave.open(path, "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ValueError(f"{path}: expected 16-bit samples")
+        n = w.getnframes() * w.getnchannels()
+        data = w.readframes(w.getnframes())
+        return w.getframerate(), w.getnchannels(), list(struct.unpack(f"<{n}h", data))
+
+
+def write_wav(rel, samples, rate=RATE, channels=1):
+    with wave.open(out_path(rel), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(struct.pack(f"<{len(samples)}h", *samples))
+    report(rel, f"{len(samples) // channels} frames @ {rate} Hz x{channels}")
+
+
+def sec(frame, rate=RATE):
+    return f"{frame / rate:.6f}"
+
+
+class Raw:
+    """A pre-formatted JSON number (e.g. seconds with exactly 6 decimals)."""
+
+    def __init__(self, text):
+        self.text = text
+
+
+def to_json(obj, indent=0, width=100):
+    """Small pretty-printer: 2-space indent, containers kept on one line if short."""
+    def flat(o):
+        if isinstance(o, Raw):
+            return o.text
+        if isinstance(o, dict):
+            return "{" + ", ".join(f"{json.dumps(k)}: {flat(v)}" for k, v in o.items()) + "}"
+        if isinstance(o, (list, tuple)):
+            return "[" + ", ".join(flat(v) for v in o) + "]"
+        if isinstance(o, float):
+            raise TypeError("use Raw() for non-integer numbers")
+        return json.dumps(o)
+
+    one = flat(obj)
+    if not isinstance(obj, (dict, list, tuple)) or len(one) + indent <= width:
+        return one
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(obj, dict):
+        items = [f"{inner}{json.dumps(k)}: {to_json(v, indent + 2, width)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    items = [f"{inner}{to_json(v, indent + 2, width)}" for v in obj]
+    return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+
+
+def write_text(rel, text, detail=""):
+    with open(out_path(rel), "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    report(rel, detail)
+
+
+def write_json(rel, obj, detail=""):
+    write_text(rel, to_json(obj) + "\n", detail)
+
+
+# ---------------------------------------------------------------- speech & sfx
+
+def speech(text):
+    """espeak-ng -> sox (48 kHz s16 mono, trimmed) -> samples with non-zero ends."""
+    if text in _speech_cache:
+        return _speech_cache[text]
+    raw = os.path.join(TMP, "espeak.wav")
+    conv = os.path.join(TMP, "espeak48.wav")
+    run(["espeak-ng", *VOICE, "-w", raw, text])
+    run([*SOX, raw, "-r", str(RATE), "-b", "16", "-c", "1", conv, "rate", "-v", *TRIM])
+    rate, ch, s = read_wav(conv)
+    assert rate == RATE and ch == 1
+    a, b = 0, len(s)
+    while a < b and s[a] == 0:
+        a += 1
+    while b > a and s[b - 1] == 0:
+        b -= 1
+    s = s[a:b]
+    if not s:
+        sys.exit(f"speech for {text!r} is empty after trimming")
+    # Replace long internal runs of exact zeros so zeros only occur between words.
+    i, patched = 0, 0
+    while i < len(s):
+        if s[i] == 0:
+            j = i
+            while j < len(s) and s[j] == 0:
+                j += 1
+            if j - i >= MAX_INNER_ZERO_RUN:
+                for k in range(i, j):
+                    s[k] = 1 if (k - i) % 2 == 0 else -1
+                patched += j - i
+            i = j
+        else:
+            i += 1
+    if patched:
+        print(f"note: {text!r}: replaced {patched} internal zero samples by +1/-1")
+    assert s[0] != 0 and s[-1] != 0
+    _speech_cache[text] = s
+    return s
+
+
+def sox_synth(rel_or_tmp, channels, effects, tmp=False):
+    """Render a synthetic sound with sox (deterministic: no noise, no dither)."""
+    path = os.path.join(TMP, rel_or_tmp) if tmp else out_path(rel_or_tmp)
+    run([*SOX, "-n", "-r", str(RATE), "-c", str(channels), "-b", "16", path, *effects])
+    return path
+
+
+def assemble(segments):
+    """segments: ("sil", n) | ("word", text[, label]) | ("sfx", samples).
+
+    Returns (samples, words) where words = [(label, startFrame, endFrame_exclusive)].
+    """
+    out, words = [], []
+    for seg in segments:
+        kind = seg[0]
+        if kind == "sil":
+            out.extend([0] * seg[1])
+        elif kind == "word":
+            s = speech(seg[1])
+            label = seg[2] if len(seg) > 2 else seg[1]
+            words.append((label, len(out), len(out) + len(s)))
+            out.extend(s)
+        elif kind == "sfx":
+            out.extend(seg[1])
+        else:
+            raise ValueError(kind)
+    return out, words
+
+
+def word_segments(words, lead, gaps, tail):
+    if isinstance(gaps, int):
+        gaps = [gaps] * (len(words) - 1)
+    assert len(gaps) == len(words) - 1
+    segs = [("sil", lead)]
+    for i, w in enumerate(words):
+        segs.append(("word",) + (w if isinstance(w, tuple) else (w,)))
+        segs.append(("sil", gaps[i] if i < len(gaps) else tail))
+    return segs
+
+
+def verify_words(samples, words):
+    for text, a, b in words:
+        assert samples[a] != 0 and samples[a - 1] == 0, (text, a)
+        assert samples[b - 1] != 0 and samples[b] == 0, (text, b)
+
+
+# ---------------------------------------------------------------- timing formats
+
+def canonical_json(words, rate=RATE):
+    return {"words": [{"text": t, "start": Raw(sec(a, rate)), "end": Raw(sec(b, rate))}
+                      for t, a, b in words]}
+
+
+def truth_json(words, frames, rate=RATE):
+    return {"sampleRate": rate, "frames": frames,
+            "words": [{"text": t, "startFrame": a, "endFrame": b} for t, a, b in words]}
+
+
+def audacity_labels(words, rate=RATE):
+    return "".join(f"{sec(a, rate)}\t{sec(b, rate)}\t{t}\n" for t, a, b in words)
+
+
+def frame_to_ms(frame, rate=RATE):
+    """Nearest millisecond (half up), in integer arithmetic."""
+    return (frame * 1000 * 2 + rate) // (rate * 2)
+
+
+def vtt_time(ms):
+    h, rem = divmod(ms, 3600000)
+    m, rem = divmod(rem, 60000)
+    s, ms = divmod(rem, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}.{ms:03d}"
+
+
+def karaoke_vtt(words, rate=RATE):
+    """One cue with karaoke timestamps; returns (vtt text, words as the VTT encodes them)."""
+    starts = [frame_to_ms(a, rate) for _, a, _ in words]
+    end = frame_to_ms(words[-1][2], rate)
+    assert all(x < y for x, y in zip(starts, starts[1:] + [end])), "VTT timestamps collide"
+    text = words[0][0] + "".join(f" <{vtt_time(ms)}>{t}" for (t, _, _), ms in zip(words[1:], starts[1:]))
+    vtt = f"WEBVTT\n\n1\n{vtt_time(starts[0])} --> {vtt_time(end)}\n{text}\n"
+    to_frame = lambda ms: round(ms / 1000 * rate)
+    bounds = [to_frame(ms) for ms in starts] + [to_frame(end)]
+    encoded = [(t, bounds[i], bounds[i + 1]) for i, (t, _, _) in enumerate(words)]
+    return vtt, encoded
+
+
+# ---------------------------------------------------------------- fixtures
+
+def make_sentence():
+    text = "a red apple is a sweet fruit".split()
+    segs = word_segments(text, 4800, [2401, 3001, 1777, 4099, 2203, 3607], 6011)
+    samples, words = assemble(segs)
+    verify_words(samples, words)
+    write_wav("Audio/fixtures/sentence.wav", samples)
+    n = len(samples)
+    write_json("Timings/fixtures/sentence.truth.json", truth_json(words, n))
+    write_json("Timings/fixtures/sentence.json", canonical_json(words))
+    write_text("Timings/fixtures/sentence.txt", audacity_labels(words))
+    vtt, encoded = karaoke_vtt(words)
+    write_text("Timings/fixtures/sentence.vtt", vtt)
+    write_json("Timings/fixtures/sentence.vtt.truth.json", truth_json(encoded, n))
+    return samples, words
+
+
+def make_formats():
+    src = os.path.join(ROOT, "Audio/fixtures/sentence.wav")
+    variants = [
+        ("sentence-s24.wav", ["-b", "24"], []),
+        ("sentence-s32.wav", ["-b", "32"], []),
+        ("sentence-f32.wav", ["-e", "floating-point", "-b", "32"], []),
+        ("sentence.flac", ["-b", "16"], []),
+        ("sentence.ogg", ["-C", "3"], []),
+        ("sentence-44100.wav", ["-b", "16", "-r", "44100"], ["rate", "-v", "44100"]),
+        ("sentence-22050.wav", ["-b", "16", "-r", "22050"], ["rate", "-v", "22050"]),
+        ("sentence-stereo.wav", ["-b", "16", "-c", "2"], ["remix", "1", "1"]),
+    ]
+    # The first second only ("a", "red" and the gaps around them): enough to prove each
+    # format decodes to the same samples, and it keeps Audio/ small.
+    for name, opts, effects in variants:
+        rel = f"Audio/fixtures/formats/{name}"
+        run([*SOX, src, *opts, out_path(rel), "trim", "0", f"{FORMAT_FRAMES}s", *effects])
+        report(rel)
+
+
+def make_impulses():
+    truth = {}
+    for r in [22050, 44100, 48000, 96000]:
+        ks = [round(0.05 * r), 1237, round(0.5 * r) + 3, round(0.9 * r)]
+        assert len(set(ks)) == len(ks), ks
+        ks = sorted(ks)
+        s = [0] * r
+        for k in ks:
+            s[k] = 16384
+        write_wav(f"Audio/fixtures/impulses-{r}.wav", s, rate=r)
+        truth[str(r)] = {"frames": r, "impulses": ks}
+    write_json("Timings/fixtures/impulses.truth.json", truth)
+
+
+def make_lesson():
+    # --- sfx
+    a = sox_synth("t1.wav", 2, ["synth", "0.15", "sine", "880", "fade", "0.005", "0", "0.02", "vol", "0.5"], tmp=True)
+    b = sox_synth("t2.wav", 2, ["synth", "0.15", "sine", "1320", "fade", "0.005", "0", "0.02", "vol", "0.5"], tmp=True)
+    rel = "Audio/lessons/sfx/correct.wav"
+    run([*SOX, a, b, out_path(rel)])
+    report(rel)
+    rel = "Audio/lessons/sfx/whoosh.wav"
+    sox_synth(rel, 1, ["synth", "0.4", "sine", "300-3000", "fade", "0.02", "0", "0.1", "vol", "0.5"])
+    report(rel)
+
+    # --- congrats phrases (synthesised whole, trimmed)
+    for name, phrase in [("great-job", "Great job!"), ("well-done", "Well done!"), ("awesome", "Awesome!")]:
+        write_wav(f"Audio/lessons/congrats/{name}.wav", speech(phrase))
+
+    # --- sight words
+    for name, text in [("part1", "I can see"), ("part2", "the big red hat")]:
+        samples, words = assemble(word_segments(text.split(), 2400, 2400, 2400))
+        verify_words(samples, words)
+        write_wav(f"Audio/lessons/sight-words/{name}.wav", samples)
+        write_json(f"Timings/lessons/sight-words/{name}.json", canonical_json(words))
+
+    # --- picture dictionary: "apple", ding, definition word by word, ding
+    ding_path = sox_synth("ding.wav", 1, ["synth", "0.25", "sine", "1568", "fade", "0.005", "0", "0.15", "vol", "0.4"], tmp=True)
+    _, _, ding = read_wav(ding_path)
+    definition = [("A",), ("round",), ("fruit",), ("that",), ("grows",), ("on",), ("trees", "trees.")]
+    segs = [("sil", 2400), ("word", "apple"), ("sil", 4801), ("sfx", ding), ("sil", 4801)]
+    segs += word_segments(definition, 0, 2011, 4801)[1:]
+    segs += [("sfx", ding), ("sil", 4800)]
+    samples, words = assemble(segs)
+    verify_words(samples, words)
+    write_wav("Audio/lessons/dictionary/apple.wav", samples)
+    write_text("Timings/lessons/dictionary/apple.txt", audacity_labels(words))
+    def_start, def_end = sec(words[1][1]), sec(words[-1][2])
+    write_json("Timings/lessons/dictionary/apple.region.json",
+               {"defStart": Raw(def_start), "defEnd": Raw(def_end)})
+
+    # --- lesson file (paths relative to Timings/lessons/)
+    aud = "../../Audio/lessons"
+    lesson = {
+        "sampleRate": 48000,
+        "channels": 2,
+        "clips": {
+            "sfx": {"file": f"{aud}/sfx/correct.wav"},
+            "whoosh": {"file": f"{aud}/sfx/whoosh.wav"},
+            "ga": {"file": f"{aud}/congrats/great-job.wav"},
+            "gb": {"file": f"{aud}/congrats/well-done.wav"},
+            "gc": {"file": f"{aud}/congrats/awesome.wav"},
+            "p1": {"file": f"{aud}/sight-words/part1.wav", "timings": "sight-words/part1.json"},
+            "p2": {"file": f"{aud}/sight-words/part2.wav", "timings": "sight-words/part2.json"},
+            "apple": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt"},
+            "def": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt",
+                    "start": Raw(def_start), "end": Raw(def_end)},
+        },
+        "pools": {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}},
+        "chains": {
+            "correct": [{"clip": "sfx"}, {"pool": "congrats"}, {"pulse": ["ticket-1"]},
+                        {"clip": "p1"}, {"silence": Raw("0.25")}, {"clip": "p2"},
+                        {"pulse": ["checkbox"]}],
+            "popup": [{"clip": "apple"}],
+            "definition": [{"clip": "def"}, {"clip": "whoosh"}],
+        },
+    }
+    write_json("Timings/lessons/sample.json", lesson)
+
+
+def main():
+    global TMP
+    os.chdir(ROOT)
+    with tempfile.TemporaryDirectory(prefix="narrator-fixtures-") as tmp:
+        TMP = tmp
+        make_sentence()
+        make_formats()
+        make_impulses()
+        make_lesson()
+
+
+if __name__ == "__main__":
+    main()
