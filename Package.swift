@@ -31,8 +31,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
-        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore"]),
-        .testTarget(name: "NarratorAudioFileTests", dependencies: ["NarratorAudioFile", "NarratorCore", "CSndFile"]),
-        .testTarget(name: "NarratorCLITests", dependencies: ["narrator", "NarratorAudioFile", "NarratorCore"]),
+        // Helpers shared by the test targets: fixture paths, running the CLI, reading WAV data
+        // without the code under test.
+        .target(name: "NarratorTestSupport", dependencies: ["NarratorCore"]),
+        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport"]),
+        .testTarget(
+            name: "NarratorAudioFileTests",
+            dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
+        .testTarget(
+            name: "NarratorCLITests",
+            dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport"]),
     ]
 )

@@ -41,11 +41,11 @@ public struct ClipBank: Sendable {
     public let lesson: Lesson
     public let clips: [String: PreparedClip]
 
-    /// Decodes every clip `chain` can play (each file once) and reads its timings.
+    /// Decodes every clip chain `chainID` can play (each file once) and reads its timings.
     public static func prepare(
-        lesson: Lesson, chain: [Lesson.ChainItem], decoder: some AudioDecoder
+        lesson: Lesson, chain chainID: String, decoder: some AudioDecoder
     ) throws(NarratorError) -> ClipBank {
-        try prepare(lesson: lesson, clipIDs: lesson.clipIDs(reachableFrom: chain), decoder: decoder)
+        try prepare(lesson: lesson, clipIDs: lesson.clipIDs(reachableFrom: chainID), decoder: decoder)
     }
 
     public static func prepare(

@@ -82,7 +82,6 @@ public struct Lesson: Sendable {
                 var ids: [String] = []
                 for member in try members.array() {
                     let clip = try member.string()
-                    guard clips[clip] != nil else { throw member.fail("unknown clip '\(clip)'") }
                     guard !ids.contains(clip) else { throw member.fail("clip '\(clip)' listed twice") }
                     ids.append(clip)
                 }
@@ -96,7 +95,7 @@ public struct Lesson: Sendable {
         for (id, entry) in try top.required("chains", in: root).object() {
             var items: [ChainItem] = []
             for itemCursor in try entry.array() {
-                items.append(try parseItem(itemCursor, rate: sampleRate, clips: clips, pools: pools))
+                items.append(try parseItem(itemCursor, rate: sampleRate))
             }
             chains[id] = items
         }
@@ -106,22 +105,16 @@ public struct Lesson: Sendable {
             clips: clips, pools: pools, chains: chains)
     }
 
-    private static func parseItem(
-        _ cursor: JSONCursor, rate: Int, clips: [String: ClipSpec], pools: [String: Pool]
-    ) throws(NarratorError) -> ChainItem {
+    private static func parseItem(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> ChainItem {
         let fields = try cursor.object(allowing: ["clip", "pool", "silence", "pulse"])
         guard fields.count == 1, let (key, value) = fields.first else {
             throw cursor.fail("a chain item has exactly one of: clip, pool, silence, pulse")
         }
         switch key {
         case "clip":
-            let id = try value.string()
-            guard clips[id] != nil else { throw value.fail("unknown clip '\(id)'") }
-            return .clip(id)
+            return .clip(try value.string())
         case "pool":
-            let id = try value.string()
-            guard pools[id] != nil else { throw value.fail("unknown pool '\(id)'") }
-            return .pool(id)
+            return .pool(try value.string())
         case "silence":
             let seconds = try value.number()
             guard seconds >= 0, let frames = Frames.from(seconds: seconds, rate: rate) else {
@@ -144,18 +137,32 @@ public struct Lesson: Sendable {
         return chain
     }
 
-    /// Every clip a chain can play: its clips and all members of its pools, in chain order.
-    public func clipIDs(reachableFrom chain: [ChainItem]) -> [String] {
+    /// Every clip chain `id` can play: its clips and all members of its pools, in chain order.
+    /// This is where references are checked: a chain that names an unknown clip or pool, or a
+    /// pool that names an unknown clip, is an error naming the lesson key. (Parsing checks only
+    /// shape, so a lesson under construction still loads and its complete chains play.)
+    public func clipIDs(reachableFrom id: String) throws(NarratorError) -> [String] {
+        let items = try chain(id)
         var seen: Set<String> = []
         var ids: [String] = []
-        for item in chain {
-            let candidates: [String]
+        func add(_ clip: String, place: String) throws(NarratorError) {
+            guard clips[clip] != nil else { throw NarratorError(file: path, place: place, "unknown clip '\(clip)'") }
+            if seen.insert(clip).inserted { ids.append(clip) }
+        }
+        for (index, item) in items.enumerated() {
             switch item {
-            case .clip(let id): candidates = [id]
-            case .pool(let id): candidates = pools[id]?.clips ?? []
-            case .silence, .pulse: candidates = []
+            case .clip(let clip):
+                try add(clip, place: "chains.\(id)[\(index)].clip")
+            case .pool(let poolID):
+                guard let pool = pools[poolID] else {
+                    throw NarratorError(file: path, place: "chains.\(id)[\(index)].pool", "unknown pool '\(poolID)'")
+                }
+                for (member, clip) in pool.clips.enumerated() {
+                    try add(clip, place: "pools.\(poolID).clips[\(member)]")
+                }
+            case .silence, .pulse:
+                break
             }
-            for id in candidates where seen.insert(id).inserted { ids.append(id) }
         }
         return ids
     }

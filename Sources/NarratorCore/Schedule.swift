@@ -75,9 +75,8 @@ public enum Scheduler {
     ) throws(NarratorError) -> Schedule {
         let lesson = bank.lesson
         let items = try lesson.chain(chainID)
-        let channels =
-            lesson.channels
-            ?? lesson.clipIDs(reachableFrom: items).compactMap { bank.clips[$0]?.audio.channels }.max() ?? 1
+        let reachable = try lesson.clipIDs(reachableFrom: chainID)
+        let channels = lesson.channels ?? reachable.compactMap { bank.clips[$0]?.audio.channels }.max() ?? 1
 
         var voices: [Voice] = []
         var cues: [Cue] = []

@@ -7,9 +7,7 @@ import Foundation
 enum WebVTT {
     static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
         let text = source.hasPrefix("\u{FEFF}") ? String(source.dropFirst()) : source
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
-        }
+        let lines = WordTimings.lines(of: text).map(String.init)
         guard let first = lines.first, first == "WEBVTT" || first.hasPrefix("WEBVTT ") || first.hasPrefix("WEBVTT\t")
         else { throw NarratorError(file: path, place: "line 1", "a WebVTT file starts with 'WEBVTT'") }
 

@@ -108,8 +108,7 @@ public enum WordTimings {
     /// backslash carry a label's frequency range (spectral selection) and are skipped.
     static func parseAudacity(_ text: String, path: String) throws(NarratorError) -> [Entry] {
         var entries: [Entry] = []
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+        for (number, line) in lines(of: text).enumerated() {
             if line.allSatisfy(\.isWhitespace) || line.hasPrefix("\\") { continue }
             let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
             let place = "line \(number + 1)"
@@ -125,5 +124,10 @@ public enum WordTimings {
             entries.append(Entry(text: word, start: start, end: end, place: "\(place) '\(word)'"))
         }
         return entries
+    }
+
+    /// Lines split at LF, CRLF or CR ("\r\n" is one Character in Swift).
+    static func lines(of text: String) -> [Substring] {
+        text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
     }
 }

@@ -42,8 +42,7 @@ struct ChainOptions: ParsableArguments {
     /// Loads the lesson, decodes the chain's clips and lays the chain out.
     func schedule() throws(NarratorError) -> Schedule {
         let lesson = try Lesson.load(path: self.lesson)
-        let items = try lesson.chain(chain)
-        let bank = try ClipBank.prepare(lesson: lesson, chain: items, decoder: SndFileDecoder())
+        let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
         var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
         return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
     }

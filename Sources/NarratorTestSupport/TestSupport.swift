@@ -1,0 +1,195 @@
+import Foundation
+
+/// Where the package's files are, for tests: found from this file's own path, so tests run
+/// from any working directory.
+public enum Repo {
+    public static let root: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    public static func path(_ relative: String) -> String { root.appendingPathComponent(relative).path }
+
+    /// The `narrator` executable built beside the running test bundle.
+    public static var narrator: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("narrator").path
+    }
+}
+
+/// A fresh folder under the system temp dir, removed by `remove()`.
+public struct TempDir: Sendable {
+    public let url: URL
+    public var path: String { url.path }
+
+    public init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-test-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func file(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    @discardableResult
+    public func write(_ name: String, _ text: String) -> String {
+        let path = file(name)
+        try? FileManager.default.createDirectory(
+            at: URL(fileURLWithPath: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    @discardableResult
+    public func write(_ name: String, data: Data) -> String {
+        let path = file(name)
+        _ = FileManager.default.createFile(atPath: path, contents: data)
+        return path
+    }
+
+    public func contents() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    public func remove() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// What a finished process said.
+public struct ProcessResult: Sendable {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
+}
+
+/// Runs `executable` with `arguments` and waits for it.
+public func run(_ executable: String, _ arguments: [String], cwd: String? = nil) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    // Read both pipes to the end before waiting, so a chatty child cannot block.
+    let group = DispatchGroup()
+    nonisolated(unsafe) var errData = Data()
+    group.enter()
+    DispatchQueue.global().async {
+        errData = err.fileHandleForReading.readDataToEndOfFile()
+        group.leave()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// Runs a program found on PATH.
+public func runTool(_ name: String, _ arguments: [String]) throws -> ProcessResult {
+    try run("/usr/bin/env", [name] + arguments)
+}
+
+/// A RIFF/WAVE file read by hand (not through the code under test): its format fields and its
+/// raw data chunk.
+public struct WAVFile: Sendable {
+    public let formatTag: Int
+    public let channels: Int
+    public let sampleRate: Int
+    public let bitsPerSample: Int
+    public let data: Data
+
+    public init(path: String) throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        guard bytes.count >= 12, bytes.prefix(4) == Data("RIFF".utf8), bytes[8..<12] == Data("WAVE".utf8) else {
+            throw CocoaError(.fileReadCorruptFile)
+        }
+        var offset = 12
+        var fmt: (Int, Int, Int, Int)?
+        var data: Data?
+        while offset + 8 <= bytes.count {
+            let id = String(decoding: bytes[offset..<(offset + 4)], as: UTF8.self)
+            let size = u32(offset + 4)
+            let body = offset + 8
+            if id == "fmt " {
+                fmt = (u16(body), u16(body + 2), u32(body + 4), u16(body + 14))
+            } else if id == "data" {
+                data = bytes[body..<min(body + size, bytes.count)]
+            }
+            offset = body + size + (size & 1)
+        }
+        guard let fmt, let data else { throw CocoaError(.fileReadCorruptFile) }
+        (formatTag, channels, sampleRate, bitsPerSample) = fmt
+        self.data = Data(data)
+    }
+
+    /// 16-bit samples, interleaved.
+    public var int16Samples: [Int16] {
+        precondition(bitsPerSample == 16)
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self)) }
+        }
+    }
+
+    /// Samples as floats at full scale ±1 (16-bit integer or 32-bit float data).
+    public var floatSamples: [Float] {
+        if bitsPerSample == 16 { return int16Samples.map { Float($0) / 32768 } }
+        precondition(bitsPerSample == 32 && (formatTag == 3 || formatTag == 0xFFFE))
+        return data.withUnsafeBytes { raw in
+            (0..<(data.count / 4)).map {
+                Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)))
+            }
+        }
+    }
+
+    public var frames: Int { data.count / (channels * bitsPerSample / 8) }
+}
+
+/// Ground truth written by scripts/make-fixtures.py from the audio it assembled.
+public struct TruthWords: Decodable, Sendable {
+    public struct Word: Decodable, Sendable {
+        public let text: String
+        public let startFrame: Int
+        public let endFrame: Int
+    }
+    public let sampleRate: Int
+    public let frames: Int
+    public let words: [Word]
+
+    public init(path: String) throws {
+        self = try JSONDecoder().decode(TruthWords.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}
+
+/// Finds sounds in samples without any knowledge of the schedule: a sound starts at a
+/// non-zero sample that follows at least `minGap` exact zeros (or the start), and ends after
+/// its last non-zero sample before such a run. Fixture words are separated by digital silence.
+public func soundSpans(_ samples: [Float], channels: Int = 1, minGap: Int = 200) -> [Range<Int>] {
+    let frames = samples.count / channels
+    func silent(_ f: Int) -> Bool {
+        for c in 0..<channels where samples[f * channels + c] != 0 { return false }
+        return true
+    }
+    var spans: [Range<Int>] = []
+    var start: Int?
+    var lastSound = -1
+    var zeros = minGap
+    for f in 0..<frames {
+        if silent(f) {
+            zeros += 1
+            if let s = start, zeros >= minGap {
+                spans.append(s..<(lastSound + 1))
+                start = nil
+            }
+        } else {
+            if start == nil { start = f }
+            lastSound = f
+            zeros = 0
+        }
+    }
+    if let s = start { spans.append(s..<(lastSound + 1)) }
+    return spans
+}
