@@ -85,9 +85,6 @@ final class SoundFileReader {
         if error != 0 {
             throw NarratorError(file: path, "read error after \(total) frames (libsndfile: \(String(cString: sf_strerror(handle))))")
         }
-        if total == 0 {
-            throw NarratorError(file: path, "holds no audio frames")
-        }
         let knownLength = announcedFrames > 0 && announcedFrames < Int(Int64.max)
         if knownLength, total < announcedFrames {
             throw NarratorError(
@@ -95,6 +92,9 @@ final class SoundFileReader {
         }
         if let lie = headerProblem {
             throw NarratorError(file: path, lie)
+        }
+        if total == 0 {
+            throw NarratorError(file: path, "holds no audio frames")
         }
         return samples
     }
