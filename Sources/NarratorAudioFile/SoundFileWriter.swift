@@ -53,9 +53,14 @@ public final class SoundFileWriter {
         case .s16:
             precondition(frames * channels <= scratch.count)
             written = scratch.withUnsafeMutableBufferPointer { out in
+                // Round to nearest, ties to even, by the float "magic number" trick: adding
+                // 1.5 × 2^23 leaves the rounded integer in the low mantissa bits. Plain SSE2
+                // arithmetic that vectorises, where rounded() costs a libm call per sample.
+                // Exact for every 16-bit source, which has no ties.
                 for i in 0..<(frames * channels) {
-                    let scaled = (samples[i] * 32768).rounded()
-                    out[i] = Int16(max(-32768, min(32767, scaled)))
+                    let clamped = max(-32768, min(32767, samples[i] * 32768))
+                    let rounded = Int32(bitPattern: (clamped + 12_582_912).bitPattern) &- 0x4B40_0000
+                    out[i] = Int16(truncatingIfNeeded: rounded)
                 }
                 return Int(sf_writef_short(handle, out.baseAddress, sf_count_t(frames)))
             }

@@ -64,6 +64,11 @@ public final class Mixer {
             let target = output.baseAddress! + outBase
             if inChannels == outChannels {
                 for i in 0..<(count * outChannels) { target[i] += source[i] }
+            } else if inChannels == 1 && outChannels == 2 {
+                for f in 0..<count {
+                    target[2 * f] += source[f]
+                    target[2 * f + 1] += source[f]
+                }
             } else if inChannels == 1 {
                 // Mono plays on every output channel.
                 for f in 0..<count {

@@ -137,10 +137,10 @@ import Testing
         defer { dir.remove() }
         let out = dir.file("clamp.wav")
         let writer = try SoundFileWriter(path: out, sampleRate: 48000, channels: 1, format: .s16)
-        let samples: [Float] = [-1, -1.5, 1, 1.5, 32767.0 / 32768, -0.5, 0.5 / 32768]
+        let samples: [Float] = [-1, -1.5, 1, 1.5, 32767.0 / 32768, -0.5, 0.5 / 32768, 1.5 / 32768, -2.5 / 32768]
         try samples.withUnsafeBufferPointer { try writer.write($0, frames: samples.count) }
         try writer.finish()
-        #expect(try WAVFile(path: out).int16Samples == [-32768, -32768, 32767, 32767, 32767, -16384, 1])
+        #expect(try WAVFile(path: out).int16Samples == [-32768, -32768, 32767, 32767, 32767, -16384, 0, 2, -2])
     }
 
     @Test func fileAppearsOnlyWhenFinished() throws {
