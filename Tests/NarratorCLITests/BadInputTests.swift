@@ -1,0 +1,100 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// Every bad input: exit status 1, exactly one line on stderr naming the file (and the place),
+/// no crash, no hang, and no output file.
+@Suite struct BadInputTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        let name: String
+        /// Files to create in the lesson's folder; the lesson itself is "lesson.json".
+        let files: [String: Data]
+        let chain: String
+        /// What the one line must contain.
+        let expect: [String]
+        var testDescription: String { name }
+    }
+
+    static let sentence = try! Data(contentsOf: URL(fileURLWithPath: Repo.path("Audio/fixtures/sentence.wav")))
+
+    static func lesson(clips: String = #""a": {"file": "a.wav"}"#, pools: String = "{}", chain: String = #"[{"clip": "a"}]"#) -> Data {
+        Data(#"{"sampleRate": 48000, "clips": {\#(clips)}, "pools": \#(pools), "chains": {"c": \#(chain)}}"#.utf8)
+    }
+
+    static func text(_ s: String) -> Data { Data(s.utf8) }
+
+    static var liar: Data {
+        var data = sentence.prefix(44 + 4000)
+        data.replaceSubrange(4..<8, with: [0xF0, 0xFF, 0xFF, 0x7F])
+        data.replaceSubrange(40..<44, with: [0xF0, 0xFF, 0xFF, 0x7F])  // ~2 GiB of "data"
+        return data
+    }
+
+    static let timed = #""a": {"file": "a.wav", "timings": "t.txt"}"#
+
+    static let cases: [Case] = [
+        Case(name: "missing audio", files: ["lesson.json": lesson()], chain: "c", expect: ["a.wav: no such file"]),
+        Case(name: "empty audio", files: ["lesson.json": lesson(), "a.wav": Data()], chain: "c", expect: ["a.wav: empty"]),
+        Case(name: "truncated audio", files: ["lesson.json": lesson(), "a.wav": sentence.prefix(50000)], chain: "c", expect: ["a.wav: truncated"]),
+        Case(name: "not audio", files: ["lesson.json": lesson(), "a.wav": text("RIFF? no, a poem\n")], chain: "c", expect: ["a.wav: not a readable audio file"]),
+        Case(name: "lying header", files: ["lesson.json": lesson(), "a.wav": liar], chain: "c", expect: ["a.wav: truncated or lying header"]),
+        Case(name: "lesson not JSON", files: ["lesson.json": text("{\"sampleRate\": 48000,\n  \"clips\": {,\n}")], chain: "c", expect: ["lesson.json: line 2, column 13: not valid JSON"]),
+        Case(name: "empty lesson", files: ["lesson.json": Data()], chain: "c", expect: ["lesson.json: empty file"]),
+        Case(name: "unknown clip", files: ["lesson.json": lesson(chain: #"[{"clip": "a"}, {"clip": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[1].clip: unknown clip 'zz'"]),
+        Case(name: "unknown pool", files: ["lesson.json": lesson(chain: #"[{"pool": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[0].pool: unknown pool 'zz'"]),
+        Case(name: "unknown chain", files: ["lesson.json": lesson(), "a.wav": sentence], chain: "nope", expect: ["lesson.json: chains.nope: unknown chain"]),
+        Case(name: "empty pool", files: ["lesson.json": lesson(pools: #"{"p": {"clips": []}}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.clips: empty pool"]),
+        Case(name: "pool names unknown clip", files: ["lesson.json": lesson(pools: #"{"p": {"clips": ["a", "b"]}}"#, chain: #"[{"pool": "p"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.clips[1]: unknown clip 'b'"]),
+        Case(name: "timing syntax", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.1\t0.2\ta\n0.3 0.4 b\n")], chain: "c", expect: ["t.txt: line 2: expected start<TAB>end<TAB>text"]),
+        Case(name: "timing json syntax", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.json"}"#), "a.wav": sentence, "t.json": text("{\"words\": [\n {\"text\": \"a\", \"start\": 0.1, \"end\": }]}")], chain: "c", expect: ["t.json: line 2, column"]),
+        Case(name: "end before start", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.2\ta\n")], chain: "c", expect: ["t.txt: line 1 'a': ends (0.2 s) before it starts (0.5 s)"]),
+        Case(name: "out of order", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.1\t0.2\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': out of order"]),
+        Case(name: "overlapping", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.55\t0.7\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': overlaps word 0 'a'"]),
+        Case(name: "past the end of audio", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n3.1\t3.2\tb\n")], chain: "c", expect: ["t.txt: word 1 'b': ends at 3.2 s, past the end of its audio"]),
+        Case(name: "bad vtt", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.vtt"}"#), "a.wav": sentence, "t.vtt": text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nx <1.5>y\n")], chain: "c", expect: ["t.vtt: line 4: bad timestamp"]),
+    ]
+
+    @Test(arguments: cases)
+    func renderRefusesWithOneLine(_ c: Case) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for (name, data) in c.files { dir.write(name, data: data) }
+        let before = dir.contents()
+        let out = dir.file("out.wav")
+        let result = try run(Repo.narrator, ["render", dir.file("lesson.json"), "--chain", c.chain, "--output", out, "--cues", dir.file("out.json")])
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.stderr)")
+        for fragment in c.expect {
+            #expect(result.stderr.contains(fragment), "\(result.stderr)")
+        }
+        #expect(result.stderr.contains(dir.path), "names the file by its path")
+        #expect(dir.contents() == before, "no output file, no partial file")
+
+        let cues = try run(Repo.narrator, ["cues", dir.file("lesson.json"), "--chain", c.chain])
+        #expect(cues.status == 1)
+        #expect(cues.stdout.isEmpty)
+        #expect(cues.stderr == result.stderr)
+    }
+
+    @Test func unwritableOutputLeavesNothing() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try run(Repo.narrator, [
+            "render", Repo.path("Timings/lessons/sample.json"), "--chain", "popup", "--output", dir.file("no/such/folder/out.wav"),
+        ])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no/such/folder/out.wav: cannot write"))
+        #expect(dir.contents().isEmpty)
+    }
+
+    @Test func inspectRefusesBadAudioWithOneLine() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.write("bad.flac", data: Data("fLaC but not really".utf8))
+        let result = try run(Repo.narrator, ["inspect", path])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.contains("bad.flac: not a readable audio file"))
+    }
+}
