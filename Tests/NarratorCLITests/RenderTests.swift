@@ -1,4 +1,5 @@
 import Foundation
+import NarratorAudioFile
 import NarratorTestSupport
 import Testing
 
@@ -101,7 +102,10 @@ func render(_ lessonJSON: String, chain: String, in dir: TempDir, extra: [String
                        "r": {"file": "\(audio)", "timings": "\(timingFile)", "start": \(regionStart), "end": \(regionEnd)}},
              "chains": {"x": [{"clip": "s"}, {"silence": 0.1234}, {"clip": "r"}, {"clip": "s"}]}}
             """, chain: "x", in: dir)
-        let found = soundSpans(wav.floatSamples, channels: 2)
+        // Read back through libsndfile too: both readers must see the same samples.
+        let viaLibsndfile = try SndFileDecoder().decode(path: dir.file("x.wav"), sampleRate: 48000)
+        #expect(viaLibsndfile.samples == wav.floatSamples)
+        let found = soundSpans(viaLibsndfile.samples, channels: 2)
         let words = sheet.cues.filter { $0.type == "word" }
         #expect(found.map(\.lowerBound) == words.map(\.frame))
         #expect(found.map(\.upperBound) == words.map { $0.endFrame! })
