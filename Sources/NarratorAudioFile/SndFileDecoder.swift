@@ -10,7 +10,8 @@ public struct SndFileDecoder: AudioDecoder {
 
     public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
         let file = try SoundFileReader(path: path)
-        var samples = try file.readAll(maxFrames: maxSeconds * file.sampleRate)
+        // The cap holds at both rates, so a converted clip is never larger than maxSeconds.
+        var samples = try file.readAll(maxFrames: maxSeconds * min(file.sampleRate, sampleRate))
         if file.sampleRate != sampleRate {
             samples = try Resampler.convert(
                 samples, channels: file.channels, from: file.sampleRate, to: sampleRate, file: path)

@@ -35,7 +35,7 @@ final class SoundFileReader {
         channels = Int(info.channels)
         announcedFrames = Int(info.frames)
         format = info.format
-        guard sampleRate > 0, channels > 0, channels <= 64 else {
+        guard (1000...768_000).contains(sampleRate), channels > 0, channels <= 64 else {
             sf_close(handle)
             throw NarratorError(file: path, "unusable header: \(sampleRate) Hz, \(channels) channels")
         }

@@ -33,12 +33,16 @@ public final class SoundFileWriter {
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
-        info.format = Int32(SF_FORMAT_WAV) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
+        // RF64 that libsndfile turns back into a plain WAV header when the file stays under
+        // 4 GiB: every usual render is an ordinary WAV, and a longer one is still correct.
+        info.format = Int32(SF_FORMAT_RF64) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
         guard let handle = sf_open(partialPath, Int32(SFM_WRITE), &info) else {
             let reason = String(cString: sf_strerror(nil))
             throw NarratorError(file: path, "cannot write (libsndfile: \(reason))")
         }
+        sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE))
         self.handle = handle
+        PartialFiles.register(partialPath)
     }
 
     deinit { abandon() }
@@ -76,6 +80,7 @@ public final class SoundFileWriter {
     public func finish() throws(NarratorError) {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         self.handle = nil
+        defer { PartialFiles.unregister() }
         if sf_close(handle) != 0 {
             unlink(partialPath)
             throw NarratorError(file: path, "closing failed")
@@ -93,6 +98,7 @@ public final class SoundFileWriter {
             sf_close(handle)
             self.handle = nil
             unlink(partialPath)
+            PartialFiles.unregister()
         }
     }
 }
@@ -116,5 +122,45 @@ public enum OfflineRenderer {
             try writer.write(UnsafeBufferPointer(slice), frames: frames)
         }
         try writer.finish()
+    }
+}
+
+/// The partial file being written, removed if the process is interrupted (Ctrl-C, SIGTERM)
+/// so that no half-written file is left behind. One at a time: the CLI writes one file.
+public enum PartialFiles {
+    nonisolated(unsafe) private static var path: UnsafeMutablePointer<CChar>?
+
+    static func register(_ partial: String) {
+        unregister()
+        path = strdup(partial)
+        // A parent may have blocked these (blocked signals survive exec): unblock them too.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for signal in [SIGINT, SIGTERM, SIGHUP] {
+            _ = CSignal.install(signal)
+            sigaddset(&unblock, signal)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    static func unregister() {
+        let old = path
+        path = nil
+        free(old)
+    }
+
+    /// Called from the signal handler: async-signal-safe calls only.
+    fileprivate static func removeAndExit(_ signal: Int32) {
+        if let path { unlink(path) }
+        _exit(128 + signal)
+    }
+}
+
+private enum CSignal {
+    static func install(_ number: Int32) -> Bool {
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { PartialFiles.removeAndExit($0) }
+        sigemptyset(&action.sa_mask)
+        return sigaction(number, &action, nil) == 0
     }
 }

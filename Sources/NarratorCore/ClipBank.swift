@@ -101,13 +101,16 @@ public struct ClipBank: Sendable {
                         file: timingPath, place: "word \(late.index) '\(late.text)'",
                         "ends at \(Frames.seconds(late.endFrame, rate: rate)) s, past the end of its audio \(spec.file) (\(Frames.seconds(buffer.frames, rate: rate)) s)")
                 }
-                // Timings stay in the file's time: shift by the region start, keep the words
-                // that lie wholly inside the region.
+                // Timings stay in the file's time: shift by the region start. Words outside the
+                // region are dropped; a word the region cuts keeps its part inside.
                 words = fileWords.compactMap { word in
-                    guard word.startFrame >= first, word.endFrame <= last else { return nil }
+                    let inside = word.startFrame == word.endFrame
+                        ? word.startFrame >= first && word.startFrame < last
+                        : word.startFrame < last && word.endFrame > first
+                    guard inside else { return nil }
                     var shifted = word
-                    shifted.startFrame -= first
-                    shifted.endFrame -= first
+                    shifted.startFrame = max(word.startFrame, first) - first
+                    shifted.endFrame = min(word.endFrame, last) - first
                     return shifted
                 }
             }

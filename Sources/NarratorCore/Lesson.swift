@@ -40,6 +40,9 @@ public struct Lesson: Sendable {
         case pulse(targets: [String])
     }
 
+    /// The longest silence item, in seconds.
+    public static let maxSilenceSeconds: Double = 3600
+
     /// Reads and validates the lesson file at `path`.
     public static func load(path: String) throws(NarratorError) -> Lesson {
         let url = URL(fileURLWithPath: path)
@@ -117,8 +120,8 @@ public struct Lesson: Sendable {
             return .pool(try value.string())
         case "silence":
             let seconds = try value.number()
-            guard seconds >= 0, let frames = Frames.from(seconds: seconds, rate: rate) else {
-                throw value.fail("silence must be a non-negative number of seconds")
+            guard seconds >= 0, seconds <= maxSilenceSeconds, let frames = Frames.from(seconds: seconds, rate: rate) else {
+                throw value.fail("silence must be between 0 and \(Int(maxSilenceSeconds)) seconds")
             }
             return .silence(frames: frames)
         default:

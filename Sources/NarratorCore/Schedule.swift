@@ -98,7 +98,14 @@ public enum Scheduler {
             cues.append(Cue(frame: frame, kind: .clipEnd(clip: clipID, pool: pool)))
         }
 
+        // A session longer than this (over 12 days at 48 kHz) is a mistake, not a lesson.
+        let maxFrames = 1 << 36
         for _ in 0..<max(repeats, 0) {
+            if frame > maxFrames {
+                throw NarratorError(
+                    file: lesson.path, place: "chains.\(chainID)",
+                    "the session would last over \(maxFrames / lesson.sampleRate / 3600) hours; play fewer repeats")
+            }
             for item in items {
                 switch item {
                 case .clip(let id):

@@ -13,8 +13,8 @@ enum WebVTT {
 
         var entries: [WordTimings.Entry] = []
         var index = 1
-        // Skip the header block.
-        while index < lines.count, !lines[index].isEmpty { index += 1 }
+        // Skip the header block (up to a blank line; a cue timing line also ends it).
+        while index < lines.count, !lines[index].isEmpty, !lines[index].contains("-->") { index += 1 }
         while index < lines.count {
             if lines[index].trimmingCharacters(in: .whitespaces).isEmpty { index += 1; continue }
             // A block: NOTE, STYLE, REGION, or a cue (optional identifier line, then timing line).
@@ -22,7 +22,8 @@ enum WebVTT {
             var block: [String] = []
             while index < lines.count, !lines[index].isEmpty { block.append(lines[index]); index += 1 }
             let head = block[0]
-            if head.hasPrefix("NOTE") || head == "STYLE" || head == "REGION" { continue }
+            let keyword = head.split(whereSeparator: \.isWhitespace).first ?? ""
+            if keyword == "NOTE" || keyword == "STYLE" || keyword == "REGION" { continue }
             var timingOffset = 0
             if !head.contains("-->") {
                 timingOffset = 1
@@ -37,7 +38,7 @@ enum WebVTT {
             guard parts.count == 2,
                 let cueStart = timestamp(parts[0].trimmingCharacters(in: .whitespaces)),
                 let cueEnd = timestamp(
-                    parts[1].trimmingCharacters(in: .whitespaces).split(separator: " ").first.map(String.init) ?? "")
+                    parts[1].split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "")
             else { throw NarratorError(file: path, place: place, "bad cue timing line '\(block[timingOffset])'") }
             let payload = block[(timingOffset + 1)...].joined(separator: "\n")
             entries += try words(
@@ -52,15 +53,17 @@ enum WebVTT {
     ) throws(NarratorError) -> [WordTimings.Entry] {
         var spans: [(start: Double, text: String)] = [(cueStart, "")]
         var rest = Substring(payload)
+        var line = firstLine
         while let open = rest.firstIndex(of: "<") {
             spans[spans.count - 1].text += rest[..<open]
+            line += rest[..<open].count { $0 == "\n" }
             guard let close = rest[open...].firstIndex(of: ">") else {
-                throw NarratorError(file: path, place: "line \(firstLine)", "unclosed '<' in cue text")
+                throw NarratorError(file: path, place: "line \(line)", "unclosed '<' in cue text")
             }
             let tag = rest[rest.index(after: open)..<close]
             if let first = tag.first, first.isNumber {
                 guard let time = timestamp(String(tag)) else {
-                    throw NarratorError(file: path, place: "line \(firstLine)", "bad timestamp <\(tag)>")
+                    throw NarratorError(file: path, place: "line \(line)", "bad timestamp <\(tag)>")
                 }
                 spans.append((time, ""))
             }

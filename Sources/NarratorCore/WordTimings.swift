@@ -60,6 +60,7 @@ public enum WordTimings {
     /// Converts to frames and checks: each word ends at or after its start, starts at or after
     /// the previous word's start, and does not overlap it.
     static func frames(_ entries: [Entry], path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
+        if entries.isEmpty { throw NarratorError(file: path, "holds no words") }
         var words: [WordTiming] = []
         words.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {

@@ -9,6 +9,28 @@ struct Narrator: ParsableCommand {
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
         subcommands: [Render.self, Cues.self, Inspect.self])
+
+    /// Usage errors, like bad input, exit with status 1 and one line; --help exits 0.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let code as ExitCode {
+            exit(withError: code)
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }
+            var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+            printError("\(message) (see 'narrator --help')")
+            exit(withError: ExitCode(1))
+        }
+    }
+}
+
+/// One line on stderr, whatever the message holds.
+func printError(_ message: String) {
+    let line = message.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
+    FileHandle.standardError.write(Data("narrator: \(line)\n".utf8))
 }
 
 /// Runs `body`; a `NarratorError` becomes one line on stderr and exit status 1.
@@ -16,7 +38,7 @@ func reportingErrors(_ body: () throws(NarratorError) -> Void) throws {
     do {
         try body()
     } catch {
-        FileHandle.standardError.write(Data("narrator: \(error.description)\n".utf8))
+        printError(error.description)
         throw ExitCode(1)
     }
 }
@@ -36,7 +58,7 @@ struct ChainOptions: ParsableArguments {
     var `repeat`: Int = 1
 
     func validate() throws {
-        guard `repeat` >= 1 else { throw ValidationError("--repeat must be at least 1") }
+        guard (1...10_000).contains(`repeat`) else { throw ValidationError("--repeat must be between 1 and 10000") }
     }
 
     /// Loads the lesson, decodes the chain's clips and lays the chain out.
@@ -76,13 +98,27 @@ struct Render: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
             let schedule = try chainOptions.schedule()
-            try OfflineRenderer.render(schedule, to: output, format: format)
+            // The cue sheet is written first, beside its target; both files are moved into
+            // place only once both are complete, and neither is left when either fails.
+            var pendingCues: (partial: String, final: String)?
             if let cues {
-                do {
-                    try Data(CueSheet.json(schedule).utf8).write(to: URL(fileURLWithPath: cues), options: .atomic)
-                } catch {
-                    throw NarratorError(file: cues, "cannot write the cue sheet: \(FileProblem.describe(path: cues))")
+                let url = URL(fileURLWithPath: cues)
+                let partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
+                guard FileManager.default.createFile(atPath: partial, contents: Data(CueSheet.json(schedule).utf8)) else {
+                    throw NarratorError(file: cues, "cannot write the cue sheet: \(FileProblem.describe(path: url.deletingLastPathComponent().path))")
                 }
+                pendingCues = (partial, cues)
+            }
+            do throws(NarratorError) {
+                try OfflineRenderer.render(schedule, to: output, format: format)
+            } catch {
+                if let pendingCues { unlink(pendingCues.partial) }
+                throw error
+            }
+            if let pendingCues, rename(pendingCues.partial, pendingCues.final) != 0 {
+                unlink(pendingCues.partial)
+                unlink(output)
+                throw NarratorError(file: pendingCues.final, "cannot move the cue sheet into place: \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -30,6 +30,15 @@ import Testing
         return data
     }
 
+    /// A WAV whose header says 1 Hz: converting it to 48 kHz would take gigabytes.
+    static var rateLiar: Data {
+        var data = sentence.prefix(44 + 12000)
+        data.replaceSubrange(24..<28, with: [1, 0, 0, 0])
+        data.replaceSubrange(28..<32, with: [2, 0, 0, 0])
+        data.replaceSubrange(40..<44, with: [0xE0, 0x2E, 0, 0])
+        return data
+    }
+
     static let timed = #""a": {"file": "a.wav", "timings": "t.txt"}"#
 
     static let cases: [Case] = [
@@ -51,6 +60,11 @@ import Testing
         Case(name: "out of order", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.1\t0.2\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': out of order"]),
         Case(name: "overlapping", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.55\t0.7\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': overlaps word 0 'a'"]),
         Case(name: "past the end of audio", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n3.1\t3.2\tb\n")], chain: "c", expect: ["t.txt: word 1 'b': ends at 3.2 s, past the end of its audio"]),
+        Case(name: "word text with a newline", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.json"}"#), "a.wav": sentence, "t.json": text(#"{"words": [{"text": "a\nb", "start": 0.5, "end": 0.2}]}"#)], chain: "c", expect: [#"t.json: words[0] 'a\nb': ends"#]),
+        Case(name: "empty timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": Data()], chain: "c", expect: ["t.txt: holds no words"]),
+        Case(name: "missing timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence], chain: "c", expect: ["t.txt: no such file"]),
+        Case(name: "header lies about the rate", files: ["lesson.json": lesson(), "a.wav": rateLiar], chain: "c", expect: ["a.wav: unusable header: 1 Hz"]),
+        Case(name: "silence too long", files: ["lesson.json": lesson(chain: #"[{"silence": 1.8e11}]"#)], chain: "c", expect: ["lesson.json: chains.c[0].silence: silence must be between 0 and 3600 seconds"]),
         Case(name: "bad vtt", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.vtt"}"#), "a.wav": sentence, "t.vtt": text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nx <1.5>y\n")], chain: "c", expect: ["t.vtt: line 4: bad timestamp"]),
     ]
 
@@ -75,6 +89,44 @@ import Testing
         #expect(cues.status == 1)
         #expect(cues.stdout.isEmpty)
         #expect(cues.stderr == result.stderr)
+    }
+
+    @Test func usageErrorsExitOneWithOneLine() throws {
+        for arguments in [["render", Repo.path("Timings/lessons/sample.json"), "--chain", "popup", "--output", "/tmp/x.wav", "--repeat", "0"], ["cues"], ["frobnicate"]] {
+            let result = try run(Repo.narrator, arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(result.stderr.hasPrefix("narrator: "))
+        }
+    }
+
+    @Test func failedCueSheetLeavesNoAudioEither() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try run(Repo.narrator, [
+            "render", Repo.path("Timings/lessons/sample.json"), "--chain", "popup", "--output", dir.file("o.wav"),
+            "--cues", dir.file("missing/c.json"),
+        ])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("missing/c.json: cannot write the cue sheet"))
+        #expect(dir.contents().isEmpty)
+    }
+
+    @Test func interruptedRenderLeavesNoPartialFile() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repo.narrator)
+        process.arguments = ["render", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--repeat", "800", "--output", dir.file("o.wav")]
+        try process.run()
+        // Wait until the partial file exists, then interrupt.
+        let deadline = Date().addingTimeInterval(20)
+        while dir.contents().isEmpty, process.isRunning, Date() < deadline { usleep(1000) }
+        #expect(dir.contents().first?.hasPrefix(".o.wav.partial-") == true)
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 128 + SIGINT)
+        #expect(dir.contents().isEmpty)
     }
 
     @Test func unwritableOutputLeavesNothing() throws {

@@ -133,7 +133,7 @@ final class TempDirectory: Sendable {
 
     @Test func wordsAreShiftedByClipStartAndRegion() throws {
         // Region 0.005 s … 0.015 s of a 1000-frame file at 48 kHz = frames 240 ..< 720.
-        let labels = "0.001\t0.004\tbefore\n0.005\t0.006\tfirst\n0.010\t0.015\tlast\n0.0150\t0.0200\tcut\n"
+        let labels = "0.001\t0.002\tbefore\n0.003\t0.0055\tstraddle\n0.0055\t0.006\tfirst\n0.010\t0.015\tlast\n0.0150\t0.0200\tcut\n"
         let s = try schedule("""
             {"sampleRate": 48000, "clips": {"r": {"file": "1.wav", "timings": "t.txt", "start": 0.005, "end": 0.015},
                                             "s": {"file": "3.wav"}},
@@ -143,9 +143,11 @@ final class TempDirectory: Sendable {
         #expect(s.voices[1].audio.offset == 240)
         #expect(s.voices[1].audio.frames == 480)
         let words = s.cues.filter { $0.type == "word" }
+        // "straddle" (144 ..< 264) is cut by the region start (240): it keeps 240 ..< 264.
         #expect(words == [
-            Cue(frame: 300 + 0, kind: .word(clip: "r", index: 1, text: "first", endFrame: 300 + 48)),
-            Cue(frame: 300 + 240, kind: .word(clip: "r", index: 2, text: "last", endFrame: 300 + 480)),
+            Cue(frame: 300 + 0, kind: .word(clip: "r", index: 1, text: "straddle", endFrame: 300 + 24)),
+            Cue(frame: 300 + 24, kind: .word(clip: "r", index: 2, text: "first", endFrame: 300 + 48)),
+            Cue(frame: 300 + 240, kind: .word(clip: "r", index: 3, text: "last", endFrame: 300 + 480)),
         ])
     }
 
@@ -160,6 +162,7 @@ final class TempDirectory: Sendable {
         #expect(throws: NarratorError.self) { try schedule(json, timings: ["t.txt": "0.001\t0.005\tlate\n"]) }
         do {
             _ = try schedule(json, timings: ["t.txt": "0.001\t0.002\tok\n0.003\t0.005\tlate\n"])
+            Issue.record("a word past the end of its audio was accepted")
         } catch let error as NarratorError {
             #expect(error.file.hasSuffix("t.txt"))
             #expect(error.place == "word 1 'late'")

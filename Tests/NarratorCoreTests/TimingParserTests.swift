@@ -115,6 +115,23 @@ private func expectError(_ text: String, _ name: String, place: String?, contain
         expectError("WEBVTT\n\n00:00:02.000 --> 00:00:01.000\nx\n", "t.vtt", place: "line 4 'x'", containing: "before it starts")
     }
 
+    @Test func lenientWhereRealFilesDiffer() throws {
+        // No blank line after the header, a cue id starting with NOTE, settings after a tab.
+        let words = try parse("WEBVTT\n00:00:01.000 --> 00:00:02.000\none\n\nNOTEBOOK-1\n00:00:03.000 --> 00:00:04.000\talign:start\ntwo\n", "t.vtt")
+        #expect(words.map(\.text) == ["one", "two"])
+        #expect(words.map(\.startFrame) == [48000, 144_000])
+    }
+
+    @Test func badTimestampOnALaterTextLineNamesThatLine() {
+        expectError("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\na <00:00:01.100>b\nc <00:00:01.5>d\n", "t.vtt", place: "line 5", containing: "bad timestamp")
+    }
+
+    @Test func emptyTimingFilesAreErrorsInEveryFormat() {
+        expectError("", "t.txt", place: nil, containing: "holds no words")
+        expectError("WEBVTT\n", "t.vtt", place: nil, containing: "holds no words")
+        expectError(#"{"words": []}"#, "t.json", place: nil, containing: "holds no words")
+    }
+
     @Test func unknownExtensionIsNamed() {
         expectError("x", "t.srtx", place: nil, containing: "unknown timing format '.srtx'")
     }
