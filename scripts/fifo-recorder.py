@@ -17,8 +17,9 @@ What it writes:
 
 The byte at offset b therefore reached the FIFO at or before the time on the first line whose
 bytes_so_far > b. With module-pipe-sink use_system_clock_for_timing=yes the sink renders in real
-time (silence when no stream plays), so the byte offset is an audible clock too:
-offset / (rate * channels * 2) seconds since the sink started writing.
+time (silence when no stream plays) and writes each block at most one block (~21 ms, less while
+a low-latency stream plays) ahead of its real-time slot, so the byte offset is an audible clock
+too: offset / (rate * channels * 2) = seconds since the first recorded byte's slot.
 
 Someone MUST read the FIFO from before the first stream plays until it ends. The sink keeps
 real-time pace without a reader, but once the pipe is full (64 KiB, ~341 ms at 48 kHz stereo
@@ -32,7 +33,8 @@ reader stall (a loaded CI machine) for up to ~341 ms without the sink dropping a
 not delay anything while the reader keeps up.
 
 It stops on EOF (the server exited or unloaded the sink) or on SIGTERM/SIGINT, and exits 0.
-Chunk: each read asks for at most --chunk bytes (default 1024).
+Chunk: each read asks for at most --chunk bytes (default 4096: the sink writes blocks of at most
+PIPE_BUF = 4096 bytes, so usually one line per block the sink wrote).
 """
 
 import argparse
@@ -58,7 +60,7 @@ def main() -> int:
     ap.add_argument("fifo")
     ap.add_argument("raw")
     ap.add_argument("times")
-    ap.add_argument("--chunk", type=int, default=1024)
+    ap.add_argument("--chunk", type=int, default=4096)
     ap.add_argument("--frame-bytes", type=int, default=4)
     ap.add_argument("--keep-backlog", action="store_true")
     ap.add_argument("--pipe-size", type=int, default=0,

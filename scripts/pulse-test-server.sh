@@ -21,22 +21,28 @@
 #
 # `start` returns once the server answers and its default sink is the pipe sink, leaving:
 #   DIR/env          `source` it (or set the same variables) in every ALSA client:
-#                      ALSA_CONFIG_PATH  /usr/share/alsa/alsa.conf:DIR/asoundrc
-#                      PULSE_SERVER      unix:DIR/pulse.sock
-#                      PULSE_CLIENTCONFIG DIR/client.conf   (autospawn = no)
+#                      ALSA_CONFIG_PATH   /usr/share/alsa/alsa.conf:DIR/asoundrc
+#                      PULSE_SERVER       unix:DIR/pulse.sock
+#                      PULSE_CLIENTCONFIG DIR/client.conf (autospawn = no)
+#                      PULSE_COOKIE       DIR/cookie (else clients create ~/.config/pulse/cookie)
 #                    plus NARRATOR_PULSE_{DIR,FIFO,RATE,CHANNELS,PID} for the tests themselves.
+#                    ALSA_CONFIG_PATH is what matters (the devices name the server). libasound
+#                    1.2.8 re-reads it at every snd_pcm_open, so even a setenv() inside a running
+#                    test process takes effect for the next open.
 #   DIR/asoundrc     ALSA devices: `default` and `pulse` go to this server; `narrator_test`
 #                    is the same sink by name. Each names the server explicitly, so a client
 #                    that only has ALSA_CONFIG_PATH still lands here and never autospawns.
 #   DIR/sink.fifo    the pipe sink's output: s16le, RATE Hz, CHANNELS interleaved
-#   DIR/pid          the daemon's PID; DIR/pulse.log its log
+#   DIR/pid          the daemon's PID; DIR/pulse.log its log (new at each start)
 #
-# Someone MUST read DIR/sink.fifo from before anything plays until the server stops (use
+# Someone MUST read DIR/sink.fifo from before anything plays until it has finished (use
 # `record`, which runs scripts/fifo-recorder.py in the foreground: run it in the background
-# and wait for DIR/recorder.ready). Without a reader the pipe fills (64 KiB) and the sink stops
-# rendering, so playback stalls instead of running in real time, and a late reader first gets
-# a stale backlog. The sink renders silence while nothing plays, so the recording is a
-# continuous real-time clock: byte offset / (RATE*CHANNELS*2) = seconds since the sink started.
+# and wait for DIR/recorder.ready). The sink keeps real-time pace with or without a reader,
+# but with none the pipe fills (64 KiB, ~341 ms at 48 kHz stereo) and from then on everything
+# rendered is DROPPED; what stays in the pipe is the oldest data, stale by the time anyone reads
+# it (the recorder discards it). The sink renders silence while nothing plays and writes one
+# block per wake-up (1023 frames, ~21.3 ms, shrinking to a stream's requested latency), at
+# most one block ahead of real time, so the recording is a continuous real-time clock.
 #
 # `stop` ends the daemon (TERM, then KILL after 5 s) and any recorder started by `record`
 # (it also ends by itself on EOF), then removes the socket and FIFO; logs and recordings stay.
@@ -53,7 +59,7 @@ log_level=${PULSE_TEST_LOG_LEVEL:-info}
 sink_name=narrator_test
 
 die() { echo "pulse-test-server: $*" >&2; exit 1; }
-usage() { sed -n '17,21p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
+usage() { sed -n '/^# Usage:/,/^#$/{/^#   /s/^# *//p}' "${BASH_SOURCE[0]}" >&2; exit 2; }
 
 abs_dir() { mkdir -p "$1" && (cd "$1" && pwd -P); }
 
@@ -86,7 +92,8 @@ is_our_daemon() {
 client_env() {
   local dir=$1
   env ALSA_CONFIG_PATH="/usr/share/alsa/alsa.conf:$dir/asoundrc" \
-      PULSE_SERVER="unix:$dir/pulse.sock" PULSE_CLIENTCONFIG="$dir/client.conf" "${@:2}"
+      PULSE_SERVER="unix:$dir/pulse.sock" PULSE_CLIENTCONFIG="$dir/client.conf" \
+      PULSE_COOKIE="$dir/cookie" "${@:2}"
 }
 
 cmd_start() {
@@ -102,6 +109,8 @@ cmd_start() {
   dir=$(abs_dir "$1")
   # sun_path holds 108 bytes.
   [ ${#dir} -le 90 ] || die "DIR path too long for a unix socket: $dir"
+  # It goes unquoted into module arguments and quoted into ALSA config strings.
+  [[ $dir =~ ^[A-Za-z0-9_./+-]+$ ]] || die "DIR path must be plain (no spaces or quotes): $dir"
   if [ -f "$dir/pid" ] && is_our_daemon "$(cat "$dir/pid")" "$dir"; then
     die "a server already runs for $dir (pid $(cat "$dir/pid")): stop it first"
   fi
@@ -111,13 +120,7 @@ cmd_start() {
   mkdir -p "$dir/runtime" "$dir/state" "$dir/config/pulse"
   chmod 700 "$dir/runtime"
 
-  cat >"$dir/server.pa" <<EOF
-# Written by scripts/pulse-test-server.sh; loaded with pulseaudio -n -F (no default.pa).
-load-module module-native-protocol-unix socket=$dir/pulse.sock auth-anonymous=1
-load-module module-pipe-sink file=$dir/sink.fifo format=s16le rate=$rate channels=$channels use_system_clock_for_timing=yes sink_name=$sink_name
-set-default-sink $sink_name
-EOF
-  printf 'autospawn = no\n' >"$dir/client.conf"
+  printf 'autospawn = no\ncookie-file = %s/cookie\n' "$dir" >"$dir/client.conf"
   cat >"$dir/asoundrc" <<EOF
 # Written by scripts/pulse-test-server.sh. Read after /usr/share/alsa/alsa.conf through
 # ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$dir/asoundrc
@@ -128,22 +131,31 @@ ctl.!pulse { type pulse server "unix:$dir/pulse.sock" }
 pcm.$sink_name { type pulse server "unix:$dir/pulse.sock" device "$sink_name" }
 EOF
 
+  local sink_args="format=s16le rate=$rate channels=$channels use_system_clock_for_timing=yes"
+  sink_args+=" sink_name=$sink_name"
   # A clean environment: no session bus (else it may autolaunch a dbus-daemon), no X, our dirs.
   env -i PATH="/usr/sbin:/usr/bin:/sbin:/bin" LANG=C \
     HOME="$dir" XDG_RUNTIME_DIR="$dir/runtime" XDG_CONFIG_HOME="$dir/config" \
     XDG_STATE_HOME="$dir/state" PULSE_RUNTIME_PATH="$dir/runtime" PULSE_STATE_PATH="$dir/state" \
     PULSE_CLIENTCONFIG="$dir/client.conf" DBUS_SESSION_BUS_ADDRESS="unix:path=$dir/no-bus" \
-    pulseaudio -n -F "$dir/server.pa" --daemonize=no --system=no --exit-idle-time=-1 \
+    pulseaudio -n \
+      -L "module-native-protocol-unix socket=$dir/pulse.sock auth-anonymous=1" \
+      -L "module-pipe-sink file=$dir/sink.fifo $sink_args" \
+      --daemonize=no --system=no --exit-idle-time=-1 \
       --disallow-exit --use-pid-file=no --no-cpu-limit --log-target=stderr --log-time \
       --log-level="$log_level" \
-      </dev/null >>"$dir/pulse.log" 2>&1 &
+      </dev/null >"$dir/pulse.log" 2>&1 &
   local pid=$!
   echo "$pid" >"$dir/pid"
 
-  local deadline=$((SECONDS + timeout_s)) ok=
-  while ((SECONDS < deadline)); do
+  local deadline=$(($(date +%s%N) + timeout_s * 1000000000)) ok=
+  while (($(date +%s%N) < deadline)); do
     alive "$pid" || break
+    # PulseAudio 16 runs on after a failed -L (--fail does not stop it): catch it in the log.
+    grep -q 'Failed to load module' "$dir/pulse.log" && break
+    # The one sink becomes the default by itself; set-default-sink only makes sure.
     if [ -p "$dir/sink.fifo" ] &&
+       client_env "$dir" timeout 2 pactl set-default-sink "$sink_name" 2>/dev/null &&
        [ "$(client_env "$dir" timeout 2 pactl get-default-sink 2>/dev/null)" = "$sink_name" ]; then
       ok=1; break
     fi
@@ -152,7 +164,7 @@ EOF
   if [ -z "$ok" ]; then
     end_pid "$pid" 2
     rm -f "$dir/pid"
-    echo "pulse-test-server: server did not come up within ${timeout_s} s; log tail:" >&2
+    echo "pulse-test-server: server did not come up (waited up to ${timeout_s} s); log tail:" >&2
     tail -n 30 "$dir/pulse.log" >&2 || true
     exit 1
   fi
@@ -161,6 +173,7 @@ EOF
 export ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:$dir/asoundrc
 export PULSE_SERVER=unix:$dir/pulse.sock
 export PULSE_CLIENTCONFIG=$dir/client.conf
+export PULSE_COOKIE=$dir/cookie
 export NARRATOR_PULSE_DIR=$dir
 export NARRATOR_PULSE_FIFO=$dir/sink.fifo
 export NARRATOR_PULSE_RATE=$rate
