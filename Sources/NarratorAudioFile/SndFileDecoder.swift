@@ -6,7 +6,10 @@ public struct SndFileDecoder: AudioDecoder {
     /// Longest file held in memory, in seconds of its own rate.
     public var maxSeconds: Int
 
-    public init(maxSeconds: Int = 3600) { self.maxSeconds = maxSeconds }
+    /// One hour: a clip, not a music bed (those stream in live playback).
+    public static let defaultMaxSeconds = 3600
+
+    public init(maxSeconds: Int = defaultMaxSeconds) { self.maxSeconds = maxSeconds }
 
     public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
         let file = try SoundFileReader(path: path)
@@ -30,7 +33,7 @@ public struct AudioFileInfo: Sendable {
     /// Reads the header and decodes the whole file, so that `frames` is what it really holds.
     public init(path: String) throws(NarratorError) {
         let file = try SoundFileReader(path: path)
-        let samples = try file.readAll(maxFrames: 3600 * file.sampleRate)
+        let samples = try file.readAll(maxFrames: SndFileDecoder.defaultMaxSeconds * file.sampleRate)
         format = file.formatDescription
         sampleRate = file.sampleRate
         channels = file.channels

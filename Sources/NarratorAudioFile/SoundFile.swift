@@ -15,16 +15,7 @@ final class SoundFileReader {
 
     init(path: String) throws(NarratorError) {
         self.path = path
-        var problem = FileProblem.describe(path: path)
-        if problem == "cannot be read" {
-            if let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size == 0 {
-                problem = "empty file, not audio"
-            }
-        }
-        guard problem == "cannot be read" || problem == "empty file, not audio" else {
-            throw NarratorError(file: path, problem)
-        }
-        if problem == "empty file, not audio" { throw NarratorError(file: path, problem) }
+        if let problem = FileProblem.check(path: path) { throw NarratorError(file: path, problem) }
         var info = SF_INFO()
         guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
             let reason = String(cString: sf_strerror(nil))
@@ -58,9 +49,6 @@ final class SoundFileReader {
         return "\(major), \(sub)"
     }
 
-    /// True for 16-bit integer PCM, whose samples survive float and back exactly.
-    var isPCM16: Bool { format & Int32(SF_FORMAT_SUBMASK) == Int32(SF_FORMAT_PCM_16) }
-
     /// Reads every frame. Memory grows with what the file really holds, never with what its
     /// header claims; a file that ends before its header says it should is an error.
     func readAll(maxFrames: Int) throws(NarratorError) -> [Float] {
@@ -77,7 +65,7 @@ final class SoundFileReader {
             if total > maxFrames {
                 throw NarratorError(
                     file: path,
-                    "longer than \(maxFrames / sampleRate) s, too long to hold in memory (header says \(announcedFrames) frames)")
+                    "longer than \(maxFrames) frames, too long to hold in memory (header says \(announcedFrames) frames)")
             }
             samples.append(contentsOf: chunk[0..<(got * channels)])
         }

@@ -171,13 +171,20 @@ public struct Lesson: Sendable {
     }
 }
 
-/// Why a file could not be read, in words for the one-line error.
+/// Why a file cannot be read, in words for the one-line error.
 public enum FileProblem {
-    public static func describe(path: String) -> String {
+    /// What is wrong with `path` as an input file, or nil when it looks readable.
+    public static func check(path: String) -> String? {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) { return "no such file" }
         if isDirectory.boolValue { return "is a folder, not a file" }
         if !FileManager.default.isReadableFile(atPath: path) { return "permission denied" }
-        return "cannot be read"
+        if let size = try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int, size == 0 {
+            return "empty file"
+        }
+        return nil
     }
+
+    /// Why reading `path` failed.
+    public static func describe(path: String) -> String { check(path: path) ?? "cannot be read" }
 }
