@@ -9,7 +9,26 @@ public struct SndFileDecoder: AudioDecoder {
     /// One hour: a clip, not a music bed (those stream in live playback).
     public static let defaultMaxSeconds = 3600
 
-    public init(maxSeconds: Int = defaultMaxSeconds) { self.maxSeconds = maxSeconds }
+    /// Files longer than this, in seconds, are streamed while they play instead of decoded
+    /// into memory; nil decodes every file.
+    public var streamAboveSeconds: Int?
+
+    /// Half a minute: longer than any narration clip, shorter than a music bed.
+    public static let defaultStreamAboveSeconds = 30
+
+    public init(maxSeconds: Int = defaultMaxSeconds, streamAboveSeconds: Int? = defaultStreamAboveSeconds) {
+        self.maxSeconds = maxSeconds
+        self.streamAboveSeconds = streamAboveSeconds
+    }
+
+    public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? {
+        guard let streamAboveSeconds else { return nil }
+        let file = try SoundFileReader(path: path)
+        let announced = file.announcedFrames
+        guard announced > streamAboveSeconds * file.sampleRate, announced < Int(Int32.max) * 16 else { return nil }
+        return StreamedFile(
+            path: path, channels: file.channels, frames: Frames.convert(announced, from: file.sampleRate, to: sampleRate))
+    }
 
     public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
         let file = try SoundFileReader(path: path)

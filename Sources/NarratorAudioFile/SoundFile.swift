@@ -87,6 +87,16 @@ final class SoundFileReader {
         return samples
     }
 
+    /// Moves to `frame`; false if the file cannot seek there.
+    func seek(toFrame frame: Int) -> Bool {
+        sf_seek(handle, sf_count_t(frame), SEEK_SET) == sf_count_t(frame)
+    }
+
+    /// Reads up to `frames` frames into `buffer`; returns the frames read (0 at the end).
+    func read(into buffer: UnsafeMutablePointer<Float>, frames: Int) -> Int {
+        max(0, Int(sf_readf_float(handle, buffer, sf_count_t(frames))))
+    }
+
     /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
     /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
     /// which is how a truncated file or a header that lies is recognised.

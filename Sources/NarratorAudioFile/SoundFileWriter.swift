@@ -57,15 +57,7 @@ public final class SoundFileWriter {
         case .s16:
             precondition(frames * channels <= scratch.count)
             written = scratch.withUnsafeMutableBufferPointer { out in
-                // Round to nearest, ties to even, by the float "magic number" trick: adding
-                // 1.5 × 2^23 leaves the rounded integer in the low mantissa bits. Plain SSE2
-                // arithmetic that vectorises, where rounded() costs a libm call per sample.
-                // Exact for every 16-bit source, which has no ties.
-                for i in 0..<(frames * channels) {
-                    let clamped = max(-32768, min(32767, samples[i] * 32768))
-                    let rounded = Int32(bitPattern: (clamped + 12_582_912).bitPattern) &- 0x4B40_0000
-                    out[i] = Int16(truncatingIfNeeded: rounded)
-                }
+                SampleConversion.toInt16(samples.baseAddress!, out.baseAddress!, count: frames * channels)
                 return Int(sf_writef_short(handle, out.baseAddress, sf_count_t(frames)))
             }
         }
@@ -103,8 +95,8 @@ public final class SoundFileWriter {
     }
 }
 
-/// Offline rendering: the mixer, block after block, into a file. Memory is the mixer's block
-/// and the clips, whatever the schedule's length.
+/// Offline rendering: the mixer, block after block, into a file. Memory is the mixer's block,
+/// the clips and the stream rings, whatever the schedule's or a streamed file's length.
 public enum OfflineRenderer {
     public static let blockFrames = 4096
 
@@ -112,12 +104,17 @@ public enum OfflineRenderer {
         let writer = try SoundFileWriter(
             path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format,
             maxFrames: blockFrames)
-        let mixer = Mixer(schedule: schedule)
+        let feeder = StreamFeeder(schedule: schedule)
+        let mixer = Mixer(schedule: schedule, lanes: feeder.lanes)
         let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * schedule.channels)
         defer { block.deallocate() }
         while !mixer.finished {
             let frames = min(blockFrames, schedule.frames - mixer.position)
             let slice = UnsafeMutableBufferPointer(rebasing: block[0..<(frames * schedule.channels)])
+            if let problem = feeder.fill().first {
+                writer.abandon()
+                throw problem
+            }
             mixer.render(into: slice, frameCount: frames)
             try writer.write(UnsafeBufferPointer(slice), frames: frames)
         }

@@ -1,31 +1,91 @@
 /// Decoded audio at the lesson's rate: interleaved samples, shared by every clip cut from the
 /// same file so that a file is decoded once however many regions and repeats play it.
-public final class AudioBuffer: Sendable {
+///
+/// The samples live in memory allocated once and never moved, so that the mixer can read them
+/// through a plain pointer from the real-time thread.
+public final class AudioBuffer: @unchecked Sendable {
+    // Sendable: the storage is written only in `init` and read-only afterwards.
     public let channels: Int
     public let frames: Int
     /// `frames × channels` interleaved samples, full scale ±1.
-    public let samples: [Float]
+    public let storage: UnsafeBufferPointer<Float>
 
     public init(channels: Int, samples: [Float]) {
         precondition(channels > 0 && samples.count % channels == 0)
         self.channels = channels
         self.frames = samples.count / channels
-        self.samples = samples
+        let memory = UnsafeMutableBufferPointer<Float>.allocate(capacity: max(samples.count, 1))
+        _ = memory.initialize(from: samples)
+        storage = UnsafeBufferPointer(rebasing: UnsafeBufferPointer(memory)[0..<samples.count])
+    }
+
+    deinit { storage.baseAddress.map { UnsafeMutablePointer(mutating: $0).deallocate() } }
+
+    /// A copy of the samples.
+    public var samples: [Float] { Array(storage) }
+}
+
+/// A file too long to hold in memory (a music bed): it is read while it plays, through a
+/// fixed-size ring, by `NarratorAudioFile.StreamFeeder`.
+public struct StreamedFile: Sendable, Hashable {
+    public let path: String
+    public let channels: Int
+    /// Its length at the lesson rate.
+    public let frames: Int
+
+    public init(path: String, channels: Int, frames: Int) {
+        self.path = path
+        self.channels = channels
+        self.frames = frames
     }
 }
 
-/// A clip's audio: a frame range of a shared buffer.
+/// Where a clip's samples come from.
+public enum ClipSource: Sendable {
+    case memory(AudioBuffer)
+    case stream(StreamedFile)
+
+    public var channels: Int {
+        switch self {
+        case .memory(let buffer): buffer.channels
+        case .stream(let file): file.channels
+        }
+    }
+
+    /// Length of the whole file at the lesson rate.
+    public var frames: Int {
+        switch self {
+        case .memory(let buffer): buffer.frames
+        case .stream(let file): file.frames
+        }
+    }
+}
+
+/// A clip's audio: a frame range of a shared buffer or of a streamed file.
 public struct ClipAudio: Sendable {
-    public let buffer: AudioBuffer
+    public let source: ClipSource
     public let offset: Int
     public let frames: Int
-    public var channels: Int { buffer.channels }
+    public var channels: Int { source.channels }
+
+    public init(source: ClipSource, offset: Int, frames: Int) {
+        self.source = source
+        self.offset = offset
+        self.frames = frames
+    }
 }
 
 /// Turns an audio file into samples at a given rate. Implemented with libsndfile and a real
 /// resampler in NarratorAudioFile; tests may supply their own.
 public protocol AudioDecoder: Sendable {
     func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer
+    /// The file's description if it is long enough to be streamed instead of decoded into
+    /// memory; nil to decode it. Reads the header only.
+    func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile?
+}
+
+extension AudioDecoder {
+    public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? { nil }
 }
 
 /// A clip ready to schedule: its audio and its words, in frames from the clip's first frame.
@@ -52,39 +112,42 @@ public struct ClipBank: Sendable {
         lesson: Lesson, clipIDs: [String], decoder: some AudioDecoder
     ) throws(NarratorError) -> ClipBank {
         let rate = lesson.sampleRate
-        var buffers: [String: AudioBuffer] = [:]
+        var sources: [String: ClipSource] = [:]
         var timings: [String: [WordTiming]] = [:]
         var clips: [String: PreparedClip] = [:]
         for id in clipIDs {
             guard let spec = lesson.clips[id] else {
                 throw NarratorError(file: lesson.path, place: "clips.\(id)", "unknown clip")
             }
-            let buffer: AudioBuffer
-            if let cached = buffers[spec.file] {
-                buffer = cached
+            let source: ClipSource
+            if let cached = sources[spec.file] {
+                source = cached
+            } else if let streamed = try decoder.streamedFile(path: spec.file, sampleRate: rate) {
+                source = .stream(streamed)
+                sources[spec.file] = source
             } else {
-                buffer = try decoder.decode(path: spec.file, sampleRate: rate)
-                buffers[spec.file] = buffer
+                source = .memory(try decoder.decode(path: spec.file, sampleRate: rate))
+                sources[spec.file] = source
             }
 
             // The region, in frames of the decoded file at the lesson rate.
             var first = 0
-            var last = buffer.frames
+            var last = source.frames
             if let start = spec.start {
                 first = Frames.from(seconds: start, rate: rate) ?? Int.max
             }
             if let end = spec.end {
                 last = Frames.from(seconds: end, rate: rate) ?? Int.max
-                if last > buffer.frames {
+                if last > source.frames {
                     throw NarratorError(
                         file: lesson.path, place: "clips.\(id).end",
-                        "region ends at \(end) s, past the end of \(spec.file) (\(Frames.seconds(buffer.frames, rate: rate)) s)")
+                        "region ends at \(end) s, past the end of \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
                 }
             }
             if first >= last {
                 throw NarratorError(
                     file: lesson.path, place: "clips.\(id).start",
-                    "region starts at or after the end of its audio (\(Frames.seconds(buffer.frames, rate: rate)) s)")
+                    "region starts at or after the end of its audio (\(Frames.seconds(source.frames, rate: rate)) s)")
             }
 
             var words: [WordTiming] = []
@@ -96,10 +159,10 @@ public struct ClipBank: Sendable {
                     fileWords = try WordTimings.load(path: timingPath, rate: rate)
                     timings[timingPath] = fileWords
                 }
-                if let late = fileWords.first(where: { $0.endFrame > buffer.frames }) {
+                if let late = fileWords.first(where: { $0.endFrame > source.frames }) {
                     throw NarratorError(
                         file: timingPath, place: "word \(late.index) '\(late.text)'",
-                        "ends at \(Frames.seconds(late.endFrame, rate: rate)) s, past the end of its audio \(spec.file) (\(Frames.seconds(buffer.frames, rate: rate)) s)")
+                        "ends at \(Frames.seconds(late.endFrame, rate: rate)) s, past the end of its audio \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
                 }
                 // Timings stay in the file's time: shift by the region start. Words outside the
                 // region are dropped; a word the region cuts keeps its part inside.
@@ -115,7 +178,7 @@ public struct ClipBank: Sendable {
                 }
             }
             clips[id] = PreparedClip(
-                id: id, audio: ClipAudio(buffer: buffer, offset: first, frames: last - first), words: words)
+                id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words)
         }
         return ClipBank(lesson: lesson, clips: clips)
     }

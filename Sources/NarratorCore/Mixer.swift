@@ -1,21 +1,72 @@
 /// Renders a schedule into interleaved float samples, block after block. The same code
-/// serves offline rendering and live playback: after `init`, `render` never allocates.
+/// serves offline rendering and live playback: after `init`, `render` never allocates, locks
+/// or touches a file. Voices held in memory are read through plain pointers; streamed voices
+/// are taken from their lane's ring, which someone else fills (`StreamFeeder`).
 public final class Mixer {
     public let schedule: Schedule
-    public var channels: Int { schedule.channels }
+    public let channels: Int
     /// The next frame `render` will produce.
     public private(set) var position = 0
-    private var nextVoice = 0
-    /// Indices of voices that started and have not ended, at most `voices.count`.
-    private let active: UnsafeMutableBufferPointer<Int>
-    private var activeCount = 0
+    /// Samples a streamed voice needed that its ring did not yet hold (played as silence).
+    public private(set) var streamShortfall = 0
 
-    public init(schedule: Schedule) {
-        self.schedule = schedule
-        active = .allocate(capacity: max(schedule.voices.count, 1))
+    /// A voice reduced to what the real-time loop needs.
+    private struct Slot {
+        let start: Int
+        let end: Int
+        let channels: Int
+        /// The voice's first frame in memory, or nil for a streamed voice.
+        let samples: UnsafePointer<Float>?
+        /// The voice's ring and lane, for a streamed voice.
+        let ring: Unmanaged<SampleRing>?
+        let lane: Int
     }
 
-    deinit { active.deallocate() }
+    private let slots: UnsafeMutableBufferPointer<Slot>
+    private var nextSlot = 0
+    /// Indices of slots that started and have not ended.
+    private let active: UnsafeMutableBufferPointer<Int>
+    private var activeCount = 0
+    /// Kept alive for the slots' pointers.
+    private let lanes: StreamLanes?
+    /// Per lane: samples owed by a ring that ran short, dropped as soon as they arrive so the
+    /// voice stays on its timeline.
+    private let owed: UnsafeMutableBufferPointer<Int>
+
+    public init(schedule: Schedule, lanes: StreamLanes? = nil) {
+        self.schedule = schedule
+        self.channels = schedule.channels
+        self.lanes = lanes
+        slots = .allocate(capacity: max(schedule.voices.count, 1))
+        active = .allocate(capacity: max(schedule.voices.count, 1))
+        owed = .allocate(capacity: max(lanes?.rings.count ?? 0, 1))
+        owed.initialize(repeating: 0)
+        for (index, voice) in schedule.voices.enumerated() {
+            let audio = voice.audio
+            let samples: UnsafePointer<Float>?
+            var ring: Unmanaged<SampleRing>?
+            var lane = -1
+            switch audio.source {
+            case .memory(let buffer):
+                samples = buffer.storage.baseAddress! + audio.offset * audio.channels
+            case .stream:
+                guard let lanes, lanes.laneOfVoice.indices.contains(index), lanes.laneOfVoice[index] >= 0 else {
+                    preconditionFailure("a streamed voice needs the schedule's StreamLanes")
+                }
+                samples = nil
+                lane = lanes.laneOfVoice[index]
+                ring = Unmanaged.passUnretained(lanes.rings[lane])
+            }
+            (slots.baseAddress! + index).initialize(
+                to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane))
+        }
+    }
+
+    deinit {
+        slots.deallocate()
+        active.deallocate()
+        owed.deallocate()
+    }
 
     /// True once every frame of the schedule has been rendered.
     public var finished: Bool { position >= schedule.frames }
@@ -26,69 +77,79 @@ public final class Mixer {
         precondition(output.count >= frameCount * channels)
         let blockStart = position
         let blockEnd = position + frameCount
-        output.update(repeating: 0)
-        let voices = schedule.voices
-        while nextVoice < voices.count, voices[nextVoice].startFrame < blockEnd {
-            active[activeCount] = nextVoice
+        let target = output.baseAddress!
+        target.update(repeating: 0, count: frameCount * channels)
+        let voiceCount = schedule.voices.count
+        while nextSlot < voiceCount, slots[nextSlot].start < blockEnd {
+            active[activeCount] = nextSlot
             activeCount += 1
-            nextVoice += 1
+            nextSlot += 1
         }
-        var slot = 0
-        while slot < activeCount {
-            let voice = voices[active[slot]]
-            let from = max(voice.startFrame, blockStart)
-            let to = min(voice.endFrame, blockEnd)
+        var index = 0
+        while index < activeCount {
+            let slot = slots[active[index]]
+            let from = max(slot.start, blockStart)
+            let to = min(slot.end, blockEnd)
             if from < to {
-                mix(voice, frames: from..<to, blockStart: blockStart, into: output)
+                let out = target + (from - blockStart) * channels
+                if let samples = slot.samples {
+                    mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
+                } else if let ring = slot.ring {
+                    mixStream(ring.takeUnretainedValue(), lane: slot.lane, channels: slot.channels, frames: to - from, into: out)
+                }
             }
-            if voice.endFrame <= blockEnd {
+            if slot.end <= blockEnd {
                 activeCount -= 1
-                active[slot] = active[activeCount]
+                active[index] = active[activeCount]
             } else {
-                slot += 1
+                index += 1
             }
         }
         position = blockEnd
     }
 
-    private func mix(
-        _ voice: Voice, frames: Range<Int>, blockStart: Int, into output: UnsafeMutableBufferPointer<Float>
-    ) {
+    private func mixStream(_ ring: SampleRing, lane: Int, channels inChannels: Int, frames: Int, into out: UnsafeMutablePointer<Float>) {
+        if owed[lane] > 0 { owed[lane] -= ring.discard(owed[lane]) }
+        let wanted = frames * inChannels
+        let available = owed[lane] > 0 ? 0 : min(wanted, ring.availableCount) / inChannels * inChannels
+        ring.consume(available) { piece, count, offset in
+            mix(piece, channels: inChannels, frames: count / inChannels, into: out + offset / inChannels * channels)
+        }
+        if available < wanted {
+            owed[lane] += wanted - available
+            streamShortfall += wanted - available
+        }
+    }
+
+    /// Adds `frames` frames of `source` (interleaved, `inChannels`) into `target`.
+    /// Mono plays on every output channel; many channels into one give their average;
+    /// otherwise channel c plays on output c and extra source channels are dropped.
+    @inline(__always)
+    private func mix(_ source: UnsafePointer<Float>, channels inChannels: Int, frames count: Int, into target: UnsafeMutablePointer<Float>) {
         let outChannels = channels
-        let inChannels = voice.audio.channels
-        let count = frames.count
-        let sourceFrame = voice.audio.offset + (frames.lowerBound - voice.startFrame)
-        let outBase = (frames.lowerBound - blockStart) * outChannels
-        voice.audio.buffer.samples.withUnsafeBufferPointer { samples in
-            let source = samples.baseAddress! + sourceFrame * inChannels
-            let target = output.baseAddress! + outBase
-            if inChannels == outChannels {
-                for i in 0..<(count * outChannels) { target[i] += source[i] }
-            } else if inChannels == 1 && outChannels == 2 {
-                for f in 0..<count {
-                    target[2 * f] += source[f]
-                    target[2 * f + 1] += source[f]
-                }
-            } else if inChannels == 1 {
-                // Mono plays on every output channel.
-                for f in 0..<count {
-                    let sample = source[f]
-                    for c in 0..<outChannels { target[f * outChannels + c] += sample }
-                }
-            } else if outChannels == 1 {
-                // Many channels into one: their average.
-                let scale = 1 / Float(inChannels)
-                for f in 0..<count {
-                    var sum: Float = 0
-                    for c in 0..<inChannels { sum += source[f * inChannels + c] }
-                    target[f] += sum * scale
-                }
-            } else {
-                // Channel c plays on output c; extra source channels are dropped.
-                let shared = min(inChannels, outChannels)
-                for f in 0..<count {
-                    for c in 0..<shared { target[f * outChannels + c] += source[f * inChannels + c] }
-                }
+        if inChannels == outChannels {
+            for i in 0..<(count * outChannels) { target[i] += source[i] }
+        } else if inChannels == 1 && outChannels == 2 {
+            for f in 0..<count {
+                target[2 * f] += source[f]
+                target[2 * f + 1] += source[f]
+            }
+        } else if inChannels == 1 {
+            for f in 0..<count {
+                let sample = source[f]
+                for c in 0..<outChannels { target[f * outChannels + c] += sample }
+            }
+        } else if outChannels == 1 {
+            let scale = 1 / Float(inChannels)
+            for f in 0..<count {
+                var sum: Float = 0
+                for c in 0..<inChannels { sum += source[f * inChannels + c] }
+                target[f] += sum * scale
+            }
+        } else {
+            let shared = min(inChannels, outChannels)
+            for f in 0..<count {
+                for c in 0..<shared { target[f * outChannels + c] += source[f * inChannels + c] }
             }
         }
     }
