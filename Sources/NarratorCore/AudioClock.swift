@@ -1,0 +1,215 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// When a frame of the timeline is heard: `time + (frame − self.frame) / rate`, with times in
+/// nanoseconds of CLOCK_MONOTONIC.
+public struct ClockAnchor: Sendable, Equatable {
+    public var frame: Int
+    public var time: Int64
+
+    public init(frame: Int, time: Int64) {
+        self.frame = frame
+        self.time = time
+    }
+
+    /// The monotonic time at which `target` is heard, at `rate` frames per second.
+    @inline(__always)
+    public func time(ofFrame target: Int, rate: Int) -> Int64 {
+        time + Int64((Double(target - frame) * 1e9 / Double(rate)).rounded())
+    }
+}
+
+/// Turns the device's noisy readings ("frame F was being heard at time T") into a steady
+/// mapping from frames to the monotonic clock.
+///
+/// Each reading is projected onto the latest reading's frame at the nominal rate; the anchor
+/// is the median of the last `window` projections, so one wild reading (a late timestamp, a
+/// delay that jumped) does not move it, while a real change of the device's timing moves it
+/// after `window / 2 + 1` readings. Drift between the device's clock and the monotonic clock
+/// is followed because the window is short (about a tenth of a second).
+///
+/// A device that has just started (or restarted after a stall: the caller calls `reset()`)
+/// reports nonsense at first: a sound server's stream reports a delay while it has not begun
+/// to play, so the heard frame stands still while time runs. The filter is `settled` once its
+/// last `agreement` readings agree within `tolerance`; the readings before them are dropped
+/// then, and the player starts (or resumes) the timeline only from that moment.
+///
+/// A step in the device's timing that no error announced (a sound server that underran and
+/// played a block of silence) shows as two readings in a row that agree with each other and
+/// differ from the anchor by over `jump`: the filter then follows them at once.
+///
+/// Used by the real-time thread: fixed storage, no allocation after `init`.
+public final class AudioClockFilter {
+    public let rate: Int
+    public let window: Int
+    private let frames: UnsafeMutablePointer<Int>
+    private let times: UnsafeMutablePointer<Int64>
+    private let scratch: UnsafeMutablePointer<Int64>
+    private var count = 0
+    private var next = 0
+    /// Readings that must agree before the filter is settled, and how closely (nanoseconds).
+    public let agreement: Int
+    public let tolerance: Int64
+    public private(set) var settled = false
+    /// A difference from the anchor this large, seen twice in a row, is a step to follow.
+    public let jump: Int64 = 2_000_000
+
+    public init(rate: Int, window: Int = 9, agreement: Int = 4, tolerance: Int64 = 500_000) {
+        precondition(rate > 0 && agreement > 0 && 2 * agreement <= window)
+        self.rate = rate
+        self.window = window
+        self.agreement = agreement
+        self.tolerance = tolerance
+        frames = .allocate(capacity: window)
+        times = .allocate(capacity: window)
+        scratch = .allocate(capacity: window)
+    }
+
+    deinit {
+        frames.deallocate()
+        times.deallocate()
+        scratch.deallocate()
+    }
+
+    /// Forgets every reading (after an underrun, a suspend, any stall).
+    public func reset() {
+        count = 0
+        next = 0
+        settled = false
+    }
+
+    /// Adds the reading "frame `heardFrame` was being heard at `time`" and returns the anchor.
+    public func add(heardFrame: Int, at time: Int64) -> ClockAnchor {
+        frames[next] = heardFrame
+        times[next] = time
+        next = (next + 1) % window
+        count = min(count + 1, window)
+        let reference = ClockAnchor(frame: heardFrame, time: time)
+        if !settled && count >= agreement {
+            var low = Int64.max
+            var high = Int64.min
+            for back in 1...agreement {
+                let i = (next - back + window) % window
+                let projected = ClockAnchor(frame: frames[i], time: times[i]).time(ofFrame: heardFrame, rate: rate)
+                low = min(low, projected)
+                high = max(high, projected)
+            }
+            if high - low <= tolerance {
+                settled = true
+                // Keep only the readings that agree.
+                for k in 0..<agreement {
+                    let i = (next - agreement + k + window) % window
+                    scratch[k] = Int64(frames[i])
+                    scratch[window - 1 - k] = times[i]
+                }
+                for k in 0..<agreement {
+                    frames[k] = Int(scratch[k])
+                    times[k] = scratch[window - 1 - k]
+                }
+                count = agreement
+                next = agreement % window
+            }
+        }
+        for i in 0..<count {
+            scratch[i] = ClockAnchor(frame: frames[i], time: times[i]).time(ofFrame: reference.frame, rate: rate)
+        }
+        // Insertion sort: at most `window` values.
+        if count > 1 {
+            for i in 1..<count {
+                let value = scratch[i]
+                var j = i - 1
+                while j >= 0 && scratch[j] > value {
+                    scratch[j + 1] = scratch[j]
+                    j -= 1
+                }
+                scratch[j + 1] = value
+            }
+        }
+        let median = count % 2 == 1 ? scratch[count / 2] : (scratch[count / 2 - 1] + scratch[count / 2]) / 2
+        // A step: the last two readings agree with each other and not with the rest (the sound
+        // server underran and played silence without saying so). Follow it now rather than
+        // after half a window, during which every cue would be off by the step.
+        if settled && count >= 3 {
+            let previousIndex = (next - 2 + window) % window
+            let previous = ClockAnchor(frame: frames[previousIndex], time: times[previousIndex]).time(ofFrame: heardFrame, rate: rate)
+            if abs(time - median) > jump && abs(previous - median) > jump && abs(previous - time) <= tolerance {
+                frames[0] = frames[previousIndex]
+                times[0] = times[previousIndex]
+                frames[1] = heardFrame
+                times[1] = time
+                count = 2
+                next = 2 % window
+                return ClockAnchor(frame: heardFrame, time: (previous + time) / 2)
+            }
+        }
+        return ClockAnchor(frame: reference.frame, time: median)
+    }
+}
+
+/// What the audio thread tells the cue thread, without locks: a seqlock over atomics. The
+/// writer (one thread) bumps `sequence` to odd, stores, bumps it to even; a reader retries
+/// until it sees the same even sequence before and after.
+public final class ClockPublication: Sendable {
+    private let sequence = Atomic<UInt64>(0)
+    private let anchorFrame = Atomic<Int>(0)
+    private let anchorTime = Atomic<Int64>(0)
+    private let valid = Atomic<Bool>(false)
+    private let written = Atomic<Int>(0)
+    private let readingTime = Atomic<Int64>(0)
+
+    public init() {}
+
+    public struct Snapshot: Sendable {
+        /// Nil while no reading has been taken since the start or the last stall.
+        public var anchor: ClockAnchor?
+        /// Frames handed to the device so far.
+        public var framesWritten: Int
+        /// Monotonic time of the latest reading.
+        public var readingTime: Int64
+    }
+
+    /// Writer side (the audio thread).
+    public func publish(anchor: ClockAnchor?, framesWritten: Int, readingTime: Int64) {
+        let s = sequence.load(ordering: .relaxed)
+        sequence.store(s &+ 1, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+        if let anchor {
+            anchorFrame.store(anchor.frame, ordering: .relaxed)
+            anchorTime.store(anchor.time, ordering: .relaxed)
+        }
+        valid.store(anchor != nil, ordering: .relaxed)
+        written.store(framesWritten, ordering: .relaxed)
+        self.readingTime.store(readingTime, ordering: .relaxed)
+        sequence.store(s &+ 2, ordering: .releasing)
+    }
+
+    /// Reader side (the cue thread).
+    public func snapshot() -> Snapshot {
+        while true {
+            let before = sequence.load(ordering: .acquiring)
+            if before & 1 == 1 { continue }
+            let isValid = valid.load(ordering: .relaxed)
+            let frame = anchorFrame.load(ordering: .relaxed)
+            let time = anchorTime.load(ordering: .relaxed)
+            let framesWritten = written.load(ordering: .relaxed)
+            let reading = readingTime.load(ordering: .relaxed)
+            atomicMemoryFence(ordering: .acquiring)
+            if sequence.load(ordering: .relaxed) == before {
+                return Snapshot(
+                    anchor: isValid ? ClockAnchor(frame: frame, time: time) : nil, framesWritten: framesWritten,
+                    readingTime: reading)
+            }
+        }
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+public enum MonotonicClock {
+    public static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+}
