@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "NarratorCore", targets: ["NarratorCore"]),
         .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),
+        .library(name: "NarratorLive", targets: ["NarratorLive"]),
         .executable(name: "narrator", targets: ["narrator"]),
     ],
     dependencies: [
@@ -17,6 +18,9 @@ let package = Package(
             name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(
+            name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+            providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
             providers: [.apt(["libsoxr-dev"])]),
 
@@ -24,10 +28,12 @@ let package = Package(
         .target(name: "NarratorCore"),
         // Clip decoding, resampling and file output.
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr"]),
+        // Live playback: ALSA output, the audio clock, cue delivery when heard.
+        .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile", "CALSA"]),
         .executableTarget(
             name: "narrator",
             dependencies: [
-                "NarratorCore", "NarratorAudioFile",
+                "NarratorCore", "NarratorAudioFile", "NarratorLive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -38,6 +44,13 @@ let package = Package(
         .testTarget(
             name: "NarratorAudioFileTests",
             dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
+        // Counts heap allocations per thread; linked only into the tests.
+        .target(name: "CAllocationCounter"),
+        .testTarget(
+            name: "NarratorLiveTests",
+            dependencies: [
+                "NarratorLive", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CAllocationCounter",
+            ]),
         .testTarget(
             name: "NarratorCLITests",
             dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport"]),

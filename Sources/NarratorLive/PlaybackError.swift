@@ -1,0 +1,64 @@
+import Foundation
+
+/// Why live playback could not start or had to stop. Each names the device and says what to do.
+public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The device does not exist (no sound card, a misspelt name).
+    case noDevice(device: String, reason: String)
+    /// Another program holds the device.
+    case busy(device: String)
+    /// The device refused every configuration Narrator can play.
+    case unsupported(device: String, reason: String)
+    /// The device went away while playing (EIO when a sound server dies, ENODEV when a card
+    /// is unplugged, ENOTTY), or stopped taking audio for over a second.
+    case deviceLost(device: String, code: String, reason: String)
+
+    /// A short machine-readable name: what the `error` event's `code` holds.
+    public var code: String {
+        switch self {
+        case .noDevice: "ENOENT"
+        case .busy: "EBUSY"
+        case .unsupported: "EINVAL"
+        case .deviceLost(_, let code, _): code
+        }
+    }
+
+    public var device: String {
+        switch self {
+        case .noDevice(let device, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _): device
+        }
+    }
+
+    /// What went wrong and what to do, without the device's name.
+    public var message: String {
+        let choose = "choose another with --device (aplay -L lists them)"
+        switch self {
+        case .noDevice(_, let reason):
+            return "cannot open it (\(reason)); \(choose)"
+        case .busy:
+            return "busy: another program is using it; close that program or \(choose)"
+        case .unsupported(_, let reason):
+            return "cannot play this lesson (\(reason)); \(choose)"
+        case .deviceLost(_, let code, let reason):
+            return "lost while playing (\(code): \(reason))"
+        }
+    }
+
+    public var description: String { "audio device '\(device)': \(message)" }
+
+    /// The errno name of an ALSA error code (negative errno).
+    static func errnoName(_ code: Int32) -> String {
+        switch -code {
+        case EIO: "EIO"
+        case ENODEV: "ENODEV"
+        case ENOTTY: "ENOTTY"
+        case EBADFD: "EBADFD"
+        case ENOENT: "ENOENT"
+        case EBUSY: "EBUSY"
+        case EPIPE: "EPIPE"
+        case ESTRPIPE: "ESTRPIPE"
+        case ECONNREFUSED: "ECONNREFUSED"
+        case ETIMEDOUT: "ETIMEDOUT"
+        default: "E\(-code)"
+        }
+    }
+}

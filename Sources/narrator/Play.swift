@@ -1,0 +1,249 @@
+import ArgumentParser
+import Foundation
+import NarratorCore
+import NarratorLive
+
+struct Play: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a chain live through ALSA, delivering each cue when its frame is heard.",
+        discussion: """
+            Events are JSON lines: first a "start" event (the device's sample rate, channels, \
+            format, period and buffer, and the measured output delay), then each cue as it is \
+            heard, with the cue sheet's fields plus "t" (seconds since playback started) and \
+            "clock" (CLOCK_MONOTONIC nanoseconds). Playback ends with exactly one terminal event: \
+            the last "chainEnd", "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
+            Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
+            the chain's words are shown, the one being heard highlighted.
+
+            Example:
+              narrator play Timings/lessons/sample.json --chain correct --seed 7 --events events.jsonl
+            """)
+
+    @OptionGroup var chainOptions: ChainOptions
+
+    @Option(help: "The ALSA device to play on (aplay -L lists them).")
+    var device = "default"
+
+    @Option(help: "Output latency in milliseconds: the device buffer; periods are a quarter of it.")
+    var latency = 50
+
+    @Option(help: "Write the events (JSON lines) to this file.")
+    var events: String?
+
+    @Flag(help: "Print the negotiated period, buffer and measured latency on stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
+    }
+
+    func run() throws {
+        var outcome = PlaybackOutcome.finished
+        try reportingErrors { () throws(NarratorError) in
+            let schedule = try chainOptions.schedule()
+            let sink = try EventSink(path: events, schedule: schedule)
+            let player: LivePlayer
+            do throws(PlaybackError) {
+                player = try LivePlayer(schedule: schedule, device: device, latencyMs: latency)
+            } catch {
+                sink.discard()
+                throw deviceError(error)
+            }
+            let interrupts = Interrupts { player.cancel() }
+            defer { interrupts.restore() }
+            outcome = player.run { event in
+                if verbose, case .start(let info) = event {
+                    let rate = Double(info.output.sampleRate)
+                    printError(
+                        "device \(info.output.device): \(info.output.sampleRate) Hz, \(info.output.channels) ch, \(info.output.format.rawValue), "
+                            + "period \(info.output.periodFrames) frames (\(ms(info.output.periodFrames, rate))), "
+                            + "buffer \(info.output.bufferFrames) frames (\(ms(info.output.bufferFrames, rate))), "
+                            + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames, rate)))")
+                }
+                sink.send(event)
+            }
+            sink.finish()
+            if case .failed(let error) = outcome { throw deviceError(error) }
+        }
+        if outcome == .canceled { throw ExitCode(130) }
+    }
+
+    /// One line, naming the device first like a file: "narrator: DEVICE: what failed; what to do".
+    private func deviceError(_ error: PlaybackError) -> NarratorError {
+        NarratorError(file: "audio device '\(error.device)'", error.message)
+    }
+
+    private func ms(_ frames: Int, _ rate: Double) -> String { String(format: "%.1f ms", Double(frames) / rate * 1000) }
+}
+
+/// Ctrl-C and SIGTERM cancel playback (the device is dropped and closed, a `canceled` event
+/// ends the stream) instead of killing the process.
+final class Interrupts {
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ handler: @escaping @Sendable () -> Void) {
+        sources = [SIGINT, SIGTERM, SIGHUP].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: handler)
+            source.resume()
+            return source
+        }
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for number in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&unblock, number) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    func restore() {
+        for source in sources { source.cancel() }
+        for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
+    }
+}
+
+/// Where events go: JSON lines to a file or a pipe, or a read-along display on a terminal.
+final class EventSink {
+    private let handle: FileHandle?
+    private let path: String?
+    private let display: ReadAlong?
+    private var startTime: Int64 = 0
+
+    init(path: String?, schedule: Schedule) throws(NarratorError) {
+        self.path = path
+        if let path {
+            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                throw NarratorError(file: path, "cannot write the events: \(FileProblem.describe(path: directory))")
+            }
+            self.handle = handle
+            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule) : nil
+        } else if isatty(STDOUT_FILENO) != 0 {
+            handle = nil
+            display = ReadAlong(schedule: schedule)
+        } else {
+            handle = FileHandle.standardOutput
+            display = nil
+        }
+    }
+
+    func send(_ event: PlaybackEvent) {
+        if case .start(let info) = event { startTime = info.startTime }
+        if let handle {
+            handle.write(Data((EventJSON.line(event, startTime: startTime) + "\n").utf8))
+        }
+        display?.show(event)
+    }
+
+    func finish() {
+        display?.finish()
+        if let path, handle != nil { _ = path; try? handle?.synchronize() }
+    }
+
+    /// The device could not be opened: leave no empty events file behind.
+    func discard() {
+        if let path { unlink(path) }
+    }
+}
+
+/// Events as JSON lines, keys sorted.
+enum EventJSON {
+    static func line(_ event: PlaybackEvent, startTime: Int64) -> String {
+        var fields: [String: Any] = [:]
+        let at: Int64
+        switch event {
+        case .start(let info):
+            at = info.startTime
+            let rate = Double(info.output.sampleRate)
+            fields = [
+                "type": "start", "device": info.output.device, "sampleRate": info.output.sampleRate,
+                "channels": info.output.channels, "format": info.output.format.rawValue,
+                "periodFrames": info.output.periodFrames, "bufferFrames": info.output.bufferFrames,
+                "latencyFrames": info.measuredDelayFrames,
+                "latencyMs": (Double(info.measuredDelayFrames) / rate * 1e6).rounded() / 1000,
+                "firstWriteClock": info.firstWriteTime,
+            ]
+        case .cue(let cue, let time):
+            at = time
+            let data = Data(cue.jsonLine.utf8)
+            fields = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+        case .underrun(let count, let time):
+            at = time
+            fields = ["type": "underrun", "count": count]
+        case .streamProblem(let problem, let time):
+            at = time
+            fields = ["type": "streamProblem", "message": problem.description]
+        case .canceled(let frame, let time):
+            at = time
+            fields = ["type": "canceled", "frame": frame]
+        case .error(let error, let frame, let time):
+            at = time
+            fields = ["type": "error", "code": error.code, "message": error.description, "frame": frame]
+        }
+        fields["clock"] = at
+        fields["t"] = (Double(at - startTime) / 1e3).rounded() / 1e6
+        let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// For people at a terminal: the chain's words, the one being heard in red; pulses as they
+/// happen; a progress line.
+final class ReadAlong {
+    private let schedule: Schedule
+    private var words: [(clipStart: Int, text: String)] = []
+    private var current: Int?
+    private var note = ""
+    private var lastFrame = 0
+
+    init(schedule: Schedule) { self.schedule = schedule }
+
+    func show(_ event: PlaybackEvent) {
+        switch event {
+        case .start(let info):
+            print("playing on \(info.output.device) (\(info.output.sampleRate) Hz, delay \(info.measuredDelayFrames * 1000 / info.output.sampleRate) ms)")
+        case .cue(let cue, _):
+            lastFrame = cue.frame
+            switch cue.kind {
+            case .clipStart(let clip, _):
+                words = []
+                current = nil
+                note = clip
+            case .word(_, _, let text, _):
+                words.append((cue.frame, text))
+                current = words.count - 1
+            case .pulse(let target):
+                note = "● pulse \(target)"
+            case .clipEnd:
+                current = nil
+            case .chainEnd(let chain):
+                note = "end of \(chain)"
+            }
+            redraw()
+        case .underrun(let count, _):
+            note = "underrun \(count)"
+            redraw()
+        case .streamProblem(let problem, _):
+            note = problem.description
+            redraw()
+        case .canceled:
+            note = "canceled"
+            redraw()
+        case .error(let error, _, _):
+            note = error.description
+            redraw()
+        }
+    }
+
+    private func redraw() {
+        let text = words.enumerated().map { index, word in
+            index == current ? "\u{1B}[1;31m\(word.text)\u{1B}[0m" : word.text
+        }.joined(separator: " ")
+        let seconds = Double(lastFrame) / Double(schedule.sampleRate)
+        let total = Double(schedule.frames) / Double(schedule.sampleRate)
+        let progress = String(format: "%6.2f / %.2f s", seconds, total)
+        print("\r\u{1B}[2K[\(progress)] \(note)  \(text)", terminator: "")
+        fflush(nil)
+    }
+
+    func finish() { print("") }
+}
