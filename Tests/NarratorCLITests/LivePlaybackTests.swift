@@ -1,0 +1,199 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `narrator play` end to end: real libasound, ALSA's pulse plugin, a private PulseAudio server
+/// whose pipe sink hands back exactly what it played, timestamped by a recorder that knows
+/// nothing of Narrator. The recorder's clock is the ground truth of when a frame was heard.
+///
+/// These tests measure timing, so `make test` runs them on their own after the others.
+@Suite("Live playback", .serialized, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+struct LivePlaybackTests {
+    static let lesson = Repo.path("Timings/lessons/sample.json")
+    static let chainArguments = ["--chain", "correct", "--seed", "7", "--repeat", "2"]
+    /// Delivery before the measured audible time within this is measurement resolution (the
+    /// recorder's fitted clock), not an early cue.
+    static let resolution: Int64 = 1_000_000
+
+    struct Event {
+        let fields: [String: Any]
+        var type: String { fields["type"] as? String ?? "" }
+        var frame: Int? { fields["frame"] as? Int }
+        var clock: Int64 { (fields["clock"] as? NSNumber)?.int64Value ?? 0 }
+    }
+
+    static func events(_ path: String) throws -> [Event] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { line in
+            Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)"))
+        }
+    }
+
+    static func reference(_ dir: TempDir) throws -> [Int16] {
+        let rendered = try run(Repo.narrator, ["render", lesson] + chainArguments + ["--output", dir.file("reference.wav")])
+        try #require(rendered.status == 0, "\(rendered.stderr)")
+        return try WAVFile(path: dir.file("reference.wav")).int16Samples
+    }
+
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    /// Delivered minus heard, per cue whose frame the recording pins down (not inside a
+    /// stretch of silence that an inserted gap makes ambiguous), with the cue's heard time.
+    static func deliveryErrors(_ events: [Event], recording: Recording, alignment: Alignment) throws -> [(error: Int64, heard: Int64, event: Event)] {
+        var result: [(Int64, Int64, Event)] = []
+        for event in events where !["start", "underrun", "canceled", "error"].contains(event.type) {
+            let frame = try #require(event.frame)
+            let range = try #require(alignment.recordingFrames(ofReferenceFrame: frame), "frame \(frame) not found")
+            let earliest = Int64(recording.audibleTime(ofFrame: range.lowerBound))
+            #expect(event.clock >= earliest - resolution, "\(event.type) at frame \(frame) came \(Double(earliest - event.clock) / 1e6) ms before it was heard")
+            if range.count == 1 { result.append((event.clock - earliest, earliest, event)) }
+            if ProcessInfo.processInfo.environment["NARRATOR_TEST_VERBOSE"] != nil {
+                print(event.type, frame, range, Double(event.clock - earliest) / 1e6, event.fields["t"] ?? "")
+            }
+        }
+        return result
+    }
+
+    static func summary(_ errors: [Int64]) -> (p50: Double, p99: Double, max: Double) {
+        let sorted = errors.map { abs(Double($0) / 1e6) }.sorted()
+        func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))] }
+        return (at(0.5), at(0.99), sorted.last ?? 0)
+    }
+
+    @Test func playsTheRenderSampleForSampleWithCuesWhenHeard() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.reference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let played = try server.runClient(
+            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl"), "--verbose"])
+        #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
+
+        let events = try Self.events(dir.file("events.jsonl"))
+        #expect(events.first?.type == "start")
+        #expect(events.last?.type == "chainEnd")
+        let cues = try #require(try run(Repo.narrator, ["cues", Self.lesson] + Self.chainArguments).stdout.components(separatedBy: "\n").filter { $0.hasPrefix("  {") }.count as Int?)
+        #expect(events.count == cues + 1, "one start event and every cue once")
+        let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
+        let (p50, p99, max) = Self.summary(measured.map(\.error))
+        print("live cue delivery through PulseAudio: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) cues; "
+            + "clock fit \(recording.clock.residualsMs), \(String(format: "%.1f", recording.clock.slopePPM)) ppm; \(played.stderr)")
+        #expect(measured.count >= 20)
+        #expect(p99 <= 2, "p99 \(p99) ms")
+        #expect(max <= 5, "max \(max) ms")
+    }
+
+    @Test func stoppedPlayerUnderrunsAndRecoversInStep() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.reference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = try server.startClient(
+            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
+        Thread.sleep(forTimeInterval: 1.5)
+        kill(player.processIdentifier, SIGSTOP)
+        Thread.sleep(forTimeInterval: 0.3)
+        let continued = Self.now()
+        kill(player.processIdentifier, SIGCONT)
+        player.waitUntilExit()
+        #expect(player.terminationStatus == 0, "\(server.logTail())")
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete, "nothing lost or repeated: \(alignment)")
+        #expect(alignment.gaps.count >= 1, "\(alignment)")
+
+        let events = try Self.events(dir.file("events.jsonl"))
+        #expect(events.contains { $0.type == "underrun" })
+        #expect(events.last?.type == "chainEnd")
+        let frames = events.compactMap { $0.type == "underrun" || $0.type == "start" ? nil : $0.frame }
+        #expect(frames == frames.sorted(), "in order")
+        // Once the player runs again and its clock has settled, cues are back in step.
+        let after = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
+            .filter { $0.heard > continued + 250_000_000 }
+        let (p50, p99, max) = Self.summary(after.map(\.error))
+        print("after a 300 ms stop: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(after.count) cues; \(alignment.gaps)")
+        #expect(after.count >= 10)
+        #expect(max <= 5, "max \(max) ms")
+    }
+
+    @Test func killedServerEndsPlaybackWithATypedError() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = try server.startClient(
+            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")],
+            logFile: dir.file("stderr.txt"))
+        Thread.sleep(forTimeInterval: 1.5)
+        let killed = Self.now()
+        server.killDaemon()
+        player.waitUntilExit()
+        let ended = Self.now()
+        #expect(player.terminationStatus == 1)
+        let events = try Self.events(dir.file("events.jsonl"))
+        let last = try #require(events.last)
+        #expect(last.type == "error")
+        #expect(["EIO", "ENODEV", "ENOTTY", "EBADFD", "ETIMEDOUT"].contains(last.fields["code"] as? String ?? ""), "\(last.fields)")
+        #expect(last.clock - killed < 1_000_000_000, "error \(Double(last.clock - killed) / 1e6) ms after the kill")
+        #expect(ended - killed < 1_500_000_000)
+        #expect(events.filter { ["error", "canceled", "chainEnd"].contains($0.type) }.count == 1)
+        let stderr = try String(contentsOfFile: dir.file("stderr.txt"), encoding: .utf8)
+        #expect(stderr.split(separator: "\n").count == 1 && stderr.contains("audio device 'default': lost while playing"), "\(stderr)")
+        print("server killed: error event \(Double(last.clock - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")
+    }
+}
+
+/// Devices that are not there or are taken: one line naming the device and how to choose
+/// another, exit status 1, no events file left.
+@Suite("Unavailable devices")
+struct UnavailableDeviceTests {
+    @Test func missingDevice() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try run(
+            Repo.narrator,
+            ["play", LivePlaybackTests.lesson, "--chain", "correct", "--device", "no_such_device", "--events", dir.file("e.jsonl")])
+        #expect(result.status == 1)
+        #expect(result.stderr == "narrator: audio device 'no_such_device': cannot open it (no such ALSA device); choose another with --device (aplay -L lists them)\n")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("e.jsonl")))
+    }
+
+    /// A real ALSA PCM plugin, built here, whose open answers EBUSY as a device held by another
+    /// program does.
+    @Test(.enabled(if: PulseTestServer.findExecutable("gcc") != nil, "needs gcc"))
+    func busyDevice() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let source = dir.write(
+            "busy.c",
+            """
+            #include <errno.h>
+            #include <alsa/asoundlib.h>
+            #include <alsa/pcm_external.h>
+            SND_PCM_PLUGIN_DEFINE_FUNC(busy) { (void)pcmp; (void)name; (void)root; (void)conf; (void)stream; (void)mode; return -EBUSY; }
+            SND_PCM_PLUGIN_SYMBOL(busy);
+            """)
+        let library = dir.file("libasound_module_pcm_busy.so")
+        let built = try runTool("gcc", ["-shared", "-fPIC", "-DPIC", "-o", library, source, "-lasound"])
+        try #require(built.status == 0, "\(built.stderr)")
+        let config = dir.write("busy.conf", "pcm_type.busy { lib \"\(library)\" }\npcm.narrator_busy { type busy }\n")
+        let result = try run(
+            "/usr/bin/env",
+            ["ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:\(config)", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct",
+             "--device", "narrator_busy"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "narrator: audio device 'narrator_busy': busy: another program is using it; close that program or choose another with --device (aplay -L lists them)\n")
+    }
+}
