@@ -1,7 +1,8 @@
 # Narrator: the two commands for a fresh Debian machine are `make demo` and `make test`.
 # Both install what they need first (apt packages included; run as root or with sudo).
 
-APT_PACKAGES := pkg-config libsndfile1-dev libsoxr-dev sox libsox-fmt-all espeak-ng python3 time
+APT_PACKAGES := pkg-config libsndfile1-dev libsoxr-dev libasound2-dev sox libsox-fmt-all espeak-ng python3 time \
+	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
@@ -21,23 +22,22 @@ deps:
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
 
-## demo: render the sample lesson's "correct" chain and show its cues
+## demo: render the sample lesson's "correct" chain, then play it live (sound card, or a private
+## PulseAudio server whose recording is saved to out/heard.wav)
 demo: build
-	@mkdir -p $(OUT)
-	swift run $(SWIFT_BUILD_FLAGS) narrator render Timings/lessons/sample.json --chain correct --seed 7 \
-		--output $(OUT)/correct.wav --cues $(OUT)/correct.cues.json
-	@echo; swift run $(SWIFT_BUILD_FLAGS) narrator inspect $(OUT)/correct.wav
-	@echo; echo "cue sheet ($(OUT)/correct.cues.json):"; cat $(OUT)/correct.cues.json
-	@echo; echo "rendered audio: $(OUT)/correct.wav"
+	OUT=$(OUT) bash scripts/demo.sh
 
 ## test: every test, unit and end to end (fixtures, sox, the CLI)
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build $(SWIFT_BUILD_FLAGS)
+	swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip LivePlaybackTests
+	@echo "live playback tests, alone (they measure timing):"
+	swift test --skip-build $(SWIFT_BUILD_FLAGS) --filter LivePlaybackTests
 
-## bench: render benchmark against sox (prints figures; not a test)
+## bench: render benchmark against sox, and live playback figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
+	bash scripts/bench-live.sh
 
 ## fixtures: regenerate Audio/ and Timings/ fixtures from speech and synthetic sounds
 fixtures: deps

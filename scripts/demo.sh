@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The main job: render the sample lesson's "correct" chain, then play it live through ALSA.
+# On a machine with a sound card it plays on ALSA's default device. Without one (these build
+# machines have no /dev/snd) it plays through a private PulseAudio server whose pipe sink hands
+# back what was heard, saved to out/heard.wav.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+narrator=${NARRATOR:-.build/debug/narrator}
+out=${OUT:-out}
+mkdir -p "$out"
+lesson=Timings/lessons/sample.json
+args=(--chain correct --seed 7)
+
+"$narrator" render "$lesson" "${args[@]}" --output "$out/correct.wav" --cues "$out/correct.cues.json"
+echo "rendered: $out/correct.wav (cue sheet $out/correct.cues.json)"
+
+if [ -d /dev/snd ] && aplay -l 2>/dev/null | grep -q '^card'; then
+  echo "playing on the sound card (ALSA default device)..."
+  "$narrator" play "$lesson" "${args[@]}" --verbose --events "$out/events.jsonl"
+  echo "events: $out/events.jsonl"
+  exit 0
+fi
+
+echo "no sound card: playing through a private PulseAudio server (pipe sink)..."
+dir=$(mktemp -d /tmp/narrator-demo.XXXXXX)
+trap 'bash scripts/pulse-test-server.sh stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+bash scripts/pulse-test-server.sh start "$dir" 48000 2 >/dev/null
+bash scripts/pulse-test-server.sh record "$dir" "$dir/heard.raw" "$dir/heard.times.tsv" 2>/dev/null &
+for _ in $(seq 100); do [ -e "$dir/recorder.ready" ] && break; sleep 0.1; done
+# shellcheck disable=SC1091
+(source "$dir/env" && "$narrator" play "$lesson" "${args[@]}" --verbose --events "$out/events.jsonl")
+sleep 0.2
+bash scripts/pulse-test-server.sh stop "$dir" >/dev/null
+sox -t raw -e signed -b 16 -c 2 -r 48000 "$dir/heard.raw" "$out/heard.wav"
+echo "events (JSON lines, each cue when heard): $out/events.jsonl"
+head -3 "$out/events.jsonl"
+echo "..."
+echo "what was heard (the sink's recording, $(soxi -D "$out/heard.wav") s): $out/heard.wav"
