@@ -44,6 +44,8 @@ let package = Package(
         .testTarget(
             name: "NarratorAudioFileTests",
             dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
+        // Live playback benchmark (scripts/bench-live.sh): prints figures, asserts nothing.
+        .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
         // Counts heap allocations per thread; linked only into the tests.
         .target(name: "CAllocationCounter"),
         .testTarget(

@@ -32,6 +32,8 @@ public struct StartInfo: Sendable {
     public var output: NegotiatedOutput
     /// Frames between writing a frame and hearing it, as the device reported at the start.
     public var measuredDelayFrames: Int
+    /// Whether the audio thread runs with real-time priority (SCHED_FIFO).
+    public var realtime: Bool
     /// When playback began (the origin of event times `t`), and when its first frame was
     /// handed to the device, in monotonic nanoseconds.
     public var startTime: Int64
@@ -82,8 +84,11 @@ public final class LivePlayer: @unchecked Sendable {
     private let underruns = Atomic<Int>(0)
     private let firstDelay = Atomic<Int>(-1)
     private let firstWrite = Atomic<Int64>(0)
+    private let audioRealtime = Atomic<Bool>(false)
     /// How long the device may take no audio before it counts as lost.
     private let stallLimit: Int64 = 1_000_000_000
+    /// How long the device's timing reports may take to agree.
+    private let settleLimit: Int64 = 2_000_000_000
 
     private enum AudioExit: Int {
         case running = 0, finished, canceled, failed
@@ -118,6 +123,9 @@ public final class LivePlayer: @unchecked Sendable {
         silenceBlock.deallocate()
     }
 
+    /// When `run` began, in monotonic nanoseconds: the origin of the events' `t`.
+    public private(set) var startTime: Int64 = 0
+
     /// For tests: called on the audio thread just before its loop starts (true) and just after
     /// it ends (false), e.g. to count allocations in between. Set it before `run`.
     @_spi(Testing) public var audioThreadProbe: (@Sendable (Bool) -> Void)?
@@ -131,12 +139,14 @@ public final class LivePlayer: @unchecked Sendable {
     /// event comes last: the final `chainEnd` cue, `canceled` or `error`.
     public func run(onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
         let startTime = MonotonicClock.now()
+        self.startTime = startTime
         feeder.start { [self] problem in
             self.streamProblems.withLock { $0.append(problem) }
         }
         let done = DispatchSemaphore(value: 0)
         let probe = audioThreadProbe
         let audio = Thread { [self] in
+            audioRealtime.store(RealtimePriority.raise(20) != nil, ordering: .releasing)
             probe?(true)
             audioLoop()
             probe?(false)
@@ -145,7 +155,10 @@ public final class LivePlayer: @unchecked Sendable {
         audio.name = "narrator-audio"
         audio.qualityOfService = .userInteractive
         audio.start()
+        // The cue thread keeps time too, one step below the audio thread.
+        let previous = RealtimePriority.raise(19)
         defer {
+            RealtimePriority.restore(previous)
             cuesDone.store(true, ordering: .releasing)
             done.wait()
             feeder.stop()
@@ -188,9 +201,14 @@ public final class LivePlayer: @unchecked Sendable {
             case .failed:
                 let code = audioErrorCode.load(ordering: .acquiring)
                 let error: PlaybackError =
-                    code == -ETIMEDOUT
-                    ? .deviceLost(device: output.device, code: "ETIMEDOUT", reason: "the device took no audio for over a second")
-                    : .deviceLost(device: output.device, code: PlaybackError.errnoName(code), reason: String(cString: strerror(-code)))
+                    switch code {
+                    case -ETIMEDOUT:
+                        .deviceLost(device: output.device, code: "ETIMEDOUT", reason: "the device took no audio for over a second")
+                    case -ETIME:
+                        .noClock(device: output.device)
+                    default:
+                        .deviceLost(device: output.device, code: PlaybackError.errnoName(code), reason: String(cString: strerror(-code)))
+                    }
                 onEvent(.error(error, frame: heardFrame(at: now), at: now))
                 return .failed(error)
             }
@@ -213,6 +231,7 @@ public final class LivePlayer: @unchecked Sendable {
                     .start(
                         StartInfo(
                             output: output, measuredDelayFrames: firstDelay.load(ordering: .acquiring),
+                            realtime: audioRealtime.load(ordering: .acquiring),
                             startTime: startTime, firstWriteTime: firstWrite.load(ordering: .acquiring))))
             }
             let cue = cues[next]
@@ -260,6 +279,9 @@ public final class LivePlayer: @unchecked Sendable {
         var pendingFrom = 0
         var pendingTo = 0
         var lastProgress = MonotonicClock.now()
+        // When the clock last began to settle: a device whose reports never agree (ALSA's
+        // `null` device takes audio as fast as it comes) cannot time cues.
+        var settlingSince = lastProgress
 
         func exit(_ reason: AudioExit, code: Int32 = 0) {
             pcm.drop()
@@ -286,6 +308,7 @@ public final class LivePlayer: @unchecked Sendable {
                 result = pcm.write(silenceBlock, frames: periodFrames)
             }
             let now = MonotonicClock.now()
+            if !timelineRunning && now - settlingSince > settleLimit { return exit(.failed, code: -ETIME) }
             if result > 0 {
                 if deviceWritten == 0 { firstWrite.store(now, ordering: .releasing) }
                 deviceWritten += result
@@ -297,6 +320,7 @@ public final class LivePlayer: @unchecked Sendable {
                 if waited < 0 {
                     guard recover(waited, written: deviceWritten - inserted) else { return exit(.failed, code: waited) }
                     timelineRunning = false
+                    settlingSince = MonotonicClock.now()
                 }
                 continue
             } else {
@@ -305,6 +329,7 @@ public final class LivePlayer: @unchecked Sendable {
                 }
                 timelineRunning = false
                 lastProgress = MonotonicClock.now()
+                settlingSince = lastProgress
                 continue
             }
             guard let reading = pcm.read(), reading.running else { continue }

@@ -11,6 +11,9 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The device went away while playing (EIO when a sound server dies, ENODEV when a card
     /// is unplugged, ENOTTY), or stopped taking audio for over a second.
     case deviceLost(device: String, code: String, reason: String)
+    /// The device's timing reports never agreed (ALSA's `null` device plays as fast as it is
+    /// fed): cues cannot be placed on it.
+    case noClock(device: String)
 
     /// A short machine-readable name: what the `error` event's `code` holds.
     public var code: String {
@@ -19,12 +22,15 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy: "EBUSY"
         case .unsupported: "EINVAL"
         case .deviceLost(_, let code, _): code
+        case .noClock: "ETIME"
         }
     }
 
     public var device: String {
         switch self {
-        case .noDevice(let device, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _): device
+        case .noDevice(let device, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _),
+            .noClock(let device):
+            device
         }
     }
 
@@ -40,6 +46,8 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
             return "cannot play this lesson (\(reason)); \(choose)"
         case .deviceLost(_, let code, let reason):
             return "lost while playing (\(code): \(reason))"
+        case .noClock:
+            return "its timing reports never settled, so cues cannot be placed on it (it plays faster or slower than real time); \(choose)"
         }
     }
 

@@ -58,9 +58,10 @@ struct Play: ParsableCommand {
                         "device \(info.output.device): \(info.output.sampleRate) Hz, \(info.output.channels) ch, \(info.output.format.rawValue), "
                             + "period \(info.output.periodFrames) frames (\(ms(info.output.periodFrames, rate))), "
                             + "buffer \(info.output.bufferFrames) frames (\(ms(info.output.bufferFrames, rate))), "
-                            + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames, rate)))")
+                            + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames, rate))), "
+                            + (info.realtime ? "real-time priority" : "normal priority (SCHED_FIFO not permitted)"))
                 }
-                sink.send(event)
+                sink.send(event, startTime: player.startTime)
             }
             sink.finish()
             if case .failed(let error) = outcome { throw deviceError(error) }
@@ -106,7 +107,6 @@ final class EventSink {
     private let handle: FileHandle?
     private let path: String?
     private let display: ReadAlong?
-    private var startTime: Int64 = 0
 
     init(path: String?, schedule: Schedule) throws(NarratorError) {
         self.path = path
@@ -126,8 +126,7 @@ final class EventSink {
         }
     }
 
-    func send(_ event: PlaybackEvent) {
-        if case .start(let info) = event { startTime = info.startTime }
+    func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
             handle.write(Data((EventJSON.line(event, startTime: startTime) + "\n").utf8))
         }
@@ -160,7 +159,7 @@ enum EventJSON {
                 "periodFrames": info.output.periodFrames, "bufferFrames": info.output.bufferFrames,
                 "latencyFrames": info.measuredDelayFrames,
                 "latencyMs": (Double(info.measuredDelayFrames) / rate * 1e6).rounded() / 1000,
-                "firstWriteClock": info.firstWriteTime,
+                "firstWriteClock": info.firstWriteTime, "realtime": info.realtime,
             ]
         case .cue(let cue, let time):
             at = time

@@ -170,6 +170,21 @@ struct UnavailableDeviceTests {
         #expect(!FileManager.default.fileExists(atPath: dir.file("e.jsonl")))
     }
 
+    /// ALSA's `null` device swallows audio as fast as it comes: no clock to place cues on. One
+    /// error event, one line, within the settling limit, not a hang.
+    @Test func deviceWithoutAClock() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try run(
+            Repo.narrator, ["play", LivePlaybackTests.lesson, "--chain", "correct", "--device", "null", "--events", dir.file("e.jsonl")])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("narrator: audio device 'null': its timing reports never settled"), "\(result.stderr)")
+        let events = try LivePlaybackTests.events(dir.file("e.jsonl"))
+        #expect(events.map(\.type) == ["error"])
+        #expect(events.first?.fields["code"] as? String == "ETIME")
+        #expect((events.first?.fields["t"] as? Double ?? 99) < 3)
+    }
+
     /// A real ALSA PCM plugin, built here, whose open answers EBUSY as a device held by another
     /// program does.
     @Test(.enabled(if: PulseTestServer.findExecutable("gcc") != nil, "needs gcc"))

@@ -1,0 +1,26 @@
+import Foundation
+
+/// Real-time scheduling for the threads that must keep time: SCHED_FIFO when the process may
+/// (root, CAP_SYS_NICE or an RLIMIT_RTPRIO allowance), else they stay as they are. Under load
+/// this is what keeps the device fed and the cues on time; without it they still work, with
+/// wider tails.
+enum RealtimePriority {
+    /// Puts the calling thread on SCHED_FIFO at `priority`; returns the previous policy and
+    /// priority to restore, or nil when not permitted.
+    static func raise(_ priority: Int32) -> (policy: Int32, priority: Int32)? {
+        var policy: Int32 = 0
+        var old = sched_param()
+        pthread_getschedparam(pthread_self(), &policy, &old)
+        var param = sched_param()
+        param.sched_priority = priority
+        guard pthread_setschedparam(pthread_self(), SCHED_FIFO, &param) == 0 else { return nil }
+        return (policy, old.sched_priority)
+    }
+
+    static func restore(_ previous: (policy: Int32, priority: Int32)?) {
+        guard let previous else { return }
+        var param = sched_param()
+        param.sched_priority = previous.priority
+        pthread_setschedparam(pthread_self(), previous.policy, &param)
+    }
+}
