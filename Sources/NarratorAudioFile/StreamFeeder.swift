@@ -10,8 +10,7 @@ import NarratorCore
 /// a file; `stop()` ends it.
 public final class StreamFeeder: @unchecked Sendable {
     // Sendable: after `start()`, the lane readers are touched only by the feeder thread;
-    // `stopping` is atomic-free but only ever set from false to true (a benign race: the thread
-    // sees it at its next wake-up).
+    // `stopRequest` is a locked flag (never touched by the audio thread).
     public let lanes: StreamLanes
     private let schedule: Schedule
     private var readers: [LaneReader]
@@ -89,6 +88,9 @@ private final class LaneReader {
     private let chunkFrames = 4096
     private var chunk: [Float]
     private var converted: [Float]
+    private var resamplerProblemReported = false
+    /// A problem found while producing, reported by the next `fill`.
+    private var laterProblem: NarratorError?
     /// Converted frames not yet in the ring (the ring was full).
     private var pending: ArraySlice<Float> = []
 
@@ -105,7 +107,8 @@ private final class LaneReader {
 
     /// Puts as much as fits into the ring; returns a new problem, if one arose.
     func fill() -> NarratorError? {
-        var reported: NarratorError?
+        var reported: NarratorError? = laterProblem
+        laterProblem = nil
         while !done {
             if remaining == 0 && pending.isEmpty && file == nil && problem == nil {
                 reported = open(voices[voiceIndex]) ?? reported
@@ -123,6 +126,7 @@ private final class LaneReader {
             if remaining == 0 && pending.isEmpty {
                 file = nil
                 resampler = nil
+                resamplerProblemReported = false
                 problem = nil
                 voiceIndex += 1
             }
@@ -140,9 +144,18 @@ private final class LaneReader {
                     throw NarratorError(file: streamed.path, "cannot seek to frame \(voice.audio.offset)")
                 }
             } else {
+                // Start near the region rather than resampling the whole file before it: at an
+                // input frame whose output position is an exact integer, a few thousand output
+                // frames early so the filter is settled by the region's first frame.
+                let divisor = gcd(file.sampleRate, rate)
+                let (inputStep, outputStep) = (file.sampleRate / divisor, rate / divisor)
+                let steps = max(0, voice.audio.offset - 8192) / outputStep
+                guard file.seek(toFrame: steps * inputStep) else {
+                    throw NarratorError(file: streamed.path, "cannot seek to frame \(steps * inputStep)")
+                }
                 resampler = try StreamResampler(
-                    from: file.sampleRate, to: rate, channels: file.channels, skipOutputFrames: voice.audio.offset,
-                    file: streamed.path)
+                    from: file.sampleRate, to: rate, channels: file.channels,
+                    skipOutputFrames: voice.audio.offset - steps * outputStep, file: streamed.path)
             }
             self.file = file
             return nil
@@ -157,15 +170,14 @@ private final class LaneReader {
         converted.removeAll(keepingCapacity: true)
         if let file {
             if let resampler {
-                while converted.count < frames * channels {
-                    let got = chunk.withUnsafeMutableBufferPointer { file.read(into: $0.baseAddress!, frames: chunkFrames) }
-                    let more = resampler.process(chunk, frames: got, flush: got == 0)
-                    converted.append(contentsOf: more)
-                    if got == 0 && more.isEmpty { break }
+                converted.append(contentsOf: repeatElement(0, count: frames * channels))
+                let got = converted.withUnsafeMutableBufferPointer {
+                    resampler.read(into: $0.baseAddress!, frames: frames, from: file, chunk: &chunk)
                 }
-                if converted.count > frames * channels {
-                    resampler.keep(Array(converted[(frames * channels)...]))
-                    converted.removeLast(converted.count - frames * channels)
+                converted.removeLast((frames - got) * channels)
+                if let failure = resampler.problem, !resamplerProblemReported {
+                    resamplerProblemReported = true
+                    laterProblem = failure
                 }
             } else {
                 var total = 0
@@ -186,14 +198,22 @@ private final class LaneReader {
     }
 }
 
+private func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+
 /// libsoxr in streaming mode: the same very-high-quality filter as the one-shot `Resampler`,
-/// fed chunk by chunk.
+/// fed chunk by chunk. Output not yet asked for waits in a small FIFO.
 private final class StreamResampler {
     private let soxr: soxr_t
     private let channels: Int
-    private let ratio: Double
     private var skip: Int
-    private var carry: [Float] = []
+    /// Converted samples; `fifo[fifoStart...]` are waiting.
+    private var fifo: [Float] = []
+    private var fifoStart = 0
+    private var output: [Float]
+    private let outputFrames: Int
+    private var flushed = false
+    private let file: String
+    private(set) var problem: NarratorError?
 
     init(from inputRate: Int, to outputRate: Int, channels: Int, skipOutputFrames: Int, file: String) throws(NarratorError) {
         var error: soxr_error_t?
@@ -206,45 +226,57 @@ private final class StreamResampler {
         }
         self.soxr = soxr
         self.channels = channels
-        ratio = Double(outputRate) / Double(inputRate)
+        self.file = file
         skip = skipOutputFrames
+        outputFrames = Int(Double(4096) * Double(outputRate) / Double(inputRate)) + 256
+        output = [Float](repeating: 0, count: outputFrames * channels)
     }
 
     deinit { soxr_delete(soxr) }
 
-    /// Output for `frames` input frames (or the filter's tail when `flush`), after the skip.
-    func process(_ input: [Float], frames: Int, flush: Bool) -> [Float] {
-        var output = carry
-        carry = []
-        let room = Int(Double(max(frames, 1)) * ratio) + 64
-        var buffer = [Float](repeating: 0, count: room * channels)
-        var inputDone = 0
-        var consumed = 0
-        repeat {
-            var outputDone = 0
-            buffer.withUnsafeMutableBufferPointer { out in
-                input.withUnsafeBufferPointer { inp in
-                    if flush {
-                        _ = soxr_process(soxr, nil, 0, nil, out.baseAddress, room, &outputDone)
-                    } else {
-                        _ = soxr_process(
-                            soxr, inp.baseAddress! + consumed * channels, frames - consumed, &inputDone,
-                            out.baseAddress, room, &outputDone)
+    /// Fills `target` with up to `frames` frames, reading `file` through `chunk` (4096 frames)
+    /// as needed; fewer only at the end of the file (or on a soxr error, kept in `problem`).
+    func read(into target: UnsafeMutablePointer<Float>, frames: Int, from reader: SoundFileReader, chunk: inout [Float]) -> Int {
+        while (fifo.count - fifoStart) / channels < frames && !flushed {
+            let got = chunk.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 4096) }
+            var consumed = 0
+            repeat {
+                var inputDone = 0
+                var outputDone = 0
+                let failure = output.withUnsafeMutableBufferPointer { out in
+                    chunk.withUnsafeBufferPointer { input in
+                        got == 0
+                            ? soxr_process(soxr, nil, 0, nil, out.baseAddress, outputFrames, &outputDone)
+                            : soxr_process(
+                                soxr, input.baseAddress! + consumed * channels, got - consumed, &inputDone, out.baseAddress,
+                                outputFrames, &outputDone)
                     }
                 }
-            }
-            consumed += inputDone
-            output.append(contentsOf: buffer[0..<(outputDone * channels)])
-            if outputDone < room && (flush || consumed >= frames) { break }
-        } while true
-        if skip > 0 {
-            let dropped = min(skip, output.count / channels)
-            output.removeFirst(dropped * channels)
-            skip -= dropped
+                if let failure {
+                    problem = NarratorError(file: file, "resampling failed (soxr: \(String(cString: failure)))")
+                    flushed = true
+                    break
+                }
+                consumed += inputDone
+                let dropped = min(skip, outputDone)
+                skip -= dropped
+                fifo.append(contentsOf: output[(dropped * channels)..<(outputDone * channels)])
+                if got == 0 {
+                    if outputDone == 0 { flushed = true }
+                    break
+                }
+                if consumed >= got && outputDone < outputFrames { break }
+            } while true
         }
-        return output
+        let available = min(frames, (fifo.count - fifoStart) / channels)
+        fifo.withUnsafeBufferPointer { source in
+            target.update(from: source.baseAddress! + fifoStart, count: available * channels)
+        }
+        fifoStart += available * channels
+        if fifoStart > 65536 {
+            fifo.removeFirst(fifoStart)
+            fifoStart = 0
+        }
+        return available
     }
-
-    /// Output produced beyond what was wanted, handed back first next time.
-    func keep(_ samples: [Float]) { carry = samples + carry }
 }

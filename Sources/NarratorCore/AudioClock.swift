@@ -38,7 +38,9 @@ public struct ClockAnchor: Sendable, Equatable {
 ///
 /// A step in the device's timing that no error announced (a sound server that underran and
 /// played a block of silence) shows as two readings in a row that agree with each other and
-/// differ from the anchor by over `jump`: the filter then follows them at once.
+/// put every frame over `jump` later than the anchor does: the filter then follows them at
+/// once. A step earlier is followed only by the median, so that no cue goes out early on the
+/// word of two readings.
 ///
 /// Used by the real-time thread: fixed storage, no allocation after `init`.
 public final class AudioClockFilter {
@@ -134,7 +136,9 @@ public final class AudioClockFilter {
         if settled && count >= 3 {
             let previousIndex = (next - 2 + window) % window
             let previous = ClockAnchor(frame: frames[previousIndex], time: times[previousIndex]).time(ofFrame: heardFrame, rate: rate)
-            if abs(time - median) > jump && abs(previous - median) > jump && abs(previous - time) <= tolerance {
+            // Only a step later: a step earlier would send cues before their sound on two
+            // readings' word, so it waits for the median like any other change.
+            if time - median > jump && previous - median > jump && abs(previous - time) <= tolerance {
                 frames[0] = frames[previousIndex]
                 times[0] = times[previousIndex]
                 frames[1] = heardFrame
@@ -187,9 +191,15 @@ public final class ClockPublication: Sendable {
 
     /// Reader side (the cue thread).
     public func snapshot() -> Snapshot {
+        var spins = 0
         while true {
             let before = sequence.load(ordering: .acquiring)
-            if before & 1 == 1 { continue }
+            if before & 1 == 1 {
+                // The writer is mid-publish; if it was preempted there, let it run.
+                spins += 1
+                if spins % 64 == 0 { sched_yield() }
+                continue
+            }
             let isValid = valid.load(ordering: .relaxed)
             let frame = anchorFrame.load(ordering: .relaxed)
             let time = anchorTime.load(ordering: .relaxed)

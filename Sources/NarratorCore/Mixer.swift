@@ -99,8 +99,10 @@ public final class Mixer {
                 }
             }
             if slot.end <= blockEnd {
+                // Keep the rest in start order, so voices are summed in the same order whatever
+                // the block size (offline and live give the same floats when voices overlap).
                 activeCount -= 1
-                active[index] = active[activeCount]
+                for later in index..<activeCount { active[later] = active[later + 1] }
             } else {
                 index += 1
             }

@@ -114,7 +114,8 @@ final class AlsaPCM: PCMDevice {
             }
         }
         do {
-            let output = try configure(pcm, name: name, rate: rate, channels: channels, latencyMs: latencyMs)
+            var output = try configure(pcm, name: name, device: device, rate: rate, channels: channels, latencyMs: latencyMs)
+            if name != device { output.device = "plug:\(device)" }
             return (pcm, output)
         } catch {
             snd_pcm_close(pcm)
@@ -123,11 +124,11 @@ final class AlsaPCM: PCMDevice {
     }
 
     private static func configure(
-        _ pcm: OpaquePointer, name: String, rate: Int, channels: Int, latencyMs: Int
+        _ pcm: OpaquePointer, name: String, device: String, rate: Int, channels: Int, latencyMs: Int
     ) throws(PlaybackError) -> NegotiatedOutput {
         func check(_ result: Int32, _ what: String) throws(PlaybackError) {
             if result < 0 {
-                throw .unsupported(device: name, reason: "\(what): \(String(cString: snd_strerror(result)))")
+                throw .unsupported(device: device, reason: "\(what): \(String(cString: snd_strerror(result)))")
             }
         }
         var hw: OpaquePointer?
@@ -136,7 +137,7 @@ final class AlsaPCM: PCMDevice {
         try check(snd_pcm_hw_params_any(pcm, hw), "no configuration")
         try check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "interleaved access")
         guard let format = [DeviceSampleFormat.s16, .s32, .float].first(where: { snd_pcm_hw_params_test_format(pcm, hw, $0.alsa) == 0 })
-        else { throw .unsupported(device: name, reason: "takes none of 16-bit, 32-bit or float samples") }
+        else { throw .unsupported(device: device, reason: "takes none of 16-bit, 32-bit or float samples") }
         try check(snd_pcm_hw_params_set_format(pcm, hw, format.alsa), "sample format")
         try check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(channels)), "\(channels) channels")
         try check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 1), "rate conversion")
@@ -187,6 +188,11 @@ final class AlsaPCM: PCMDevice {
         guard snd_pcm_status(handle, status) == 0 else { return nil }
         var stamp = timespec()
         snd_pcm_status_get_htstamp(status, &stamp)
+        if stamp.tv_sec == 0 && stamp.tv_nsec == 0 {
+            // alsa-lib before 1.2.5 leaves plugin (ioplug) timestamps empty: the report is
+            // as of now.
+            clock_gettime(CLOCK_MONOTONIC, &stamp)
+        }
         let state = snd_pcm_status_get_state(status)
         return PCMReading(
             running: state == SND_PCM_STATE_RUNNING, delay: Int(snd_pcm_status_get_delay(status)),
@@ -194,8 +200,19 @@ final class AlsaPCM: PCMDevice {
     }
 
     /// Recovers from an underrun (EPIPE) or a suspend (ESTRPIPE); other codes come back.
-    @inline(__always)
-    func recover(_ code: Int32) -> Int32 { snd_pcm_recover(handle, code, 1) }
+    /// A suspended device is resumed for up to a second (not snd_pcm_recover's unbounded
+    /// loop), then prepared afresh.
+    func recover(_ code: Int32) -> Int32 {
+        guard code == -ESTRPIPE else { return snd_pcm_recover(handle, code, 1) }
+        for _ in 0..<100 {
+            let resumed = snd_pcm_resume(handle)
+            if resumed == 0 { return 0 }
+            if resumed != -EAGAIN { break }
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+        }
+        return snd_pcm_prepare(handle)
+    }
 
     /// Stops at once, dropping what is buffered.
     func drop() { snd_pcm_drop(handle) }

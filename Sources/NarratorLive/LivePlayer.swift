@@ -18,14 +18,6 @@ public enum PlaybackEvent: Sendable {
     case canceled(frame: Int, at: Int64)
     /// Terminal: the device failed.
     case error(PlaybackError, frame: Int, at: Int64)
-
-    /// True for the event that ends playback: the last `chainEnd`, `canceled` or `error`.
-    public var isTerminalKind: Bool {
-        switch self {
-        case .canceled, .error: true
-        default: false
-        }
-    }
 }
 
 public struct StartInfo: Sendable {
@@ -85,10 +77,19 @@ public final class LivePlayer: @unchecked Sendable {
     private let firstDelay = Atomic<Int>(-1)
     private let firstWrite = Atomic<Int64>(0)
     private let audioRealtime = Atomic<Bool>(false)
-    /// How long the device may take no audio before it counts as lost.
-    private let stallLimit: Int64 = 1_000_000_000
-    /// How long the device's timing reports may take to agree.
-    private let settleLimit: Int64 = 2_000_000_000
+    /// How long the device may take no audio before it counts as lost (under a second, so
+    /// that the error comes within one).
+    private let stallLimit: Int64 = 900_000_000
+    /// How long the device's timing reports may take to agree: two seconds beyond what a slow
+    /// device needs (its buffer and a few periods of readings).
+    private let settleLimit: Int64
+    /// A reading within this of the anchor confirms it; a cue goes out only once a confirming
+    /// reading was taken no earlier than `confirmationWindow` before the cue's moment. A device
+    /// that stops consuming without a word can therefore make a cue early only if it stopped
+    /// within that window before the cue's frame.
+    private let confirmationTolerance: Int64 = 1_000_000
+    private let confirmationWindow: Int64 = 1_000_000
+    private let running = Atomic<Bool>(false)
 
     private enum AudioExit: Int {
         case running = 0, finished, canceled, failed
@@ -110,6 +111,10 @@ public final class LivePlayer: @unchecked Sendable {
         feeder = StreamFeeder(schedule: schedule)
         mixer = Mixer(schedule: schedule, lanes: feeder.lanes)
         filter = AudioClockFilter(rate: schedule.sampleRate)
+        let nanosecondsPerFrame = 1e9 / Double(schedule.sampleRate)
+        settleLimit =
+            2_000_000_000
+            + Int64(Double(output.bufferFrames + (filter.agreement + 2) * output.periodFrames) * nanosecondsPerFrame)
         floatBlock = .allocate(capacity: output.periodFrames * output.channels)
         frameBytes = output.channels * output.format.bytesPerSample
         deviceBlock = .allocate(byteCount: output.periodFrames * frameBytes, alignment: 16)
@@ -138,6 +143,7 @@ public final class LivePlayer: @unchecked Sendable {
     /// the last frame has been heard, or on cancel or a device failure. Exactly one terminal
     /// event comes last: the final `chainEnd` cue, `canceled` or `error`.
     public func run(onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
+        precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "a LivePlayer plays once")
         let startTime = MonotonicClock.now()
         self.startTime = startTime
         feeder.start { [self] problem in
@@ -160,8 +166,9 @@ public final class LivePlayer: @unchecked Sendable {
         defer {
             RealtimePriority.restore(previous)
             cuesDone.store(true, ordering: .releasing)
-            done.wait()
-            feeder.stop()
+            // A device stuck in a call (a hung sound server) must not hold the caller: the
+            // audio thread keeps what it needs alive and ends on its own.
+            if done.wait(timeout: .now() + 0.5) == .success { feeder.stop() }
         }
         return deliverCues(startTime: startTime, onEvent: onEvent)
     }
@@ -170,16 +177,15 @@ public final class LivePlayer: @unchecked Sendable {
 
     private func deliverCues(startTime: Int64, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
         let rate = schedule.sampleRate
-        let periodNs = Int64(output.periodFrames) * 1_000_000_000 / Int64(rate)
-        // A reading older than this is not trusted: the audio thread reads after every period.
-        let staleLimit = 3 * periodNs + 5_000_000
         var started = false
         var underrunsSeen = 0
-        var lastAnchor: ClockAnchor?
+        var confirmed: (anchor: ClockAnchor, time: Int64)?
 
+        /// The frame being heard at `time`, as far as the clock last confirmed it.
         func heardFrame(at time: Int64) -> Int {
-            guard let anchor = lastAnchor else { return 0 }
-            return max(0, min(schedule.frames, anchor.frame + Int(Double(time - anchor.time) * Double(rate) / 1e9)))
+            guard let (anchor, confirmedTime) = confirmed else { return 0 }
+            let until = min(time, confirmedTime)
+            return max(0, min(schedule.frames, anchor.frame + Int(Double(until - anchor.time) * Double(rate) / 1e9)))
         }
 
         func checkAudioThread() -> PlaybackOutcome? {
@@ -203,7 +209,7 @@ public final class LivePlayer: @unchecked Sendable {
                 let error: PlaybackError =
                     switch code {
                     case -ETIMEDOUT:
-                        .deviceLost(device: output.device, code: "ETIMEDOUT", reason: "the device took no audio for over a second")
+                        .deviceLost(device: output.device, code: "ETIMEDOUT", reason: "the device took no audio for a second")
                     case -ETIME:
                         .noClock(device: output.device)
                     default:
@@ -224,7 +230,7 @@ public final class LivePlayer: @unchecked Sendable {
                 sleep(until: now + 1_000_000)
                 continue
             }
-            lastAnchor = anchor
+            confirmed = (anchor, snapshot.readingTime)
             if !started {
                 started = true
                 onEvent(
@@ -235,10 +241,10 @@ public final class LivePlayer: @unchecked Sendable {
                             startTime: startTime, firstWriteTime: firstWrite.load(ordering: .acquiring))))
             }
             let cue = cues[next]
-            if cue.frame >= snapshot.framesWritten || now - snapshot.readingTime > staleLimit {
-                // Not written yet, or the clock has not been confirmed lately (a stall):
-                // wait for the audio thread.
-                sleep(until: now + 1_000_000)
+            if cue.frame >= snapshot.framesWritten {
+                // Not written yet: it will be within about the time it takes to play the gap.
+                let ahead = anchor.time(ofFrame: cue.frame - output.bufferFrames, rate: rate) - now
+                sleep(until: now + max(1_000_000, min(ahead, 10_000_000)))
                 continue
             }
             let due = anchor.time(ofFrame: cue.frame, rate: rate)
@@ -247,15 +253,27 @@ public final class LivePlayer: @unchecked Sendable {
                 sleep(until: min(due, now + 10_000_000))
                 continue
             }
-            // This cue and every later one already due go out together, stamped alike.
+            if snapshot.readingTime < due - confirmationWindow {
+                // No reading has confirmed the clock since shortly before this cue's moment:
+                // the device may have stopped consuming (a stalled sound server), so the cue
+                // waits for the next reading (the audio thread takes one every millisecond)
+                // rather than go out on an old promise.
+                sleep(until: now + 250_000)
+                continue
+            }
+            // This cue and every later one already due (and as well confirmed) go out
+            // together, stamped alike.
             var last = next
-            while last + 1 < cues.count, cues[last + 1].frame < snapshot.framesWritten,
-                anchor.time(ofFrame: cues[last + 1].frame, rate: rate) <= now
-            {
+            while last + 1 < cues.count, cues[last + 1].frame < snapshot.framesWritten {
+                let laterDue = anchor.time(ofFrame: cues[last + 1].frame, rate: rate)
+                guard laterDue <= now, snapshot.readingTime >= laterDue - confirmationWindow else { break }
                 last += 1
             }
-            for index in next...last { onEvent(.cue(cues[index], at: now)) }
-            next = last + 1
+            for index in next...last {
+                if index > next, audioExit.load(ordering: .acquiring) == AudioExit.canceled.rawValue { break }
+                onEvent(.cue(cues[index], at: now))
+                next = index + 1
+            }
         }
         return .finished
     }
@@ -267,83 +285,111 @@ public final class LivePlayer: @unchecked Sendable {
 
     // MARK: Audio thread (real time: nothing below allocates, locks, logs or reads a file)
 
-    private func audioLoop() {
-        let periodFrames = output.periodFrames
-        let channels = output.channels
-        // Frames handed to the device, and how many of them were silence inserted while the
-        // clock settled (at the start and after each stall): timeline frame = device frame −
-        // `inserted`.
+    /// The audio thread's own state. A stored property rather than locals captured by nested
+    /// functions, which a debug build would box on the heap.
+    private struct LoopState {
+        /// Frames handed to the device, and how many of them were silence inserted while the
+        /// clock settled (at the start and after each stall): timeline frame = device frame −
+        /// `inserted`.
         var deviceWritten = 0
         var inserted = 0
         var timelineRunning = false
+        /// The part of `deviceBlock` not yet written.
         var pendingFrom = 0
         var pendingTo = 0
-        var lastProgress = MonotonicClock.now()
-        // When the clock last began to settle: a device whose reports never agree (ALSA's
-        // `null` device takes audio as fast as it comes) cannot time cues.
-        var settlingSince = lastProgress
+        var lastProgress: Int64 = 0
+        /// When the clock last began to settle: a device whose reports never agree (ALSA's
+        /// `null` device takes audio as fast as it comes) cannot time cues.
+        var settlingSince: Int64 = 0
+        /// The latest reading that agreed with the anchor.
+        var confirmedTime: Int64 = 0
+        var anchor = ClockAnchor(frame: 0, time: 0)
+    }
 
-        func exit(_ reason: AudioExit, code: Int32 = 0) {
-            pcm.drop()
-            audioErrorCode.store(code, ordering: .relaxed)
-            audioExit.store(reason.rawValue, ordering: .releasing)
-        }
+    private var loop = LoopState()
 
+    private func audioLoop() {
+        let periodFrames = output.periodFrames
+        let channels = output.channels
+        loop.lastProgress = MonotonicClock.now()
+        loop.settlingSince = loop.lastProgress
         while true {
-            if cancelRequest.load(ordering: .acquiring) { return exit(.canceled) }
-            if cuesDone.load(ordering: .acquiring) { return exit(.finished) }
+            if cancelRequest.load(ordering: .acquiring) { return exitLoop(.canceled) }
+            if cuesDone.load(ordering: .acquiring) { return exitLoop(.finished) }
             let result: Int
-            if timelineRunning {
-                if pendingFrom == pendingTo {
+            if loop.timelineRunning {
+                if loop.pendingFrom == loop.pendingTo {
                     // Past the schedule's end the mixer renders silence: the device keeps
                     // running (and reporting its clock) until the last cue has been delivered.
                     mixer.render(into: floatBlock, frameCount: periodFrames)
                     convert(frames: periodFrames * channels)
-                    pendingFrom = 0
-                    pendingTo = periodFrames
+                    loop.pendingFrom = 0
+                    loop.pendingTo = periodFrames
                 }
-                result = pcm.write(deviceBlock + pendingFrom * frameBytes, frames: pendingTo - pendingFrom)
+                result = pcm.write(deviceBlock + loop.pendingFrom * frameBytes, frames: loop.pendingTo - loop.pendingFrom)
             } else {
                 // The clock has not settled: silence, while the timeline waits where it is.
                 result = pcm.write(silenceBlock, frames: periodFrames)
             }
             let now = MonotonicClock.now()
-            if !timelineRunning && now - settlingSince > settleLimit { return exit(.failed, code: -ETIME) }
+            if !loop.timelineRunning && now - loop.settlingSince > settleLimit { return exitLoop(.failed, code: -ETIME) }
             if result > 0 {
-                if deviceWritten == 0 { firstWrite.store(now, ordering: .releasing) }
-                deviceWritten += result
-                if timelineRunning { pendingFrom += result } else { inserted += result }
-                lastProgress = now
+                if loop.deviceWritten == 0 { firstWrite.store(now, ordering: .releasing) }
+                loop.deviceWritten += result
+                if loop.timelineRunning { loop.pendingFrom += result } else { loop.inserted += result }
+                loop.lastProgress = now
+                takeReading()
             } else if result == -Int(EAGAIN) || result == 0 {
-                if now - lastProgress > stallLimit { return exit(.failed, code: -ETIMEDOUT) }
-                let waited = pcm.wait(timeoutMs: 100)
+                if now - loop.lastProgress > stallLimit { return exitLoop(.failed, code: -ETIMEDOUT) }
+                // Short waits, with a reading after each: the clock is confirmed every
+                // millisecond, and a device that stops consuming is noticed.
+                let waited = pcm.wait(timeoutMs: 1)
                 if waited < 0 {
-                    guard recover(waited, written: deviceWritten - inserted) else { return exit(.failed, code: waited) }
-                    timelineRunning = false
-                    settlingSince = MonotonicClock.now()
+                    guard recovered(waited) else { return exitLoop(.failed, code: waited) }
+                    continue
                 }
-                continue
+                takeReading()
             } else {
-                guard recover(Int32(result), written: deviceWritten - inserted) else {
-                    return exit(.failed, code: Int32(result))
-                }
-                timelineRunning = false
-                lastProgress = MonotonicClock.now()
-                settlingSince = lastProgress
-                continue
+                guard recovered(Int32(result)) else { return exitLoop(.failed, code: Int32(result)) }
             }
-            guard let reading = pcm.read(), reading.running else { continue }
-            let anchor = filter.add(heardFrame: deviceWritten - reading.delay, at: reading.time)
-            guard filter.settled else { continue }
-            if !timelineRunning {
-                // The clock is trustworthy: the timeline starts (or resumes) with the next block.
-                timelineRunning = true
-                if firstDelay.load(ordering: .relaxed) < 0 { firstDelay.store(reading.delay, ordering: .releasing) }
-            }
-            clock.publish(
-                anchor: ClockAnchor(frame: anchor.frame - inserted, time: anchor.time),
-                framesWritten: max(0, deviceWritten - inserted), readingTime: reading.time)
         }
+    }
+
+    private func exitLoop(_ reason: AudioExit, code: Int32 = 0) {
+        // Tell the cue thread first: dropping can block on a hung sound server.
+        clock.publish(anchor: nil, framesWritten: max(0, loop.deviceWritten - loop.inserted), readingTime: 0)
+        audioErrorCode.store(code, ordering: .relaxed)
+        audioExit.store(reason.rawValue, ordering: .releasing)
+        pcm.drop()
+    }
+
+    /// Reads the device's clock: updates the anchor, starts the timeline once it has settled,
+    /// and publishes what the cue thread may rely on.
+    private func takeReading() {
+        guard let reading = pcm.read(), reading.running else { return }
+        let heard = loop.deviceWritten - reading.delay
+        loop.anchor = filter.add(heardFrame: heard, at: reading.time)
+        guard filter.settled else { return }
+        if abs(loop.anchor.time(ofFrame: heard, rate: output.sampleRate) - reading.time) <= confirmationTolerance {
+            loop.confirmedTime = reading.time
+        }
+        if !loop.timelineRunning {
+            // The clock is trustworthy: the timeline starts (or resumes) with the next block.
+            loop.timelineRunning = true
+            loop.confirmedTime = reading.time
+            if firstDelay.load(ordering: .relaxed) < 0 { firstDelay.store(reading.delay, ordering: .releasing) }
+        }
+        clock.publish(
+            anchor: ClockAnchor(frame: loop.anchor.frame - loop.inserted, time: loop.anchor.time),
+            framesWritten: max(0, loop.deviceWritten - loop.inserted), readingTime: loop.confirmedTime)
+    }
+
+    private func recovered(_ code: Int32) -> Bool {
+        guard recover(code, written: loop.deviceWritten - loop.inserted) else { return false }
+        loop.timelineRunning = false
+        loop.lastProgress = MonotonicClock.now()
+        loop.settlingSince = loop.lastProgress
+        return true
     }
 
     /// Underrun or suspend: recover and forget the clock, which must settle again before the

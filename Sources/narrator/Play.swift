@@ -11,7 +11,7 @@ struct Play: ParsableCommand {
             format, period and buffer, and the measured output delay), then each cue as it is \
             heard, with the cue sheet's fields plus "t" (seconds since playback started) and \
             "clock" (CLOCK_MONOTONIC nanoseconds). Playback ends with exactly one terminal event: \
-            the last "chainEnd", "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
+            the last "chainEnd" (marked "final": true), "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
             Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
             the chain's words are shown, the one being heard highlighted.
 
@@ -108,8 +108,11 @@ final class EventSink {
     private let path: String?
     private let display: ReadAlong?
 
+    private let lastCue: Cue?
+
     init(path: String?, schedule: Schedule) throws(NarratorError) {
         self.path = path
+        lastCue = schedule.cues.last
         if let path {
             guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
                 let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -128,7 +131,9 @@ final class EventSink {
 
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
-            handle.write(Data((EventJSON.line(event, startTime: startTime) + "\n").utf8))
+            var final = false
+            if case .cue(let cue, _) = event { final = cue == lastCue }
+            handle.write(Data((EventJSON.line(event, startTime: startTime, final: final) + "\n").utf8))
         }
         display?.show(event)
     }
@@ -146,7 +151,8 @@ final class EventSink {
 
 /// Events as JSON lines, keys sorted.
 enum EventJSON {
-    static func line(_ event: PlaybackEvent, startTime: Int64) -> String {
+    /// `final` marks the schedule's last cue: the `chainEnd` that ends playback.
+    static func line(_ event: PlaybackEvent, startTime: Int64, final: Bool = false) -> String {
         var fields: [String: Any] = [:]
         let at: Int64
         switch event {
@@ -165,6 +171,7 @@ enum EventJSON {
             at = time
             let data = Data(cue.jsonLine.utf8)
             fields = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+            if final { fields["final"] = true }
         case .underrun(let count, let time):
             at = time
             fields = ["type": "underrun", "count": count]

@@ -14,7 +14,31 @@ import Testing
 @Suite("Live playback", .serialized, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LivePlaybackTests {
     static let lesson = Repo.path("Timings/lessons/sample.json")
-    static let chainArguments = ["--chain", "correct", "--seed", "7", "--repeat", "2"]
+    static let chainArguments = ["--chain", "live", "--seed", "7", "--repeat", "2"]
+
+    /// The sample lesson's clips, led by a tone that starts at its peak: the chain's first
+    /// frame is not silence, so when it was heard is known to the frame (a cue inside digital
+    /// silence can only be placed within the silence).
+    static func liveLesson(_ dir: TempDir) throws -> String {
+        let tone = dir.file("tone.wav")
+        let made = try runTool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "0.2", "sine", "440", "0", "25", "vol", "0.5"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let audio = Repo.path("Audio/lessons")
+        let timings = Repo.path("Timings/lessons")
+        return dir.write(
+            "live.json",
+            """
+            {"sampleRate": 48000, "channels": 2,
+             "clips": {"tone": {"file": "\(tone)"}, "sfx": {"file": "\(audio)/sfx/correct.wav"},
+                       "ga": {"file": "\(audio)/congrats/great-job.wav"}, "gb": {"file": "\(audio)/congrats/well-done.wav"},
+                       "gc": {"file": "\(audio)/congrats/awesome.wav"},
+                       "p1": {"file": "\(audio)/sight-words/part1.wav", "timings": "\(timings)/sight-words/part1.json"},
+                       "p2": {"file": "\(audio)/sight-words/part2.wav", "timings": "\(timings)/sight-words/part2.json"}},
+             "pools": {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}},
+             "chains": {"live": [{"clip": "tone"}, {"clip": "sfx"}, {"pool": "congrats"}, {"pulse": ["ticket-1"]},
+                                 {"clip": "p1"}, {"silence": 0.25}, {"clip": "p2"}, {"pulse": ["checkbox"]}]}}
+            """)
+    }
     /// Delivery before the measured audible time within this is measurement resolution (the
     /// recorder's fitted clock), not an early cue.
     static let resolution: Int64 = 1_000_000
@@ -32,7 +56,7 @@ struct LivePlaybackTests {
         }
     }
 
-    static func reference(_ dir: TempDir) throws -> [Int16] {
+    static func reference(_ dir: TempDir, lesson: String) throws -> [Int16] {
         let rendered = try run(Repo.narrator, ["render", lesson] + chainArguments + ["--output", dir.file("reference.wav")])
         try #require(rendered.status == 0, "\(rendered.stderr)")
         return try WAVFile(path: dir.file("reference.wav")).int16Samples
@@ -70,11 +94,12 @@ struct LivePlaybackTests {
     @Test func playsTheRenderSampleForSampleWithCuesWhenHeard() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let reference = try Self.reference(dir)
+        let lesson = try Self.liveLesson(dir)
+        let reference = try Self.reference(dir, lesson: lesson)
         let server = try PulseTestServer()
         defer { server.stop() }
         let played = try server.runClient(
-            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl"), "--verbose"])
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl"), "--verbose"])
         #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
@@ -82,9 +107,12 @@ struct LivePlaybackTests {
 
         let events = try Self.events(dir.file("events.jsonl"))
         #expect(events.first?.type == "start")
-        #expect(events.last?.type == "chainEnd")
-        let cues = try #require(try run(Repo.narrator, ["cues", Self.lesson] + Self.chainArguments).stdout.components(separatedBy: "\n").filter { $0.hasPrefix("  {") }.count as Int?)
-        #expect(events.count == cues + 1, "one start event and every cue once")
+        #expect(events.last?.type == "chainEnd" && events.last?.fields["final"] as? Bool == true)
+        // Every cue of the cue sheet once, in order, and nothing else.
+        let sheet = try run(Repo.narrator, ["cues", lesson] + Self.chainArguments)
+        let sheetObject = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let expected = try #require(sheetObject["cues"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
+        #expect(events.dropFirst().map { "\($0.type) \($0.frame ?? -1)" } == expected)
         let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
         let (p50, p99, max) = Self.summary(measured.map(\.error))
         print("live cue delivery through PulseAudio: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) cues; "
@@ -97,11 +125,12 @@ struct LivePlaybackTests {
     @Test func stoppedPlayerUnderrunsAndRecoversInStep() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let reference = try Self.reference(dir)
+        let lesson = try Self.liveLesson(dir)
+        let reference = try Self.reference(dir, lesson: lesson)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
         Thread.sleep(forTimeInterval: 1.5)
         kill(player.processIdentifier, SIGSTOP)
         Thread.sleep(forTimeInterval: 0.3)
@@ -128,13 +157,34 @@ struct LivePlaybackTests {
         #expect(max <= 5, "max \(max) ms")
     }
 
-    @Test func killedServerEndsPlaybackWithATypedError() throws {
+    @Test func ctrlCEndsPlaybackWithOneCanceledEvent() throws {
         let dir = TempDir()
         defer { dir.remove() }
+        let lesson = try Self.liveLesson(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", Self.lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")],
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
+        Thread.sleep(forTimeInterval: 1.2)
+        let interrupted = Self.now()
+        kill(player.processIdentifier, SIGINT)
+        player.waitUntilExit()
+        #expect(player.terminationStatus == 130)
+        let events = try Self.events(dir.file("events.jsonl"))
+        let last = try #require(events.last)
+        #expect(last.type == "canceled")
+        #expect(last.clock - interrupted < 100_000_000, "canceled \(Double(last.clock - interrupted) / 1e6) ms after Ctrl-C")
+        #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
+    }
+
+    @Test func killedServerEndsPlaybackWithATypedError() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.liveLesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = try server.startClient(
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")],
             logFile: dir.file("stderr.txt"))
         Thread.sleep(forTimeInterval: 1.5)
         let killed = Self.now()
@@ -148,7 +198,7 @@ struct LivePlaybackTests {
         #expect(["EIO", "ENODEV", "ENOTTY", "EBADFD", "ETIMEDOUT"].contains(last.fields["code"] as? String ?? ""), "\(last.fields)")
         #expect(last.clock - killed < 1_000_000_000, "error \(Double(last.clock - killed) / 1e6) ms after the kill")
         #expect(ended - killed < 1_500_000_000)
-        #expect(events.filter { ["error", "canceled", "chainEnd"].contains($0.type) }.count == 1)
+        #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
         let stderr = try String(contentsOfFile: dir.file("stderr.txt"), encoding: .utf8)
         #expect(stderr.split(separator: "\n").count == 1 && stderr.contains("audio device 'default': lost while playing"), "\(stderr)")
         print("server killed: error event \(Double(last.clock - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")

@@ -58,6 +58,21 @@ struct AudioClockTests {
         #expect(second.time(ofFrame: 0, rate: rate) == shifted)
     }
 
+    @Test func followsAStepEarlierOnlyByTheMedian() {
+        let filter = AudioClockFilter(rate: rate)
+        let origin: Int64 = 5_000_000_000
+        for k in 0..<9 { _ = filter.add(heardFrame: reading(k, origin: origin).frame, at: reading(k, origin: origin).time) }
+        // Frames now heard 3 ms earlier: following two readings at once could send cues early.
+        let earlier = origin - 3_000_000
+        var anchors: [Int64] = []
+        for k in 9..<16 {
+            let r = reading(k, origin: earlier)
+            anchors.append(filter.add(heardFrame: r.frame, at: r.time).time(ofFrame: 0, rate: rate))
+        }
+        #expect(anchors.prefix(4).allSatisfy { $0 == origin }, "\(anchors)")
+        #expect(anchors.last == earlier)
+    }
+
     @Test func followsDrift() {
         // A device clock 100 ppm fast against the monotonic clock, for ten minutes.
         let filter = AudioClockFilter(rate: rate)

@@ -27,9 +27,16 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
     /// Once `written` passes `stallAfter`, the next write sleeps `stallNs` (a descheduled writer).
     var stallAfter = Int.max
     var stallNs: Int64 = 0
-    /// Once `written` passes this, writes fail with `failCode`.
+    /// Once `written` passes this, writes fail with `failCode`; `failedAt` is when they began to.
     var failAfter = Int.max
     var failCode: Int32 = -EIO
+    private(set) var failedAt: Int64?
+    /// Each time play reaches a multiple of `pauseEvery` device frames, the device stops
+    /// consuming for `pauseNs` without saying so (a sound server that was descheduled), then
+    /// goes on.
+    var pauseEvery = Int.max
+    var pauseNs: Int64 = 0
+    private var nextPause = Int.max
     private(set) var underruns = 0
 
     init(rate: Int, channels: Int, periodFrames: Int, bufferFrames: Int, seconds: Int) {
@@ -39,7 +46,7 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
             bufferFrames: bufferFrames)
         capacity = rate * seconds
         kept = .allocate(capacity: capacity * channels)
-        segments = .allocate(capacity: 64)
+        segments = .allocate(capacity: 256)
     }
 
     deinit {
@@ -52,7 +59,23 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
     /// The device frame being heard now (frames before it were heard).
     private func position(at time: Int64) -> Int {
         guard playing else { return stoppedAt }
-        let played = segmentFrame + Int((time - segmentTime) * Int64(rate) / 1_000_000_000)
+        var played = segmentFrame + Int((time - segmentTime) * Int64(rate) / 1_000_000_000)
+        if nextPause == Int.max && pauseEvery != Int.max { nextPause = pauseEvery }
+        while played >= nextPause && segmentFrame <= nextPause {
+            let pausedAt = segmentTime + Int64(nextPause - segmentFrame) * 1_000_000_000 / Int64(rate)
+            if time < pausedAt + pauseNs {
+                played = nextPause
+                break
+            }
+            segmentTime = pausedAt + pauseNs
+            segmentFrame = nextPause
+            if segmentCount < 256 {
+                segments[segmentCount] = (nextPause, segmentTime)
+                segmentCount += 1
+            }
+            nextPause += pauseEvery
+            played = segmentFrame + Int((time - segmentTime) * Int64(rate) / 1_000_000_000)
+        }
         if played >= written {
             // Ran dry: an underrun at the moment the last frame was heard.
             playing = false
@@ -65,7 +88,10 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
     }
 
     func write(_ samples: UnsafeRawPointer, frames: Int) -> Int {
-        if written >= failAfter { return Int(failCode) }
+        if written >= failAfter {
+            if failedAt == nil { failedAt = now() }
+            return Int(failCode)
+        }
         if written >= stallAfter {
             stallAfter = .max
             var spec = timespec(tv_sec: Int(stallNs / 1_000_000_000), tv_nsec: Int(stallNs % 1_000_000_000))
@@ -85,7 +111,7 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
             playing = true
             segmentTime = time
             segmentFrame = stoppedAt
-            if segmentCount < 64 {
+            if segmentCount < 256 {
                 segments[segmentCount] = (stoppedAt, time)
                 segmentCount += 1
             }
