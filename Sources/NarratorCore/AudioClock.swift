@@ -36,6 +36,13 @@ public struct ClockAnchor: Sendable, Equatable {
 /// last `agreement` readings agree within `tolerance`; the readings before them are dropped
 /// then, and the player starts (or resumes) the timeline only from that moment.
 ///
+/// A sound server's latency report is itself interpolated: PulseAudio's drifts by up to several
+/// hundred ppm between its corrections (measured against the pipe sink's recording: ramps of
+/// 0.2–2 ms over a second and a half, then a step back towards the truth). So when the median
+/// moves smoothly the anchor follows no faster than `maxDrift` (a real clock drifts tens of
+/// ppm), and when the median moves at once by over `correction` (a correction, or a step) the
+/// anchor takes it.
+///
 /// A step in the device's timing that no error announced (a sound server that underran and
 /// played a block of silence) shows as two readings in a row that agree with each other and
 /// put every frame over `jump` later than the anchor does: the filter then follows them at
@@ -57,6 +64,16 @@ public final class AudioClockFilter {
     public private(set) var settled = false
     /// A difference from the anchor this large, seen twice in a row, is a step to follow.
     public let jump: Int64 = 2_000_000
+    /// How fast the anchor may move for changes smaller than `jump`: 150 ppm, three times what
+    /// a sound card's crystal drifts against the system clock.
+    public let maxDrift = 150e-6
+    /// A move of the median this large from one reading to the next is a correction to take
+    /// at once: no clock drifts 50 µs in a millisecond.
+    public let correction: Int64 = 50_000
+    /// The last anchor returned once settled, and the reading time it was returned at.
+    private var output: (anchor: ClockAnchor, time: Int64)?
+    /// The median of the readings, before the drift limit: what the device says now.
+    public private(set) var lastMedian: ClockAnchor?
 
     public init(rate: Int, window: Int = 9, agreement: Int = 4, tolerance: Int64 = 500_000) {
         precondition(rate > 0 && agreement > 0 && 2 * agreement <= window)
@@ -80,10 +97,33 @@ public final class AudioClockFilter {
         count = 0
         next = 0
         settled = false
+        output = nil
+        lastMedian = nil
     }
 
     /// Adds the reading "frame `heardFrame` was being heard at `time`" and returns the anchor.
     public func add(heardFrame: Int, at time: Int64) -> ClockAnchor {
+        let anchor = medianAnchor(heardFrame: heardFrame, at: time)
+        defer { lastMedian = anchor }
+        guard settled, let (previous, previousTime) = output, let lastMedian else {
+            output = settled ? (anchor, time) : nil
+            return anchor
+        }
+        // The median moved at once (a step, or a correction of the report): take it. It
+        // moved smoothly (the report ramping): follow no faster than a clock can drift.
+        let projected = previous.time(ofFrame: anchor.frame, rate: rate)
+        let medianMove = anchor.time - lastMedian.time(ofFrame: anchor.frame, rate: rate)
+        if abs(medianMove) > correction || abs(anchor.time - projected) > jump {
+            output = (anchor, time)
+            return anchor
+        }
+        let allowed = Int64(Double(time - previousTime) * maxDrift) + 1
+        let limited = ClockAnchor(frame: anchor.frame, time: projected + max(-allowed, min(allowed, anchor.time - projected)))
+        output = (limited, time)
+        return limited
+    }
+
+    private func medianAnchor(heardFrame: Int, at time: Int64) -> ClockAnchor {
         frames[next] = heardFrame
         times[next] = time
         next = (next + 1) % window

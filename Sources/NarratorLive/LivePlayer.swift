@@ -90,20 +90,26 @@ public final class LivePlayer: @unchecked Sendable {
     private let confirmationTolerance: Int64 = 1_000_000
     private let confirmationWindow: Int64 = 1_000_000
     private let running = Atomic<Bool>(false)
+    private let realtime: Bool
 
     private enum AudioExit: Int {
         case running = 0, finished, canceled, failed
     }
 
     /// Opens the device and prepares everything the audio thread needs.
-    public convenience init(schedule: Schedule, device: String = "default", latencyMs: Int = 50) throws(PlaybackError) {
+    /// `realtime` asks for SCHED_FIFO on the audio and cue threads (see `RealtimePriority`).
+    public convenience init(
+        schedule: Schedule, device: String = "default", latencyMs: Int = 50, realtime: Bool = false
+    ) throws(PlaybackError) {
         self.init(
             schedule: schedule,
-            pcm: try AlsaPCM(device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latencyMs))
+            pcm: try AlsaPCM(device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latencyMs),
+            realtime: realtime)
     }
 
     /// Plays on a device of the caller's (tests).
-    @_spi(Testing) public init(schedule: Schedule, pcm: any PCMDevice) {
+    @_spi(Testing) public init(schedule: Schedule, pcm: any PCMDevice, realtime: Bool = false) {
+        self.realtime = realtime
         precondition(pcm.output.sampleRate == schedule.sampleRate && pcm.output.channels == schedule.channels)
         self.schedule = schedule
         self.pcm = pcm
@@ -152,7 +158,7 @@ public final class LivePlayer: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let probe = audioThreadProbe
         let audio = Thread { [self] in
-            audioRealtime.store(RealtimePriority.raise(20) != nil, ordering: .releasing)
+            if realtime { audioRealtime.store(RealtimePriority.raise(20) != nil, ordering: .releasing) }
             probe?(true)
             audioLoop()
             probe?(false)
@@ -162,7 +168,7 @@ public final class LivePlayer: @unchecked Sendable {
         audio.qualityOfService = .userInteractive
         audio.start()
         // The cue thread keeps time too, one step below the audio thread.
-        let previous = RealtimePriority.raise(19)
+        let previous = realtime ? RealtimePriority.raise(19) : nil
         defer {
             RealtimePriority.restore(previous)
             cuesDone.store(true, ordering: .releasing)
@@ -370,7 +376,11 @@ public final class LivePlayer: @unchecked Sendable {
         let heard = loop.deviceWritten - reading.delay
         loop.anchor = filter.add(heardFrame: heard, at: reading.time)
         guard filter.settled else { return }
-        if abs(loop.anchor.time(ofFrame: heard, rate: output.sampleRate) - reading.time) <= confirmationTolerance {
+        // The device confirms the clock when this reading agrees with the recent ones (their
+        // median): it is still consuming at the pace they showed.
+        if let median = filter.lastMedian,
+            abs(median.time(ofFrame: heard, rate: output.sampleRate) - reading.time) <= confirmationTolerance
+        {
             loop.confirmedTime = reading.time
         }
         if !loop.timelineRunning {

@@ -1,9 +1,14 @@
 import Foundation
 
-/// Real-time scheduling for the threads that must keep time: SCHED_FIFO when the process may
-/// (root, CAP_SYS_NICE or an RLIMIT_RTPRIO allowance), else they stay as they are. Under load
-/// this is what keeps the device fed and the cues on time; without it they still work, with
-/// wider tails.
+/// Real-time scheduling for the threads that must keep time, on request (`--realtime`):
+/// SCHED_FIFO when the process may (root, CAP_SYS_NICE or an RLIMIT_RTPRIO allowance), else
+/// they stay as they are.
+///
+/// Not the default: through ALSA's pulse plugin, SCHED_FIFO threads that poll the device every
+/// millisecond delay the plugin's own (normal-priority) PulseAudio thread, whose latency
+/// estimate then drifts: measured against the pipe sink, cue errors went from p99 0.2–0.4 ms
+/// (6 runs of 6 at normal priority) to 2–5 ms in 2 runs of 6. On a hardware device under heavy
+/// load it is worth asking for.
 enum RealtimePriority {
     /// Puts the calling thread on SCHED_FIFO at `priority`; returns the previous policy and
     /// priority to restore, or nil when not permitted.

@@ -33,6 +33,9 @@ struct Play: ParsableCommand {
     @Flag(help: "Print the negotiated period, buffer and measured latency on stderr.")
     var verbose = false
 
+    @Flag(help: "Run the audio and cue threads with real-time priority (SCHED_FIFO) when permitted: for hardware devices under heavy load; through a sound server it can skew the server's latency report.")
+    var realtime = false
+
     func validate() throws {
         guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
     }
@@ -44,7 +47,7 @@ struct Play: ParsableCommand {
             let sink = try EventSink(path: events, schedule: schedule)
             let player: LivePlayer
             do throws(PlaybackError) {
-                player = try LivePlayer(schedule: schedule, device: device, latencyMs: latency)
+                player = try LivePlayer(schedule: schedule, device: device, latencyMs: latency, realtime: realtime)
             } catch {
                 sink.discard()
                 throw deviceError(error)
@@ -59,7 +62,7 @@ struct Play: ParsableCommand {
                             + "period \(info.output.periodFrames) frames (\(ms(info.output.periodFrames, rate))), "
                             + "buffer \(info.output.bufferFrames) frames (\(ms(info.output.bufferFrames, rate))), "
                             + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames, rate))), "
-                            + (info.realtime ? "real-time priority" : "normal priority (SCHED_FIFO not permitted)"))
+                            + (info.realtime ? "real-time priority" : "normal priority"))
                 }
                 sink.send(event, startTime: player.startTime)
             }

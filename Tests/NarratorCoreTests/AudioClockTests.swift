@@ -85,4 +85,22 @@ struct AudioClockTests {
         }
         #expect(worst < 10_000, "worst \(worst) ns")
     }
+
+    /// A report that ramps away at 600 ppm for 1.5 s and then steps back, over and over (what
+    /// PulseAudio's interpolated latency does at its worst): the anchor stays within a quarter
+    /// of the ramp's height of the truth.
+    @Test func doesNotFollowAReportThatRampsFasterThanAClockDrifts() {
+        let filter = AudioClockFilter(rate: rate)
+        let origin: Int64 = 5_000_000_000
+        var worst: Int64 = 0
+        for k in 0..<8000 {  // 1 ms apart: 8 s
+            let frame = 48 * k
+            let truth = origin + Int64(frame) * 1_000_000_000 / 48000
+            let sinceCorrection = Int64(k % 1500) * 1_000_000
+            let reported = truth + Int64(Double(sinceCorrection) * 600e-6)  // up to +0.9 ms
+            let anchor = filter.add(heardFrame: frame, at: reported)
+            if k > 20 { worst = max(worst, abs(anchor.time(ofFrame: frame, rate: rate) - truth)) }
+        }
+        #expect(worst < 300_000, "worst \(worst) ns")
+    }
 }
