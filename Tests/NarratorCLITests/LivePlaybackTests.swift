@@ -157,6 +157,25 @@ struct LivePlaybackTests {
         #expect(max <= 5, "max \(max) ms")
     }
 
+    /// On a terminal (a pseudo-terminal from `script`), people see the words with the one being
+    /// heard highlighted, pulses and a progress line, and no JSON.
+    @Test(.enabled(if: PulseTestServer.findExecutable("script") != nil, "needs script (bsdutils)"))
+    func terminalShowsTheWordsBeingHeard() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.liveLesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let command = ([Repo.narrator, "play", lesson] + Self.chainArguments.prefix(4)).joined(separator: " ")
+        let result = try server.runClient(try #require(PulseTestServer.findExecutable("script")), ["-qec", command, "/dev/null"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let red = "\u{1B}[1;31m"
+        for word in ["I", "can", "see", "the"] { #expect(result.stdout.contains(red + word), "\(result.stdout.suffix(300))") }
+        #expect(result.stdout.contains("● pulse ticket-1"))
+        #expect(result.stdout.contains("end of live"))
+        #expect(!result.stdout.contains("\"type\""))
+    }
+
     @Test func ctrlCEndsPlaybackWithOneCanceledEvent() throws {
         let dir = TempDir()
         defer { dir.remove() }
