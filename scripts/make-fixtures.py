@@ -393,6 +393,69 @@ def make_lesson():
     write_json("Timings/lessons/sample.json", lesson)
 
 
+def make_sight_words_activity():
+    """Learn with Homer, sight words in a sentence: the activity's own clips and lesson."""
+    for name, text in [("intro", "Tap the word you hear."), ("try-again", "Try again!")]:
+        write_wav(f"Audio/lessons/homer/{name}.wav", speech(text))
+    for name, text in [("see-tap-see", "see, tap see"), ("hat-tap-hat", "hat, tap hat"),
+                       ("word-see", "see"), ("word-hat", "hat")]:
+        samples, words = assemble(word_segments(text.replace(",", "").split(), 2400, 2400, 2400))
+        verify_words(samples, words)
+        write_wav(f"Audio/lessons/homer/{name}.wav", samples)
+        write_json(f"Timings/lessons/homer/{name}.json", canonical_json(words))
+
+    aud = "../../Audio/lessons"
+    clip = lambda name: {"file": f"{aud}/homer/{name}.wav", "timings": f"homer/{name}.json"}
+    lesson = {
+        "sampleRate": 48000,
+        "channels": 2,
+        "clips": {
+            "sfx": {"file": f"{aud}/sfx/correct.wav"},
+            "whoosh": {"file": f"{aud}/sfx/whoosh.wav"},
+            "ga": {"file": f"{aud}/congrats/great-job.wav"},
+            "gb": {"file": f"{aud}/congrats/well-done.wav"},
+            "gc": {"file": f"{aud}/congrats/awesome.wav"},
+            "p1": {"file": f"{aud}/sight-words/part1.wav", "timings": "sight-words/part1.json"},
+            "p2": {"file": f"{aud}/sight-words/part2.wav", "timings": "sight-words/part2.json"},
+            "intro": {"file": f"{aud}/homer/intro.wav"},
+            "try-again": {"file": f"{aud}/homer/try-again.wav"},
+            "see-tap-see": clip("see-tap-see"),
+            "hat-tap-hat": clip("hat-tap-hat"),
+            "word-see": clip("word-see"),
+            "word-hat": clip("word-hat"),
+        },
+        "pools": {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}},
+        "chains": {
+            "prompt-1": [{"clip": "intro"}, {"clip": "p1"}],
+            "idle-see": [{"clip": "see-tap-see"}],
+            "idle-hat": [{"clip": "hat-tap-hat"}],
+            "try-again": [{"clip": "try-again"}],
+            "correct-1": [{"clip": "sfx"}, {"pool": "congrats"}, {"clip": "p1"}, {"clip": "p2"}],
+            "correct-2": [{"clip": "sfx"}, {"pool": "congrats"}, {"clip": "p1"}, {"clip": "p2"}],
+            "tickets": [{"pulse": ["ticket-1"]}, {"clip": "word-see"}, {"clip": "whoosh"},
+                        {"pulse": ["ticket-2"]}, {"clip": "word-hat"}, {"clip": "whoosh"}],
+        },
+        "activities": {
+            "sight-words": {
+                "idleSeconds": Raw("4.0"),
+                "taps": "interrupt",
+                "steps": [
+                    {"prompt": "prompt-1", "answer": "see",
+                     "idle": {"chain": "idle-see", "pulse": ["tile-see"]},
+                     "correct": "correct-1",
+                     "wrong": ["try-again", {"chain": "idle-see", "pulse": ["tile-see"]}]},
+                    {"answer": "hat",
+                     "idle": {"chain": "idle-hat", "pulse": ["tile-hat"]},
+                     "correct": "correct-2",
+                     "wrong": ["try-again", {"chain": "idle-hat", "pulse": ["tile-hat"]}]},
+                ],
+                "final": "tickets",
+            }
+        },
+    }
+    write_json("Timings/lessons/homer-sight-words.json", lesson)
+
+
 def main():
     global TMP
     os.chdir(ROOT)
@@ -402,6 +465,7 @@ def main():
         make_formats()
         make_impulses()
         make_lesson()
+        make_sight_words_activity()
 
 
 if __name__ == "__main__":

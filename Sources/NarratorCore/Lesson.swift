@@ -13,6 +13,7 @@ public struct Lesson: Sendable {
     public let clips: [String: ClipSpec]
     public let pools: [String: Pool]
     public let chains: [String: [ChainItem]]
+    public let activities: [String: Activity]
 
     public struct ClipSpec: Sendable, Equatable {
         public let id: String
@@ -56,7 +57,7 @@ public struct Lesson: Sendable {
     /// Parses lesson JSON; `directory` is where relative paths start.
     public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
         let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains"])
+        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains", "activities"])
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
@@ -103,9 +104,16 @@ public struct Lesson: Sendable {
             chains[id] = items
         }
 
+        var activities: [String: Activity] = [:]
+        if let activitiesCursor = top["activities"] {
+            for (id, entry) in try activitiesCursor.object() {
+                activities[id] = try Activity.parse(entry, id: id, rate: sampleRate)
+            }
+        }
+
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
-            clips: clips, pools: pools, chains: chains)
+            clips: clips, pools: pools, chains: chains, activities: activities)
     }
 
     private static func parseItem(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> ChainItem {
@@ -138,6 +146,18 @@ public struct Lesson: Sendable {
             throw NarratorError(file: path, place: "chains.\(id)", "unknown chain (the lesson has: \(known))")
         }
         return chain
+    }
+
+    /// The activity `id`, with every chain it names checked to exist.
+    public func activity(_ id: String) throws(NarratorError) -> Activity {
+        guard let activity = activities[id] else {
+            let known = activities.keys.sorted().joined(separator: ", ")
+            throw NarratorError(file: path, place: "activities.\(id)", "unknown activity (the lesson has: \(known.isEmpty ? "none" : known))")
+        }
+        for chain in activity.chainIDs where chains[chain] == nil {
+            throw NarratorError(file: path, place: "activities.\(id)", "unknown chain '\(chain)'")
+        }
+        return activity
     }
 
     /// Every clip chain `id` can play: its clips and all members of its pools, in chain order.

@@ -1,0 +1,114 @@
+/// An interactive screen, authored as data: steps that play a prompt and wait for a tap, an
+/// idle prompt when the child waits too long, a ladder of wrong-answer feedback, feedback for
+/// the right answer, and a final sequence before the app moves on.
+///
+/// ```json
+/// "activities": {"sight-words": {
+///   "idleSeconds": 4.0, "taps": "ignore",
+///   "steps": [{"prompt": "intro", "answer": "the",
+///              "idle": {"chain": "the-tap-the", "pulse": ["tile-the"]},
+///              "correct": "correct-1",
+///              "wrong": [{"chain": "try-again"}, {"chain": "the-tap-the", "pulse": ["tile-the"]}]}],
+///   "final": "tickets"}}
+/// ```
+public struct Activity: Sendable, Equatable {
+    public let id: String
+    public let steps: [Step]
+    /// Played once the last step is answered; `advance` follows when it ends.
+    public let final: String?
+    /// What a tap does while narration plays (a prompt, an idle prompt, wrong-answer feedback).
+    /// Taps during the right answer's feedback are always ignored.
+    public let taps: TapPolicy
+
+    public enum TapPolicy: String, Sendable, Equatable {
+        /// The tap is noted and has no effect.
+        case ignore
+        /// The narration stops at the tap and the tap is taken as an answer.
+        case interrupt
+    }
+
+    public struct Step: Sendable, Equatable {
+        /// Played when the step begins; none when the previous step's feedback already asked.
+        public let prompt: String?
+        public let answer: String
+        /// The idle prompt: played once no answer came for `idleFrames` after the last
+        /// narration ended, and again after the same wait once it has played.
+        public let idle: Feedback?
+        public let idleFrames: Int
+        public let correct: Feedback
+        /// Wrong-answer feedback by attempt; the last entry repeats.
+        public let wrong: [Feedback]
+    }
+
+    /// A chain, with targets to pulse as it starts.
+    public struct Feedback: Sendable, Equatable {
+        public let chain: String
+        public let pulse: [String]
+    }
+
+    /// Every chain the activity can play.
+    public var chainIDs: [String] {
+        var ids: [String] = []
+        func add(_ id: String?) { if let id, !ids.contains(id) { ids.append(id) } }
+        for step in steps {
+            add(step.prompt)
+            add(step.idle?.chain)
+            add(step.correct.chain)
+            for wrong in step.wrong { add(wrong.chain) }
+        }
+        add(final)
+        return ids
+    }
+
+    /// The idle wait when neither the activity nor the step says: the product documents' 4 s.
+    public static let defaultIdleSeconds = 4.0
+
+    static func parse(_ cursor: JSONCursor, id: String, rate: Int) throws(NarratorError) -> Activity {
+        let fields = try cursor.object(allowing: ["steps", "final", "taps", "idleSeconds"])
+        let taps: TapPolicy
+        if let tapsCursor = fields["taps"] {
+            let text = try tapsCursor.string()
+            guard let policy = TapPolicy(rawValue: text) else { throw tapsCursor.fail("expected \"ignore\" or \"interrupt\"") }
+            taps = policy
+        } else {
+            taps = .ignore
+        }
+        let defaultIdle = try fields["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) }
+            ?? Frames.from(seconds: defaultIdleSeconds, rate: rate)!
+        let stepsCursor = try fields.required("steps", in: cursor)
+        var steps: [Step] = []
+        for stepCursor in try stepsCursor.array() {
+            let step = try stepCursor.object(allowing: ["prompt", "answer", "idle", "idleSeconds", "correct", "wrong"])
+            let wrongCursor = try step.required("wrong", in: stepCursor)
+            let wrong = try wrongCursor.array().map { c throws(NarratorError) in try feedback(c) }
+            if wrong.isEmpty { throw wrongCursor.fail("needs at least one feedback for a wrong answer") }
+            steps.append(
+                Step(
+                    prompt: try step["prompt"].map { c throws(NarratorError) in try c.string() },
+                    answer: try step.required("answer", in: stepCursor).string(),
+                    idle: try step["idle"].map { c throws(NarratorError) in try feedback(c) },
+                    idleFrames: try step["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) } ?? defaultIdle,
+                    correct: try feedback(try step.required("correct", in: stepCursor)),
+                    wrong: wrong))
+        }
+        if steps.isEmpty { throw stepsCursor.fail("an activity needs at least one step") }
+        return Activity(
+            id: id, steps: steps, final: try fields["final"].map { c throws(NarratorError) in try c.string() }, taps: taps)
+    }
+
+    /// A chain id, or `{"chain": id, "pulse": [targets]}`.
+    private static func feedback(_ cursor: JSONCursor) throws(NarratorError) -> Feedback {
+        if case .string(let chain) = cursor.value { return Feedback(chain: chain, pulse: []) }
+        let fields = try cursor.object(allowing: ["chain", "pulse"])
+        let pulse = try fields["pulse"].map { c throws(NarratorError) in try c.array().map { t throws(NarratorError) in try t.string() } } ?? []
+        return Feedback(chain: try fields.required("chain", in: cursor).string(), pulse: pulse)
+    }
+
+    private static func idleFrames(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Int {
+        let seconds = try cursor.number()
+        guard seconds > 0, seconds <= 3600, let frames = Frames.from(seconds: seconds, rate: rate) else {
+            throw cursor.fail("idle wait must be between 0 and 3600 seconds")
+        }
+        return frames
+    }
+}

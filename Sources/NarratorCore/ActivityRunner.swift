@@ -1,0 +1,269 @@
+import Foundation
+
+/// A child's tap (or an app request) at a frame of the activity's timeline, as heard.
+public struct Tap: Sendable, Equatable {
+    public var frame: Int
+    /// The answer tapped, or a reserved request: `replay`, `close`.
+    public var answer: String
+
+    public static let replay = "replay"
+    public static let close = "close"
+
+    public init(frame: Int, answer: String) {
+        self.frame = frame
+        self.answer = answer
+    }
+}
+
+/// One line of an activity's trace: a cue of a chain it played, or something the activity did.
+public enum ActivityEvent: Sendable, Equatable {
+    case cue(Cue)
+    case event(frame: Int, type: String, fields: [String: Field])
+
+    public enum Field: Sendable, Equatable {
+        case int(Int)
+        case string(String)
+        case bool(Bool)
+    }
+
+    public var frame: Int {
+        switch self {
+        case .cue(let cue): cue.frame
+        case .event(let frame, _, _): frame
+        }
+    }
+
+    public var type: String {
+        switch self {
+        case .cue(let cue): cue.type
+        case .event(_, let type, _): type
+        }
+    }
+
+    /// One line of JSON, keys sorted: `frame`, `type` and the event's fields.
+    public var jsonLine: String {
+        switch self {
+        case .cue(let cue):
+            return cue.jsonLine
+        case .event(let frame, let type, let fields):
+            var object: [String: Any] = ["frame": frame, "type": type]
+            for (key, value) in fields {
+                switch value {
+                case .int(let number): object[key] = number
+                case .string(let text): object[key] = text
+                case .bool(let flag): object[key] = flag
+                }
+            }
+            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            return String(decoding: data, as: UTF8.self)
+        }
+    }
+}
+
+/// Runs an activity on a virtual clock: given the taps as heard, the exact trace of what plays
+/// and when, to the frame. The same trace for the same taps and pool draws.
+///
+/// Rules (see `Activity`):
+/// - A step plays its prompt, then waits. The idle timer starts at the frame where the last
+///   narration ended (prompt, idle prompt or feedback), never runs while narration plays, and
+///   fires `idleFrames` later: the idle chain starts exactly there, with its pulses.
+/// - A tap heard before that frame wins: no idle prompt plays. A tap at the deadline frame
+///   comes after the idle prompt has started.
+/// - The right answer plays the step's correct feedback, then the next step; after the last,
+///   the final chain, then `advance`. A wrong answer plays the ladder's feedback for that
+///   attempt (the last entry repeats), then `feedbackEnd` ("animate the image back now") and
+///   the wait begins again.
+/// - While narration plays, taps are ignored or interrupt it (`Activity.taps`); during the
+///   right answer's feedback and the final chain they are always ignored.
+/// - `replay` restarts the chain playing (or the last one played) from its start; `close`
+///   cancels what plays and ends the activity. Every chain that starts ends with exactly one
+///   `chainEnd` or `canceled`; the activity with exactly one `activityEnd` or `stop`.
+public struct ActivityRunner {
+    public let activity: Activity
+    public let sampleRate: Int
+    /// Lays out a chain of the lesson, from frame 0.
+    public let schedule: (String) throws(NarratorError) -> Schedule
+
+    public init(activity: Activity, sampleRate: Int, schedule: @escaping (String) throws(NarratorError) -> Schedule) {
+        self.activity = activity
+        self.sampleRate = sampleRate
+        self.schedule = schedule
+    }
+
+    private enum Role: String {
+        case prompt, idle, correct, wrong, final
+    }
+
+    private struct Playing {
+        let chain: String
+        let role: Role
+        let start: Int
+        let schedule: Schedule
+        /// Cues already in the trace.
+        var emitted = 0
+        var end: Int { start + schedule.frames }
+    }
+
+    /// The trace, from frame 0 until the activity ends or `until` (a frame) passes.
+    public func run(taps unsorted: [Tap], until: Int) throws(NarratorError) -> [ActivityEvent] {
+        let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+        var trace: [ActivityEvent] = []
+        var tapIndex = 0
+        var step = 0
+        var attempt = 0
+        var playing: Playing?
+        var waitingSince: Int?
+        var last: (chain: String, role: Role)?
+        var ended = false
+
+        func note(_ frame: Int, _ type: String, _ fields: [String: ActivityEvent.Field] = [:]) {
+            trace.append(.event(frame: frame, type: type, fields: fields))
+        }
+
+        /// Puts the playing chain's cues up to `frame` into the trace (`inclusive`: cues at
+        /// `frame` too).
+        func emitCues(through frame: Int, inclusive: Bool) {
+            guard var current = playing else { return }
+            let cues = current.schedule.cues
+            while current.emitted < cues.count {
+                let at = current.start + cues[current.emitted].frame
+                guard at < frame || (inclusive && at == frame) else { break }
+                var cue = cues[current.emitted]
+                cue.frame = at
+                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
+                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
+                }
+                trace.append(.cue(cue))
+                current.emitted += 1
+            }
+            playing = current
+        }
+
+        func play(_ chain: String, role: Role, at frame: Int, pulse: [String] = [], replay: Bool = false) throws(NarratorError) {
+            var fields: [String: ActivityEvent.Field] = ["chain": .string(chain), "role": .string(role.rawValue), "step": .int(step)]
+            if replay { fields["replay"] = .bool(true) }
+            note(frame, "chainStart", fields)
+            for target in pulse { note(frame, "pulse", ["target": .string(target), "role": .string(role.rawValue)]) }
+            playing = Playing(chain: chain, role: role, start: frame, schedule: try schedule(chain))
+            waitingSince = nil
+            last = (chain, role)
+        }
+
+        func cancel(at frame: Int) {
+            guard let current = playing else { return }
+            emitCues(through: frame, inclusive: false)
+            note(frame, "canceled", ["chain": .string(current.chain)])
+            playing = nil
+        }
+
+        func startStep(at frame: Int) throws(NarratorError) {
+            attempt = 0
+            note(frame, "stepStart", ["step": .int(step), "answer": .string(activity.steps[step].answer)])
+            if let prompt = activity.steps[step].prompt {
+                try play(prompt, role: .prompt, at: frame)
+            } else {
+                waitingSince = frame
+            }
+        }
+
+        func finish(_ reason: String, at frame: Int) {
+            note(frame, reason)
+            note(frame, "activityEnd", ["reason": .string(reason)])
+            ended = true
+        }
+
+        func chainEnded(_ finished: Playing) throws(NarratorError) {
+            let frame = finished.end
+            playing = nil
+            switch finished.role {
+            case .prompt, .idle:
+                waitingSince = frame
+            case .wrong:
+                note(frame, "feedbackEnd", ["step": .int(step), "kind": .string("wrong"), "attempt": .int(attempt)])
+                waitingSince = frame
+            case .correct:
+                note(frame, "feedbackEnd", ["step": .int(step), "kind": .string("correct")])
+                step += 1
+                if step < activity.steps.count {
+                    try startStep(at: frame)
+                } else if let final = activity.final {
+                    try play(final, role: .final, at: frame)
+                } else {
+                    finish("advance", at: frame)
+                }
+            case .final:
+                finish("advance", at: frame)
+            }
+        }
+
+        /// A tap while waiting (or one that interrupted narration): an answer or a request.
+        func answer(_ tap: Tap) throws(NarratorError) {
+            let current = activity.steps[step]
+            switch tap.answer {
+            case Tap.close:
+                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("close")])
+                finish("close", at: tap.frame)
+            case Tap.replay:
+                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("replay")])
+                if let last { try play(last.chain, role: last.role, at: tap.frame, replay: true) }
+            case current.answer:
+                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("correct"), "step": .int(step)])
+                note(tap.frame, "feedback", ["kind": .string("correct"), "step": .int(step)])
+                try play(current.correct.chain, role: .correct, at: tap.frame, pulse: current.correct.pulse)
+            default:
+                attempt += 1
+                let feedback = current.wrong[min(attempt, current.wrong.count) - 1]
+                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("wrong"), "step": .int(step), "attempt": .int(attempt)])
+                note(tap.frame, "feedback", ["kind": .string("wrong"), "step": .int(step), "attempt": .int(attempt)])
+                try play(feedback.chain, role: .wrong, at: tap.frame, pulse: feedback.pulse)
+            }
+        }
+
+        note(0, "activityStart", ["activity": .string(activity.id)])
+        try startStep(at: 0)
+        while !ended {
+            let nextTap = tapIndex < taps.count ? taps[tapIndex] : nil
+            if let current = playing {
+                if let tap = nextTap, tap.frame < current.end {
+                    tapIndex += 1
+                    if tap.frame > until { break }
+                    let fixed = current.role == .correct || current.role == .final
+                    if tap.answer == Tap.close || tap.answer == Tap.replay {
+                        cancel(at: tap.frame)
+                        try answer(tap)
+                    } else if fixed || activity.taps == .ignore {
+                        emitCues(through: tap.frame, inclusive: true)
+                        note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("ignored")])
+                    } else {
+                        cancel(at: tap.frame)
+                        try answer(tap)
+                    }
+                } else {
+                    if current.end > until { break }
+                    emitCues(through: current.end, inclusive: true)
+                    try chainEnded(current)
+                }
+            } else if let since = waitingSince {
+                let idle = activity.steps[step].idle
+                let deadline = idle == nil ? Int.max : since + activity.steps[step].idleFrames
+                if let tap = nextTap, tap.frame < deadline {
+                    tapIndex += 1
+                    if tap.frame > until { break }
+                    try answer(tap)
+                } else if let idle, deadline <= until {
+                    note(deadline, "idlePrompt", ["step": .int(step), "waited": .int(deadline - since)])
+                    try play(idle.chain, role: .idle, at: deadline, pulse: idle.pulse)
+                } else {
+                    break
+                }
+            } else {
+                break
+            }
+        }
+        if !ended {
+            cancel(at: until)
+            note(until, "stop", ["reason": .string("until")])
+        }
+        return trace
+    }
+}

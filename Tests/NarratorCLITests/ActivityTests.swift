@@ -1,0 +1,144 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// `narrator simulate` on the Learn-with-Homer sight-words activity. Expected frames come from
+/// the clips' lengths read by hand (`WAVFile`), not from the code under test.
+@Suite("Activities on the virtual clock")
+struct ActivityTests {
+    static let lesson = Repo.path("Timings/lessons/homer-sight-words.json")
+    static let rate = 48000
+    static let idle = 4 * rate
+
+    static func frames(_ clip: String) throws -> Int {
+        let paths = [
+            "intro": "homer/intro", "try-again": "homer/try-again", "see-tap-see": "homer/see-tap-see",
+            "hat-tap-hat": "homer/hat-tap-hat", "word-see": "homer/word-see", "word-hat": "homer/word-hat",
+            "sfx": "sfx/correct", "whoosh": "sfx/whoosh", "p1": "sight-words/part1", "p2": "sight-words/part2",
+            "ga": "congrats/great-job", "gb": "congrats/well-done", "gc": "congrats/awesome",
+        ]
+        return try WAVFile(path: Repo.path("Audio/lessons/\(paths[clip]!).wav")).frames
+    }
+
+    struct Event {
+        let fields: [String: Any]
+        var type: String { fields["type"] as? String ?? "" }
+        var frame: Int { fields["frame"] as? Int ?? -1 }
+        subscript(_ key: String) -> String? { fields[key].map { "\($0)" } }
+    }
+
+    static func simulate(_ taps: String?, seed: Int = 7, until: Double? = nil) throws -> [Event] {
+        var arguments = ["simulate", lesson, "--activity", "sight-words", "--seed", "\(seed)"]
+        if let taps { arguments += ["--taps", taps] }
+        if let until { arguments += ["--until", "\(until)"] }
+        let result = try run(Repo.narrator, arguments)
+        try #require(result.status == 0, "\(result.stderr)")
+        return try result.stdout.split(separator: "\n").map { line in
+            Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+        }
+    }
+
+    static func seconds(_ frame: Int) -> String { String(format: "%.6f", Double(frame) / Double(rate)) }
+
+    var promptEnd: Int { get throws { try Self.frames("intro") + Self.frames("p1") } }
+
+    @Test func idlePromptStartsExactlyFourSecondsAfterThePromptEnds() throws {
+        let trace = try Self.simulate(nil, until: 12)
+        let deadline = try promptEnd + Self.idle
+        let prompt = try #require(trace.first { $0.type == "idlePrompt" })
+        #expect(prompt.frame == deadline)
+        let start = try #require(trace.first { $0.type == "chainStart" && $0["role"] == "idle" })
+        #expect(start.frame == deadline && start["chain"] == "idle-see")
+        #expect(trace.contains { $0.type == "pulse" && $0["target"] == "tile-see" && $0.frame == deadline })
+        // Re-armed when the idle prompt ends: the next one 4 s after that.
+        let again = trace.filter { $0.type == "idlePrompt" }.dropFirst().first
+        let rearmed = try deadline + Self.frames("see-tap-see") + Self.idle
+        #expect(again?.frame == rearmed)
+        #expect(trace.last?.type == "stop")
+    }
+
+    @Test func aTapOneMillisecondBeforeTheDeadlineWins() throws {
+        let deadline = try promptEnd + Self.idle
+        let trace = try Self.simulate("\(Self.seconds(deadline - 48)):see", until: 30)
+        let beforeTap = trace.prefix { !($0.type == "tap") }
+        #expect(!beforeTap.contains { $0.type == "idlePrompt" }, "no idle prompt before the tap")
+        let tap = try #require(trace.first { $0.type == "tap" })
+        #expect(tap.frame == deadline - 48 && tap["result"] == "correct")
+        #expect(!trace.contains { $0.type == "idlePrompt" && $0.frame == deadline })
+        // At the deadline itself the idle prompt starts first, and the tap interrupts it.
+        let late = try Self.simulate("\(Self.seconds(deadline)):see", until: 30)
+        let order = late.filter { ["idlePrompt", "tap", "canceled"].contains($0.type) }.map { "\($0.type)@\($0.frame)" }
+        #expect(order.prefix(3) == ["idlePrompt@\(deadline)", "canceled@\(deadline)", "tap@\(deadline)"])
+    }
+
+    @Test func wrongAnswersClimbTheLadderAndRestartTheIdleTimer() throws {
+        let first = try promptEnd + 48_000
+        let trace = try Self.simulate("\(Self.seconds(first)):cat,\(Self.seconds(first + 96_000)):dog", until: 20)
+        let starts = trace.filter { $0.type == "chainStart" }.map { "\($0["chain"]!)@\($0.frame)" }
+        let tryAgainEnd = try first + Self.frames("try-again")
+        let hintEnd = try first + 96_000 + Self.frames("see-tap-see")
+        #expect(Array(starts.prefix(4)) == ["prompt-1@0", "try-again@\(first)", "idle-see@\(first + 96_000)", "idle-see@\(hintEnd + Self.idle)"])
+        #expect(trace.contains { $0.type == "feedbackEnd" && $0.frame == tryAgainEnd && $0["attempt"] == "1" })
+        // The 2nd wrong answer's hint pulses the right tile.
+        #expect(trace.contains { $0.type == "pulse" && $0.frame == first + 96_000 && $0["target"] == "tile-see" })
+        let second = trace.filter { $0.type == "tap" }.map { $0["attempt"] }
+        #expect(second == ["1", "2"])
+    }
+
+    @Test func rightAnswersPlayFeedbackThenTheNextStepThenTheFinalAndAdvance() throws {
+        let tap1 = try promptEnd + 24_000
+        let trace = try Self.simulate("\(Self.seconds(tap1)):see", until: 60)
+        // correct-1: sfx, a congrats pick (read from the trace), p1, p2.
+        let pick = try #require(trace.first { $0.type == "clipStart" && $0["pool"] == "congrats" }?["clip"])
+        let correctEnd = try tap1 + Self.frames("sfx") + Self.frames(pick) + Self.frames("p1") + Self.frames("p2")
+        #expect(trace.contains { $0.type == "chainEnd" && $0["chain"] == "correct-1" && $0.frame == correctEnd })
+        let step2 = try #require(trace.first { $0.type == "stepStart" && $0["step"] == "1" })
+        #expect(step2.frame == correctEnd)
+        // Step 2 has no prompt of its own: the idle timer starts when the feedback ends.
+        #expect(trace.first { $0.type == "idlePrompt" && $0["step"] == "1" }?.frame == correctEnd + Self.idle)
+
+        let tap2 = correctEnd + 10_000
+        let done = try Self.simulate("\(Self.seconds(tap1)):see,\(Self.seconds(tap2)):hat", until: 60)
+        let pick2 = try #require(done.filter { $0.type == "clipStart" && $0["pool"] == "congrats" }.last?["clip"])
+        let correct2End = try tap2 + Self.frames("sfx") + Self.frames(pick2) + Self.frames("p1") + Self.frames("p2")
+        let ticketsEnd = try correct2End + Self.frames("word-see") + Self.frames("word-hat") + 2 * Self.frames("whoosh")
+        #expect(done.contains { $0.type == "chainStart" && $0["chain"] == "tickets" && $0.frame == correct2End })
+        let secondTicket = try correct2End + Self.frames("word-see") + Self.frames("whoosh")
+        #expect(done.contains { $0.type == "pulse" && $0["target"] == "ticket-2" && $0.frame == secondTicket })
+        #expect(done.suffix(2).map { "\($0.type)@\($0.frame)" } == ["advance@\(ticketsEnd)", "activityEnd@\(ticketsEnd)"])
+        // Two congratulations in a row never repeat (noRepeat 2).
+        #expect(pick != pick2)
+    }
+
+    @Test func replayRestartsHighlightsAndCloseCancelsTheRest() throws {
+        let p1Start = try Self.frames("intro")
+        let replayAt = p1Start + 30_000  // inside "I can see"
+        let trace = try Self.simulate("\(Self.seconds(replayAt)):replay", until: 20)
+        #expect(trace.contains { $0.type == "canceled" && $0["chain"] == "prompt-1" && $0.frame == replayAt })
+        #expect(trace.contains { $0.type == "chainStart" && $0["chain"] == "prompt-1" && $0["replay"] == "1" && $0.frame == replayAt })
+        let words = trace.filter { $0.type == "word" }.map { "\($0["index"]!)@\($0.frame)" }
+        let firstWord = try #require(trace.first { $0.type == "word" }).frame - p1Start
+        #expect(Array(words.filter { $0.hasPrefix("0@") }.prefix(2)) == ["0@\(p1Start + firstWord)", "0@\(replayAt + p1Start + firstWord)"])
+
+        let wrongAt = try promptEnd + 48_000
+        let closeAt = wrongAt + 10_000  // during "Try again"
+        let closed = try Self.simulate("\(Self.seconds(wrongAt)):cat,\(Self.seconds(closeAt)):close", until: 20)
+        let tail = closed.drop { $0.frame < closeAt }.map(\.type)
+        #expect(tail == ["canceled", "tap", "close", "activityEnd"])
+    }
+
+    @Test func sameSeedSameTrace() throws {
+        let arguments = ["simulate", Self.lesson, "--activity", "sight-words", "--seed", "3", "--taps", "5:cat,9:see,20:hat"]
+        let a = try run(Repo.narrator, arguments)
+        let b = try run(Repo.narrator, arguments)
+        #expect(a.status == 0 && a.stdout == b.stdout && a.stdout.hasSuffix("\"type\":\"activityEnd\"}\n"))
+    }
+
+    @Test func badTapScriptIsOneLine() throws {
+        let result = try run(Repo.narrator, ["simulate", Self.lesson, "--activity", "sight-words", "--taps", "3.2:the,nine:wig"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "narrator: --taps: item 2 'nine:wig': expected SECONDS:ANSWER, e.g. 3.2:the\n")
+        let unknown = try run(Repo.narrator, ["simulate", Self.lesson, "--activity", "nope"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("activities.nope: unknown activity (the lesson has: sight-words)"))
+    }
+}

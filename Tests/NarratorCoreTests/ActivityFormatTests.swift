@@ -1,0 +1,47 @@
+import Foundation
+import NarratorCore
+import Testing
+
+/// The activity format: defaults from the product documents, and one clear error per mistake,
+/// naming the key.
+@Suite("Activity format")
+struct ActivityFormatTests {
+    func parse(_ activities: String) throws(NarratorError) -> Lesson {
+        let json = """
+            {"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}},
+             "chains": {"p": [{"clip": "a"}], "c": [{"clip": "a"}], "w": [{"clip": "a"}]},
+             "activities": \(activities)}
+            """
+        return try Lesson.parse(Data(json.utf8), path: "/l/lesson.json", directory: URL(fileURLWithPath: "/l"))
+    }
+
+    @Test func defaults() throws {
+        let lesson = try parse(#"{"x": {"steps": [{"prompt": "p", "answer": "the", "idle": "p", "correct": "c", "wrong": ["w"]}]}}"#)
+        let activity = try lesson.activity("x")
+        #expect(activity.taps == .ignore)
+        #expect(activity.steps[0].idleFrames == 192_000, "4.0 s at 48 kHz")
+        #expect(activity.steps[0].idle?.chain == "p" && activity.steps[0].idle?.pulse == [])
+        #expect(activity.chainIDs == ["p", "c", "w"])
+    }
+
+    @Test func errorsNameTheKey() {
+        let cases: [(String, String)] = [
+            (#"{"x": {"steps": []}}"#, "activities.x.steps: an activity needs at least one step"),
+            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": []}]}}"#, "activities.x.steps[0].wrong: needs at least one feedback for a wrong answer"),
+            (#"{"x": {"taps": "maybe", "steps": []}}"#, "activities.x.taps: expected \"ignore\" or \"interrupt\""),
+            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": -1}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be between 0 and 3600 seconds"),
+            (#"{"x": {"steps": [{"answer": "a", "corect": "c", "wrong": ["w"]}]}}"#, "activities.x.steps[0].corect: unknown key"),
+            (#"{"x": {"steps": [{"answer": "a", "wrong": ["w"]}]}}"#, "activities.x.steps[0].correct: missing key"),
+        ]
+        for (json, expected) in cases {
+            #expect(throws: NarratorError.self, "\(json)") { try parse(json) }
+            do { _ = try parse(json) } catch { #expect(error.description.hasPrefix("/l/lesson.json: \(expected)"), "\(error.description)") }
+        }
+    }
+
+    @Test func unknownChainIsNamedWhenTheActivityIsUsed() throws {
+        let lesson = try parse(#"{"x": {"steps": [{"answer": "a", "correct": "nope", "wrong": ["w"]}]}}"#)
+        #expect(throws: NarratorError.self) { try lesson.activity("x") }
+        do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x: unknown chain 'nope'") }
+    }
+}
