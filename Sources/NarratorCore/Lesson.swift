@@ -14,6 +14,8 @@ public struct Lesson: Sendable {
     public let pools: [String: Pool]
     public let chains: [String: [ChainItem]]
     public let activities: [String: Activity]
+    /// How music is lowered under the voice.
+    public let ducking: Ducking
 
     public struct ClipSpec: Sendable, Equatable {
         public let id: String
@@ -24,6 +26,34 @@ public struct Lesson: Sendable {
         /// Region of the file, in seconds of the file's own time.
         public let start: Double?
         public let end: Double?
+        /// The bus it plays on: `voice` (the default) ducks `music`.
+        public let bus: Bus
+    }
+
+    /// What a clip is, for the mix: narration, a sound effect, or music kept under the voice.
+    public enum Bus: String, Sendable, Equatable {
+        case voice, sfx, music
+    }
+
+    /// Music under the voice: lowered by `gain` (a factor, from decibels) with linear ramps
+    /// that start at a voice clip's first frame (`attackFrames` down) and at the frame after
+    /// its last (`releaseFrames` back up).
+    public struct Ducking: Sendable, Equatable {
+        public let gain: Float
+        public let attackFrames: Int
+        public let releaseFrames: Int
+
+        /// −12 dB, 50 ms down, 300 ms back up.
+        public static func standard(rate: Int) -> Ducking {
+            Ducking(gain: Float(pow(10, -12.0 / 20)), attackFrames: Frames.from(seconds: 0.05, rate: rate)!,
+                    releaseFrames: Frames.from(seconds: 0.3, rate: rate)!)
+        }
+
+        public init(gain: Float, attackFrames: Int, releaseFrames: Int) {
+            self.gain = gain
+            self.attackFrames = max(1, attackFrames)
+            self.releaseFrames = max(1, releaseFrames)
+        }
     }
 
     public struct Pool: Sendable, Equatable {
@@ -39,6 +69,9 @@ public struct Lesson: Sendable {
         case pool(String)
         case silence(frames: Int)
         case pulse(targets: [String])
+        /// A clip started under what follows: it does not hold the chain back, and is cut where
+        /// the chain ends.
+        case music(String)
     }
 
     /// The longest silence item, in seconds.
@@ -57,7 +90,7 @@ public struct Lesson: Sendable {
     /// Parses lesson JSON; `directory` is where relative paths start.
     public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
         let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains", "activities"])
+        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains", "activities", "ducking"])
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
@@ -67,7 +100,12 @@ public struct Lesson: Sendable {
 
         var clips: [String: ClipSpec] = [:]
         for (id, entry) in try top.required("clips", in: root).object() {
-            let fields = try entry.object(allowing: ["file", "timings", "start", "end"])
+            let fields = try entry.object(allowing: ["file", "timings", "start", "end", "bus"])
+            var bus = Bus.voice
+            if let busCursor = fields["bus"] {
+                guard let named = Bus(rawValue: try busCursor.string()) else { throw busCursor.fail("expected \"voice\", \"sfx\" or \"music\"") }
+                bus = named
+            }
             let file = try fields.required("file", in: entry).string()
             let timings = try fields["timings"].map { c throws(NarratorError) in try c.string() }
             let start = try fields["start"].map { c throws(NarratorError) in try c.number() }
@@ -75,7 +113,7 @@ public struct Lesson: Sendable {
             if let start, start < 0 { throw fields["start"]!.fail("must not be negative") }
             if let end, end <= (start ?? 0) { throw fields["end"]!.fail("must be after start") }
             clips[id] = ClipSpec(
-                id: id, file: resolve(file), timings: timings.map(resolve), start: start, end: end)
+                id: id, file: resolve(file), timings: timings.map(resolve), start: start, end: end, bus: bus)
         }
 
         var pools: [String: Pool] = [:]
@@ -104,6 +142,29 @@ public struct Lesson: Sendable {
             chains[id] = items
         }
 
+        var ducking = Ducking.standard(rate: sampleRate)
+        if let duckingCursor = top["ducking"] {
+            let fields = try duckingCursor.object(allowing: ["gain", "attack", "release"])
+            let standard = ducking
+            func seconds(_ key: String, _ fallback: Int) throws(NarratorError) -> Int {
+                guard let cursor = fields[key] else { return fallback }
+                let value = try cursor.number()
+                guard value > 0, value <= 10, let frames = Frames.from(seconds: value, rate: sampleRate) else {
+                    throw cursor.fail("a ramp lasts between 0 and 10 seconds")
+                }
+                return frames
+            }
+            var gain = standard.gain
+            if let gainCursor = fields["gain"] {
+                let decibels = try gainCursor.number()
+                guard decibels <= 0, decibels >= -96 else { throw gainCursor.fail("gain in dB between -96 and 0") }
+                gain = Float(pow(10, decibels / 20))
+            }
+            ducking = Ducking(
+                gain: gain, attackFrames: try seconds("attack", standard.attackFrames),
+                releaseFrames: try seconds("release", standard.releaseFrames))
+        }
+
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
             for (id, entry) in try activitiesCursor.object() {
@@ -113,17 +174,19 @@ public struct Lesson: Sendable {
 
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
-            clips: clips, pools: pools, chains: chains, activities: activities)
+            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking)
     }
 
     private static func parseItem(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> ChainItem {
-        let fields = try cursor.object(allowing: ["clip", "pool", "silence", "pulse"])
+        let fields = try cursor.object(allowing: ["clip", "pool", "silence", "pulse", "music"])
         guard fields.count == 1, let (key, value) = fields.first else {
-            throw cursor.fail("a chain item has exactly one of: clip, pool, silence, pulse")
+            throw cursor.fail("a chain item has exactly one of: clip, pool, silence, pulse, music")
         }
         switch key {
         case "clip":
             return .clip(try value.string())
+        case "music":
+            return .music(try value.string())
         case "pool":
             return .pool(try value.string())
         case "silence":
@@ -176,6 +239,8 @@ public struct Lesson: Sendable {
             switch item {
             case .clip(let clip):
                 try add(clip, place: "chains.\(id)[\(index)].clip")
+            case .music(let clip):
+                try add(clip, place: "chains.\(id)[\(index)].music")
             case .pool(let poolID):
                 guard let pool = pools[poolID] else {
                     throw NarratorError(file: path, place: "chains.\(id)[\(index)].pool", "unknown pool '\(poolID)'")

@@ -20,6 +20,7 @@ public final class Mixer {
         /// The voice's ring and lane, for a streamed voice.
         let ring: Unmanaged<SampleRing>?
         let lane: Int
+        let bus: Lesson.Bus
     }
 
     private let slots: UnsafeMutableBufferPointer<Slot>
@@ -33,10 +34,25 @@ public final class Mixer {
     /// voice stays on its timeline.
     private let owed: UnsafeMutableBufferPointer<Int>
 
-    public init(schedule: Schedule, lanes: StreamLanes? = nil) {
+    /// Ducking: music is mixed into `musicBlock`, `voiced` marks the block's frames that a
+    /// voice-bus clip covers, and `duck` (in units of 1 / (attack × release), so that both ramps
+    /// step by whole numbers) says how far down the music is.
+    private let ducking: Lesson.Ducking?
+    private let maxBlockFrames: Int
+    private let musicBlock: UnsafeMutableBufferPointer<Float>
+    private let voiced: UnsafeMutableBufferPointer<Bool>
+    private var duck = 0
+
+    /// `maxBlockFrames` bounds `render`'s `frameCount` when the schedule ducks music.
+    public init(schedule: Schedule, lanes: StreamLanes? = nil, maxBlockFrames: Int = 8192) {
         self.schedule = schedule
         self.channels = schedule.channels
         self.lanes = lanes
+        ducking = schedule.ducking
+        self.maxBlockFrames = maxBlockFrames
+        let scratch = schedule.ducking == nil ? 1 : maxBlockFrames
+        musicBlock = .allocate(capacity: scratch * schedule.channels)
+        voiced = .allocate(capacity: scratch)
         slots = .allocate(capacity: max(schedule.voices.count, 1))
         active = .allocate(capacity: max(schedule.voices.count, 1))
         owed = .allocate(capacity: max(lanes?.rings.count ?? 0, 1))
@@ -58,7 +74,7 @@ public final class Mixer {
                 ring = Unmanaged.passUnretained(lanes.rings[lane])
             }
             (slots.baseAddress! + index).initialize(
-                to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane))
+                to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus))
         }
     }
 
@@ -66,6 +82,8 @@ public final class Mixer {
         slots.deallocate()
         active.deallocate()
         owed.deallocate()
+        musicBlock.deallocate()
+        voiced.deallocate()
     }
 
     /// True once every frame of the schedule has been rendered.
@@ -79,6 +97,11 @@ public final class Mixer {
         let blockEnd = position + frameCount
         let target = output.baseAddress!
         target.update(repeating: 0, count: frameCount * channels)
+        if ducking != nil {
+            precondition(frameCount <= maxBlockFrames, "block larger than the mixer's maxBlockFrames")
+            musicBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)
+            voiced.baseAddress!.update(repeating: false, count: frameCount)
+        }
         let voiceCount = schedule.voices.count
         while nextSlot < voiceCount, slots[nextSlot].start < blockEnd {
             active[activeCount] = nextSlot
@@ -91,7 +114,11 @@ public final class Mixer {
             let from = max(slot.start, blockStart)
             let to = min(slot.end, blockEnd)
             if from < to {
-                let out = target + (from - blockStart) * channels
+                let ducked = ducking != nil && slot.bus == .music
+                let out = (ducked ? musicBlock.baseAddress! : target) + (from - blockStart) * channels
+                if ducking != nil && slot.bus == .voice {
+                    for f in (from - blockStart)..<(to - blockStart) { voiced[f] = true }
+                }
                 if let samples = slot.samples {
                     mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
                 } else if let ring = slot.ring {
@@ -107,7 +134,20 @@ public final class Mixer {
                 index += 1
             }
         }
+        if let ducking { applyDucking(ducking, frames: frameCount, into: target) }
         position = blockEnd
+    }
+
+    /// Adds the block's music under the envelope: frame by frame, a frame a voice covers moves
+    /// the music one attack step down, any other frame one release step back up.
+    private func applyDucking(_ ducking: Lesson.Ducking, frames: Int, into target: UnsafeMutablePointer<Float>) {
+        let full = ducking.attackFrames * ducking.releaseFrames
+        let scale = (ducking.gain - 1) / Float(full)
+        for f in 0..<frames {
+            duck = voiced[f] ? min(full, duck + ducking.releaseFrames) : max(0, duck - ducking.attackFrames)
+            let gain = 1 + Float(duck) * scale
+            for c in 0..<channels { target[f * channels + c] += musicBlock[f * channels + c] * gain }
+        }
     }
 
     private func mixStream(_ ring: SampleRing, lane: Int, channels inChannels: Int, frames: Int, into out: UnsafeMutablePointer<Float>) {

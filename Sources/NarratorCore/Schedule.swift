@@ -34,6 +34,7 @@ public struct Cue: Sendable, Equatable {
 public struct Voice: Sendable {
     public let audio: ClipAudio
     public let startFrame: Int
+    public var bus: Lesson.Bus = .voice
     public var endFrame: Int { startFrame + audio.frames }
 }
 
@@ -47,6 +48,8 @@ public struct Schedule: Sendable {
     /// Sorted by start frame.
     public let voices: [Voice]
     public let cues: [Cue]
+    /// How `music` voices are lowered under `voice` voices.
+    public var ducking: Lesson.Ducking? = nil
 }
 
 /// Pool draws for one session: seeded, and never repeating any of a pool's last `noRepeat`
@@ -82,11 +85,15 @@ public enum Scheduler {
         var cues: [Cue] = []
         var frame = 0
 
+        // Music started under the chain: (voice index, clip) to cut at the chain's end.
+        var music: [(index: Int, clip: String)] = []
+        var usedMusic = false
+
         func play(_ clipID: String, pool: String?) throws(NarratorError) {
             guard let clip = bank.clips[clipID] else {
                 throw NarratorError(file: lesson.path, place: "clips.\(clipID)", "clip was not prepared")
             }
-            voices.append(Voice(audio: clip.audio, startFrame: frame))
+            voices.append(Voice(audio: clip.audio, startFrame: frame, bus: lesson.clips[clipID]?.bus ?? .voice))
             cues.append(Cue(frame: frame, kind: .clipStart(clip: clipID, pool: pool)))
             for word in clip.words {
                 cues.append(
@@ -119,8 +126,26 @@ public enum Scheduler {
                     frame += frames
                 case .pulse(let targets):
                     for target in targets { cues.append(Cue(frame: frame, kind: .pulse(target: target))) }
+                case .music(let id):
+                    guard let clip = bank.clips[id] else {
+                        throw NarratorError(file: lesson.path, place: "clips.\(id)", "clip was not prepared")
+                    }
+                    music.append((voices.count, id))
+                    voices.append(Voice(audio: clip.audio, startFrame: frame, bus: .music))
+                    cues.append(Cue(frame: frame, kind: .clipStart(clip: id, pool: nil)))
                 }
             }
+            // Music plays until its clip ends or the chain (this pass of it) does.
+            for (index, clip) in music {
+                let voice = voices[index]
+                let end = min(voice.endFrame, frame)
+                voices[index] = Voice(
+                    audio: ClipAudio(source: voice.audio.source, offset: voice.audio.offset, frames: end - voice.startFrame),
+                    startFrame: voice.startFrame, bus: .music)
+                cues.append(Cue(frame: end, kind: .clipEnd(clip: clip, pool: nil)))
+            }
+            usedMusic = usedMusic || !music.isEmpty
+            music = []
             cues.append(Cue(frame: frame, kind: .chainEnd(chain: chainID)))
         }
 
@@ -129,6 +154,7 @@ public enum Scheduler {
             a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
         }.map(\.element)
         return Schedule(
-            sampleRate: lesson.sampleRate, channels: channels, frames: frame, voices: voices, cues: ordered)
+            sampleRate: lesson.sampleRate, channels: channels, frames: frame, voices: voices, cues: ordered,
+            ducking: usedMusic ? lesson.ducking : nil)
     }
 }

@@ -115,7 +115,7 @@ public final class LivePlayer: @unchecked Sendable {
         self.pcm = pcm
         output = pcm.output
         feeder = StreamFeeder(schedule: schedule)
-        mixer = Mixer(schedule: schedule, lanes: feeder.lanes)
+        mixer = Mixer(schedule: schedule, lanes: feeder.lanes, maxBlockFrames: max(8192, pcm.output.periodFrames))
         filter = AudioClockFilter(rate: schedule.sampleRate)
         let nanosecondsPerFrame = 1e9 / Double(schedule.sampleRate)
         settleLimit =

@@ -63,7 +63,7 @@ final class TempDirectory: Sendable {
         #expect(lesson.sampleRate == 48000)
         #expect(lesson.channels == 2)
         #expect(lesson.clips["def"] == Lesson.ClipSpec(
-            id: "def", file: "/l/dictionary/apple.wav", timings: "/l/dictionary/apple.txt", start: 1.005, end: 4.44))
+            id: "def", file: "/l/dictionary/apple.wav", timings: "/l/dictionary/apple.txt", start: 1.005, end: 4.44, bus: .voice))
         #expect(lesson.pools["congrats"] == Lesson.Pool(id: "congrats", clips: ["ga", "gb", "gc"], noRepeat: 2))
         #expect(lesson.chains["correct"] == [
             .clip("sfx"), .pool("congrats"), .pulse(targets: ["ticket-1"]), .clip("p1"), .silence(frames: 12000),
