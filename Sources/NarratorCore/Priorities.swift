@@ -1,0 +1,167 @@
+/// Speech-dispatcher's five priorities, for announcements the app asks for at any moment (a
+/// letter's name on a swipe, a coin's value as it is placed, a progress report).
+public enum Priority: String, Sendable, CaseIterable, Comparable {
+    case important, message, text, notification, progress
+
+    /// Lower is more urgent.
+    var rank: Int { Self.allCases.firstIndex(of: self)! }
+
+    public static func < (a: Priority, b: Priority) -> Bool { a.rank < b.rank }
+}
+
+/// What a new request does, given what is playing. The written rules (README, "Priorities"):
+///
+/// | new ↓ / playing → | important | message | text | notification | progress |
+/// |---|---|---|---|---|---|
+/// | important    | queue | interrupt | interrupt | interrupt | interrupt |
+/// | message      | queue | queue     | interrupt | interrupt | interrupt |
+/// | text         | queue | queue     | interrupt | interrupt | interrupt |
+/// | notification | drop  | drop      | drop      | interrupt | drop      |
+/// | progress     | last  | last      | last      | interrupt | last      |
+///
+/// - *interrupt*: what plays is canceled at the request's frame and the request begins there.
+/// - *queue*: it waits; the waiting play most urgent first, in arrival order within a priority.
+/// - *drop*: it is canceled at once, never heard.
+/// - *last*: it waits as the one pending progress report, replacing (canceling) any earlier one,
+///   so that of a burst of reports the last is spoken.
+///
+/// On arrival a request also cancels waiting requests it outranks in kind: important cancels
+/// waiting notifications and progress; message and text cancel waiting text, notifications and
+/// progress (a text is only worth saying if it is the latest).
+public enum PriorityRule: String, Sendable {
+    case interrupt, queue, drop, last
+
+    public static func rule(new: Priority, playing: Priority) -> PriorityRule {
+        switch new {
+        case .important: playing == .important ? .queue : .interrupt
+        case .message: playing <= .message ? .queue : .interrupt
+        case .text: playing <= .message ? .queue : .interrupt
+        case .notification: playing == .notification ? .interrupt : .drop
+        case .progress: playing == .notification ? .interrupt : .last
+        }
+    }
+
+    /// Whether a request of priority `new`, arriving, cancels a waiting one of `waiting`.
+    static func cancels(new: Priority, waiting: Priority) -> Bool {
+        switch new {
+        case .important: waiting >= .notification
+        case .message, .text: waiting >= .text
+        case .notification, .progress: false
+        }
+    }
+}
+
+/// An announcement the app asks for: a chain at a priority, at a frame as heard.
+public struct AnnouncementRequest: Sendable, Equatable {
+    public var frame: Int
+    public var id: String
+    public var chain: String
+    public var priority: Priority
+
+    public init(frame: Int, id: String, chain: String, priority: Priority) {
+        self.frame = frame
+        self.id = id
+        self.chain = chain
+        self.priority = priority
+    }
+}
+
+/// Plays announcements by the priority rules on a virtual clock: the exact trace of what is
+/// heard. Every request ends with exactly one `end` or `canceled`.
+public struct Announcer {
+    public let schedule: (String) throws(NarratorError) -> Schedule
+
+    public init(schedule: @escaping (String) throws(NarratorError) -> Schedule) { self.schedule = schedule }
+
+    private struct Playing {
+        let request: AnnouncementRequest
+        let start: Int
+        let schedule: Schedule
+        var emitted = 0
+        var end: Int { start + schedule.frames }
+    }
+
+    public func run(_ unsorted: [AnnouncementRequest]) throws(NarratorError) -> [ActivityEvent] {
+        let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+        var trace: [ActivityEvent] = []
+        var playing: Playing?
+        var waiting: [AnnouncementRequest] = []
+        var next = 0
+
+        func note(_ frame: Int, _ type: String, _ request: AnnouncementRequest, _ extra: [String: ActivityEvent.Field] = [:]) {
+            var fields: [String: ActivityEvent.Field] = ["id": .string(request.id), "priority": .string(request.priority.rawValue)]
+            fields.merge(extra) { $1 }
+            trace.append(.event(frame: frame, type: type, fields: fields))
+        }
+
+        func emitCues(through frame: Int, inclusive: Bool) {
+            guard var current = playing else { return }
+            let cues = current.schedule.cues
+            while current.emitted < cues.count {
+                let at = current.start + cues[current.emitted].frame
+                guard at < frame || (inclusive && at == frame) else { break }
+                var cue = cues[current.emitted]
+                cue.frame = at
+                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
+                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
+                }
+                trace.append(.cue(cue))
+                current.emitted += 1
+            }
+            playing = current
+        }
+
+        func begin(_ request: AnnouncementRequest, at frame: Int) throws(NarratorError) {
+            note(frame, "begin", request, ["chain": .string(request.chain)])
+            playing = Playing(request: request, start: frame, schedule: try schedule(request.chain))
+        }
+
+        func startNextWaiting(at frame: Int) throws(NarratorError) {
+            guard let index = waiting.indices.min(by: { waiting[$0].priority < waiting[$1].priority || (waiting[$0].priority == waiting[$1].priority && $0 < $1) })
+            else { return }
+            try begin(waiting.remove(at: index), at: frame)
+        }
+
+        while next < requests.count || playing != nil {
+            if let current = playing, next >= requests.count || requests[next].frame >= current.end {
+                emitCues(through: current.end, inclusive: true)
+                note(current.end, "end", current.request)
+                playing = nil
+                try startNextWaiting(at: current.end)
+                continue
+            }
+            let request = requests[next]
+            next += 1
+            emitCues(through: request.frame, inclusive: false)
+            note(request.frame, "request", request, ["chain": .string(request.chain)])
+            waiting.removeAll { old in
+                guard PriorityRule.cancels(new: request.priority, waiting: old.priority) else { return false }
+                note(request.frame, "canceled", old, ["reason": .string("outranked by \(request.id)")])
+                return true
+            }
+            guard let current = playing else {
+                try begin(request, at: request.frame)
+                continue
+            }
+            switch PriorityRule.rule(new: request.priority, playing: current.request.priority) {
+            case .interrupt:
+                emitCues(through: request.frame, inclusive: false)
+                note(request.frame, "canceled", current.request, ["reason": .string("interrupted by \(request.id)")])
+                playing = nil
+                try begin(request, at: request.frame)
+            case .queue:
+                waiting.append(request)
+            case .drop:
+                note(request.frame, "canceled", request, ["reason": .string("dropped: \(current.request.id) is playing")])
+            case .last:
+                waiting.removeAll { old in
+                    guard old.priority == .progress else { return false }
+                    note(request.frame, "canceled", old, ["reason": .string("superseded by \(request.id)")])
+                    return true
+                }
+                waiting.append(request)
+            }
+        }
+        return trace
+    }
+}

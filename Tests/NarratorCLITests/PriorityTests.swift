@@ -1,0 +1,94 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// Announcements by priority through `narrator simulate --requests`, every pair of priorities
+/// against the written rules, and the product documents' three cases.
+@Suite("Priorities")
+struct PriorityTests {
+    static let lesson = ActivityTests.lesson
+    static let priorities = ["important", "message", "text", "notification", "progress"]
+    /// The README's table, row = the new request, column = the one playing.
+    static let rules: [String: [String]] = [
+        "important": ["queue", "interrupt", "interrupt", "interrupt", "interrupt"],
+        "message": ["queue", "queue", "interrupt", "interrupt", "interrupt"],
+        "text": ["queue", "queue", "interrupt", "interrupt", "interrupt"],
+        "notification": ["drop", "drop", "drop", "interrupt", "drop"],
+        "progress": ["last", "last", "last", "interrupt", "last"],
+    ]
+
+    static func simulate(_ requests: String) throws -> [ActivityTests.Event] {
+        let result = try run(Repo.narrator, ["simulate", lesson, "--requests", requests, "--seed", "1"])
+        try #require(result.status == 0, "\(result.stderr)")
+        return try result.stdout.split(separator: "\n").map { line in
+            ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+        }
+    }
+
+    /// `type@frame` of each begin/end/canceled of request `id`.
+    static func outcome(_ trace: [ActivityTests.Event], _ id: String) -> [String] {
+        trace.filter { ["begin", "end", "canceled"].contains($0.type) && $0["id"] == id }.map { "\($0.type)@\($0.frame)" }
+    }
+
+    @Test(arguments: priorities)
+    func everyPairFollowsTheRules(playing: String) throws {
+        let length = try ActivityTests.frames("try-again")
+        let arrives = 12_000
+        for (column, _) in Self.priorities.enumerated() where Self.priorities[column] == playing {
+            for new in Self.priorities {
+                let trace = try Self.simulate("0:\(playing):try-again,0.25:\(new):try-again")
+                let a = Self.outcome(trace, "r1")
+                let b = Self.outcome(trace, "r2")
+                switch Self.rules[new]![column] {
+                case "interrupt":
+                    #expect(a == ["begin@0", "canceled@\(arrives)"], "\(new) over \(playing)")
+                    #expect(b == ["begin@\(arrives)", "end@\(arrives + length)"], "\(new) over \(playing)")
+                case "queue", "last":
+                    #expect(a == ["begin@0", "end@\(length)"], "\(new) over \(playing)")
+                    #expect(b == ["begin@\(length)", "end@\(2 * length)"], "\(new) over \(playing)")
+                default:  // drop
+                    #expect(a == ["begin@0", "end@\(length)"], "\(new) over \(playing)")
+                    #expect(b == ["canceled@\(arrives)"], "\(new) over \(playing)")
+                }
+                // Every request exactly one terminal event.
+                for id in ["r1", "r2"] {
+                    #expect(trace.filter { ["end", "canceled"].contains($0.type) && $0["id"] == id }.count == 1)
+                }
+            }
+        }
+    }
+
+    /// Letter tracing: swiping to a new letter interrupts the previous letter's name.
+    @Test func aNewLetterInterruptsThePrevious() throws {
+        let trace = try Self.simulate("0:text:idle-see,0.5:text:idle-hat,0.9:text:try-again")
+        #expect(Self.outcome(trace, "r1") == ["begin@0", "canceled@24000"])
+        #expect(Self.outcome(trace, "r2") == ["begin@24000", "canceled@43200"])
+        #expect(Self.outcome(trace, "r3").first == "begin@43200")
+        // The first name's words stop where it was cut: none at or after 24000 from its clip.
+        #expect(!trace.contains { $0.type == "word" && $0["clip"] == "see-tap-see" && $0.frame >= 24_000 })
+    }
+
+    /// Math: coin announcements queue, each heard whole, in order.
+    @Test func coinAnnouncementsQueue() throws {
+        let length = try ActivityTests.frames("try-again")
+        let trace = try Self.simulate("0:message:try-again,0.1:message:try-again,0.2:message:try-again")
+        #expect(Self.outcome(trace, "r1") == ["begin@0", "end@\(length)"])
+        #expect(Self.outcome(trace, "r2") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Self.outcome(trace, "r3") == ["begin@\(2 * length)", "end@\(3 * length)"])
+    }
+
+    /// Progress reports arriving while one plays are dropped, but the last is spoken.
+    @Test func progressKeepsOnlyTheLast() throws {
+        let length = try ActivityTests.frames("try-again")
+        let trace = try Self.simulate("0:progress:try-again,0.1:progress:try-again,0.2:progress:try-again,0.3:progress:try-again")
+        #expect(Self.outcome(trace, "r2") == ["canceled@9600"])
+        #expect(Self.outcome(trace, "r3") == ["canceled@14400"])
+        #expect(Self.outcome(trace, "r4") == ["begin@\(length)", "end@\(2 * length)"])
+    }
+
+    @Test func badRequestScriptIsOneLine() throws {
+        let result = try run(Repo.narrator, ["simulate", Self.lesson, "--requests", "0:loud:try-again"])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("narrator: --requests: item 1 '0:loud:try-again': expected SECONDS:PRIORITY:CHAIN"))
+    }
+}
