@@ -15,48 +15,46 @@ public struct Tap: Sendable, Equatable {
     }
 }
 
-/// One line of an activity's trace: a cue of a chain it played, or something the activity did.
-public enum ActivityEvent: Sendable, Equatable {
-    case cue(Cue)
-    case event(frame: Int, type: String, fields: [String: Field])
+/// What an activity or announcer run gives: its trace (cues, including `activity` cues for
+/// what the run did) and the audio that plays it, as one schedule that renders offline or plays
+/// live like any chain's.
+public struct Timeline: Sendable {
+    public let schedule: Schedule
+    public var trace: [Cue] { schedule.cues }
+}
 
-    public enum Field: Sendable, Equatable {
-        case int(Int)
-        case string(String)
-        case bool(Bool)
+/// Collects a run: the trace, and each chain's voices shifted to where it started and cut
+/// where it was canceled.
+struct TimelineBuilder {
+    var trace: [Cue] = []
+    var voices: [Voice] = []
+    var sampleRate = 0
+    var channels = 1
+    var ducking: Lesson.Ducking?
+
+    mutating func note(_ frame: Int, _ type: String, _ fields: [String: Cue.Field] = [:]) {
+        trace.append(Cue(frame: frame, kind: .activity(type: type, fields: fields)))
     }
 
-    public var frame: Int {
-        switch self {
-        case .cue(let cue): cue.frame
-        case .event(let frame, _, _): frame
+    mutating func add(_ schedule: Schedule, from start: Int, until cut: Int) {
+        sampleRate = schedule.sampleRate
+        channels = max(channels, schedule.channels)
+        if ducking == nil { ducking = schedule.ducking }
+        for voice in schedule.voices where start + voice.startFrame < cut {
+            let frames = min(voice.audio.frames, cut - start - voice.startFrame)
+            voices.append(
+                Voice(
+                    audio: ClipAudio(source: voice.audio.source, offset: voice.audio.offset, frames: frames),
+                    startFrame: start + voice.startFrame, bus: voice.bus))
         }
     }
 
-    public var type: String {
-        switch self {
-        case .cue(let cue): cue.type
-        case .event(_, let type, _): type
-        }
-    }
-
-    /// One line of JSON, keys sorted: `frame`, `type` and the event's fields.
-    public var jsonLine: String {
-        switch self {
-        case .cue(let cue):
-            return cue.jsonLine
-        case .event(let frame, let type, let fields):
-            var object: [String: Any] = ["frame": frame, "type": type]
-            for (key, value) in fields {
-                switch value {
-                case .int(let number): object[key] = number
-                case .string(let text): object[key] = text
-                case .bool(let flag): object[key] = flag
-                }
-            }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-            return String(decoding: data, as: UTF8.self)
-        }
+    func timeline(end: Int) -> Timeline {
+        let ordered = trace.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+        let sortedVoices = voices.enumerated().sorted { ($0.element.startFrame, $0.offset) < ($1.element.startFrame, $1.offset) }.map(\.element)
+        return Timeline(
+            schedule: Schedule(
+                sampleRate: sampleRate, channels: channels, frames: end, voices: sortedVoices, cues: ordered, ducking: ducking))
     }
 }
 
@@ -104,10 +102,11 @@ public struct ActivityRunner {
         var end: Int { start + schedule.frames }
     }
 
-    /// The trace, from frame 0 until the activity ends or `until` (a frame) passes.
-    public func run(taps unsorted: [Tap], until: Int) throws(NarratorError) -> [ActivityEvent] {
+    /// The run, from frame 0 until the activity ends or `until` (a frame) passes.
+    public func run(taps unsorted: [Tap], until: Int) throws(NarratorError) -> Timeline {
         let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
-        var trace: [ActivityEvent] = []
+        var out = TimelineBuilder()
+        out.sampleRate = sampleRate
         var tapIndex = 0
         var step = 0
         var attempt = 0
@@ -115,9 +114,10 @@ public struct ActivityRunner {
         var waitingSince: Int?
         var last: (chain: String, role: Role)?
         var ended = false
+        var endFrame = 0
 
-        func note(_ frame: Int, _ type: String, _ fields: [String: ActivityEvent.Field] = [:]) {
-            trace.append(.event(frame: frame, type: type, fields: fields))
+        func note(_ frame: Int, _ type: String, _ fields: [String: Cue.Field] = [:]) {
+            out.note(frame, type, fields)
         }
 
         /// Puts the playing chain's cues up to `frame` into the trace (`inclusive`: cues at
@@ -133,14 +133,14 @@ public struct ActivityRunner {
                 if case .word(let clip, let index, let text, let endFrame) = cue.kind {
                     cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
                 }
-                trace.append(.cue(cue))
+                out.trace.append(cue)
                 current.emitted += 1
             }
             playing = current
         }
 
         func play(_ chain: String, role: Role, at frame: Int, pulse: [String] = [], replay: Bool = false) throws(NarratorError) {
-            var fields: [String: ActivityEvent.Field] = ["chain": .string(chain), "role": .string(role.rawValue), "step": .int(step)]
+            var fields: [String: Cue.Field] = ["chain": .string(chain), "role": .string(role.rawValue), "step": .int(step)]
             if replay { fields["replay"] = .bool(true) }
             note(frame, "chainStart", fields)
             for target in pulse { note(frame, "pulse", ["target": .string(target), "role": .string(role.rawValue)]) }
@@ -152,6 +152,7 @@ public struct ActivityRunner {
         func cancel(at frame: Int) {
             guard let current = playing else { return }
             emitCues(through: frame, inclusive: false)
+            out.add(current.schedule, from: current.start, until: frame)
             note(frame, "canceled", ["chain": .string(current.chain)])
             playing = nil
         }
@@ -170,10 +171,12 @@ public struct ActivityRunner {
             note(frame, reason)
             note(frame, "activityEnd", ["reason": .string(reason)])
             ended = true
+            endFrame = frame
         }
 
         func chainEnded(_ finished: Playing) throws(NarratorError) {
             let frame = finished.end
+            out.add(finished.schedule, from: finished.start, until: frame)
             playing = nil
             switch finished.role {
             case .prompt, .idle:
@@ -263,7 +266,8 @@ public struct ActivityRunner {
         if !ended {
             cancel(at: until)
             note(until, "stop", ["reason": .string("until")])
+            endFrame = until
         }
-        return trace
+        return out.timeline(end: endFrame)
     }
 }

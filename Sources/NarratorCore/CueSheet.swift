@@ -1,10 +1,10 @@
 import Foundation
 
 extension Cue: Encodable {
-    private enum Field: String, CodingKey { case frame, type, clip, pool, index, text, endFrame, target, chain }
+    private enum Key: String, CodingKey { case frame, type, clip, pool, index, text, endFrame, target, chain }
 
     public func encode(to encoder: any Encoder) throws {
-        var out = encoder.container(keyedBy: Field.self)
+        var out = encoder.container(keyedBy: Key.self)
         try out.encode(frame, forKey: .frame)
         try out.encode(type, forKey: .type)
         switch kind {
@@ -20,7 +20,24 @@ extension Cue: Encodable {
             try out.encode(target, forKey: .target)
         case .chainEnd(let chain):
             try out.encode(chain, forKey: .chain)
+        case .activity(_, let fields):
+            var any = encoder.container(keyedBy: AnyKey.self)
+            for (key, value) in fields {
+                switch value {
+                case .int(let number): try any.encode(number, forKey: AnyKey(key))
+                case .string(let text): try any.encode(text, forKey: AnyKey(key))
+                case .bool(let flag): try any.encode(flag, forKey: AnyKey(key))
+                }
+            }
         }
+    }
+
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(_ key: String) { stringValue = key }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     /// The cue as one line of JSON, keys sorted.

@@ -81,17 +81,18 @@ public struct Announcer {
         var end: Int { start + schedule.frames }
     }
 
-    public func run(_ unsorted: [AnnouncementRequest]) throws(NarratorError) -> [ActivityEvent] {
+    public func run(_ unsorted: [AnnouncementRequest]) throws(NarratorError) -> Timeline {
         let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
-        var trace: [ActivityEvent] = []
+        var out = TimelineBuilder()
         var playing: Playing?
         var waiting: [AnnouncementRequest] = []
         var next = 0
+        var lastEnd = 0
 
-        func note(_ frame: Int, _ type: String, _ request: AnnouncementRequest, _ extra: [String: ActivityEvent.Field] = [:]) {
-            var fields: [String: ActivityEvent.Field] = ["id": .string(request.id), "priority": .string(request.priority.rawValue)]
+        func note(_ frame: Int, _ type: String, _ request: AnnouncementRequest, _ extra: [String: Cue.Field] = [:]) {
+            var fields: [String: Cue.Field] = ["id": .string(request.id), "priority": .string(request.priority.rawValue)]
             fields.merge(extra) { $1 }
-            trace.append(.event(frame: frame, type: type, fields: fields))
+            out.note(frame, type, fields)
         }
 
         func emitCues(through frame: Int, inclusive: Bool) {
@@ -105,7 +106,7 @@ public struct Announcer {
                 if case .word(let clip, let index, let text, let endFrame) = cue.kind {
                     cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
                 }
-                trace.append(.cue(cue))
+                out.trace.append(cue)
                 current.emitted += 1
             }
             playing = current
@@ -125,6 +126,8 @@ public struct Announcer {
         while next < requests.count || playing != nil {
             if let current = playing, next >= requests.count || requests[next].frame >= current.end {
                 emitCues(through: current.end, inclusive: true)
+                out.add(current.schedule, from: current.start, until: current.end)
+                lastEnd = current.end
                 note(current.end, "end", current.request)
                 playing = nil
                 try startNextWaiting(at: current.end)
@@ -146,6 +149,7 @@ public struct Announcer {
             switch PriorityRule.rule(new: request.priority, playing: current.request.priority) {
             case .interrupt:
                 emitCues(through: request.frame, inclusive: false)
+                out.add(current.schedule, from: current.start, until: request.frame)
                 note(request.frame, "canceled", current.request, ["reason": .string("interrupted by \(request.id)")])
                 playing = nil
                 try begin(request, at: request.frame)
@@ -162,6 +166,6 @@ public struct Announcer {
                 waiting.append(request)
             }
         }
-        return trace
+        return out.timeline(end: max(lastEnd, requests.last?.frame ?? 0))
     }
 }

@@ -11,6 +11,15 @@ public struct Cue: Sendable, Equatable {
         case word(clip: String, index: Int, text: String, endFrame: Int)
         case pulse(target: String)
         case chainEnd(chain: String)
+        /// What an activity or an announcer did (a tap, an idle prompt, a request's end …).
+        case activity(type: String, fields: [String: Field])
+    }
+
+    /// A field of an `activity` cue.
+    public enum Field: Sendable, Equatable {
+        case int(Int)
+        case string(String)
+        case bool(Bool)
     }
 
     public init(frame: Int, kind: Kind) {
@@ -26,6 +35,7 @@ public struct Cue: Sendable, Equatable {
         case .word: "word"
         case .pulse: "pulse"
         case .chainEnd: "chainEnd"
+        case .activity(let type, _): type
         }
     }
 }

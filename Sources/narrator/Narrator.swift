@@ -43,13 +43,26 @@ func reportingErrors(_ body: () throws(NarratorError) -> Void) throws {
     }
 }
 
-/// Options shared by every command that schedules a chain.
+/// What to lay out: a chain, an activity run from scripted taps, or announcements by priority.
+/// Shared by render, play, cues and simulate, so that each works on all three.
 struct ChainOptions: ParsableArguments {
     @Argument(help: "The lesson file (JSON).")
     var lesson: String
 
     @Option(help: "The chain to play, by its id in the lesson's \"chains\".")
-    var chain: String
+    var chain: String?
+
+    @Option(help: "Instead of a chain, an activity, by its id in the lesson's \"activities\", run with --taps.")
+    var activity: String?
+
+    @Option(help: "Taps as heard, for --activity: SECONDS:ANSWER, comma-separated (replay and close are app requests).")
+    var taps: String?
+
+    @Option(help: "Instead of a chain, announcements by priority: SECONDS:PRIORITY:CHAIN, comma-separated (important, message, text, notification, progress); ids are r1, r2, … in order.")
+    var requests: String?
+
+    @Option(help: "For --activity: stop the virtual clock here, in seconds (default: 20 s after the last tap, or 60 s).")
+    var until: Double?
 
     @Option(help: "Seed for pool draws; the same seed gives the same picks. Random when omitted.")
     var seed: UInt64?
@@ -59,14 +72,51 @@ struct ChainOptions: ParsableArguments {
 
     func validate() throws {
         guard (1...10_000).contains(`repeat`) else { throw ValidationError("--repeat must be between 1 and 10000") }
+        guard [chain != nil, activity != nil, requests != nil].filter({ $0 }).count == 1 else {
+            throw ValidationError("give one of --chain, --activity or --requests")
+        }
+        if taps != nil && activity == nil { throw ValidationError("--taps goes with --activity") }
     }
 
-    /// Loads the lesson, decodes the chain's clips and lays the chain out.
+    /// Loads the lesson, decodes what can play and lays it out.
     func schedule() throws(NarratorError) -> Schedule {
         let lesson = try Lesson.load(path: self.lesson)
-        let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
         var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
-        return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
+        if let chain {
+            let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
+            return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
+        }
+        if let requests {
+            let list = try RequestScript.parse(requests, rate: lesson.sampleRate)
+            let bank = try prepare(lesson, chains: list.map(\.chain))
+            return try Announcer { chain throws(NarratorError) in
+                try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
+            }.run(list).schedule
+        }
+        let activity = try lesson.activity(self.activity!)
+        let tapList = try TapScript.parse(taps ?? "", rate: lesson.sampleRate)
+        let untilFrame: Int
+        if let until {
+            guard let frames = Frames.from(seconds: until, rate: lesson.sampleRate), frames >= 0 else {
+                throw NarratorError(file: "--until", "expected seconds, got \(until)")
+            }
+            untilFrame = frames
+        } else {
+            untilFrame = (tapList.map(\.frame).max() ?? 40 * lesson.sampleRate) + 20 * lesson.sampleRate
+        }
+        let bank = try prepare(lesson, chains: activity.chainIDs)
+        return try ActivityRunner(activity: activity, sampleRate: lesson.sampleRate) { chain throws(NarratorError) in
+            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
+        }.run(taps: tapList, until: untilFrame).schedule
+    }
+
+    /// The clips every one of `chains` can play, decoded once.
+    private func prepare(_ lesson: Lesson, chains: [String]) throws(NarratorError) -> ClipBank {
+        var clipIDs: [String] = []
+        for chain in chains {
+            for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
+        }
+        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: SndFileDecoder())
     }
 }
 

@@ -226,6 +226,15 @@ final class ReadAlong {
                 current = nil
             case .chainEnd(let chain):
                 note = "end of \(chain)"
+            case .activity(let type, let fields):
+                switch (type, fields["target"]) {
+                case ("pulse", .string(let target)?): note = "● pulse \(target)"
+                case ("tap", _):
+                    if case .string(let answer)? = fields["answer"], case .string(let result)? = fields["result"] {
+                        note = "tap \(answer): \(result)"
+                    }
+                default: note = type
+                }
             }
             redraw()
         case .underrun(let count, _):

@@ -5,7 +5,7 @@ import NarratorCore
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run an activity on a virtual clock and print its trace (JSON lines), exact to the frame.",
+        abstract: "Run an activity (or announcements, or a chain) on a virtual clock and print its trace (JSON lines), exact to the frame.",
         discussion: """
             The trace holds every event with its "frame" (at the lesson's rate) and "type": \
             activityStart, stepStart, chainStart, the chains' cues (clipStart, word, pulse, \
@@ -17,75 +17,13 @@ struct Simulate: ParsableCommand {
                 --taps 3.2:the,9.0:wig,12.5:on --seed 7
             """)
 
-    @Argument(help: "The lesson file (JSON).")
-    var lesson: String
-
-    @Option(help: "The activity, by its id in the lesson's \"activities\".")
-    var activity: String?
-
-    @Option(help: "Instead of an activity, announcements by priority: SECONDS:PRIORITY:CHAIN, comma-separated (priorities: important, message, text, notification, progress); ids are r1, r2, … in order.")
-    var requests: String?
-
-    @Option(help: "Taps as heard: SECONDS:ANSWER, comma-separated (replay and close are app requests).")
-    var taps: String?
-
-    @Option(help: "Seed for pool draws. Random when omitted.")
-    var seed: UInt64?
-
-    @Option(help: "Stop the virtual clock here, in seconds (default: 20 s after the last tap, or 60 s).")
-    var until: Double?
-
-    func validate() throws {
-        guard (activity == nil) != (requests == nil) else {
-            throw ValidationError("give either --activity or --requests")
-        }
-    }
+    @OptionGroup var options: ChainOptions
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            let lesson = try Lesson.load(path: self.lesson)
-            if let requests {
-                let list = try RequestScript.parse(requests, rate: lesson.sampleRate)
-                var chains: [String] = []
-                for request in list where !chains.contains(request.chain) { chains.append(request.chain) }
-                var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
-                let bank = try prepare(lesson, chains: chains)
-                let trace = try Announcer { chain throws(NarratorError) in
-                    try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-                }.run(list)
-                print(trace.map(\.jsonLine).joined(separator: "\n"))
-                return
-            }
-            let activity = try lesson.activity(self.activity!)
-            let tapList = try TapScript.parse(taps ?? "", rate: lesson.sampleRate)
-            let lastTap = tapList.map(\.frame).max()
-            let untilFrame: Int
-            if let until {
-                guard let frames = Frames.from(seconds: until, rate: lesson.sampleRate), frames >= 0 else {
-                    throw NarratorError(file: "--until", "expected seconds, got \(until)")
-                }
-                untilFrame = frames
-            } else {
-                untilFrame = (lastTap ?? 0) + 20 * lesson.sampleRate + (lastTap == nil ? 40 * lesson.sampleRate : 0)
-            }
-            let bank = try prepare(lesson, chains: activity.chainIDs)
-            var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
-            let runner = ActivityRunner(activity: activity, sampleRate: lesson.sampleRate) { chain throws(NarratorError) in
-                try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-            }
-            let trace = try runner.run(taps: tapList, until: untilFrame)
-            print(trace.map(\.jsonLine).joined(separator: "\n"))
+            print(try options.schedule().cues.map(\.jsonLine).joined(separator: "\n"))
         }
     }
-}
-
-/// The clips every one of `chains` can play, decoded once.
-private func prepare(_ lesson: Lesson, chains: [String]) throws(NarratorError) -> ClipBank {
-    var clipIDs: [String] = []
-    for chain in chains {
-        for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
-    }
-    return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: SndFileDecoder())
 }
 
 /// `--requests 0:text:letter-a,0.4:text:letter-b`: announcements in seconds as heard.

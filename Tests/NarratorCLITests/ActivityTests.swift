@@ -127,6 +127,25 @@ struct ActivityTests {
         #expect(tail == ["canceled", "tap", "close", "activityEnd"])
     }
 
+    /// The run renders like a chain: the audio stops where `close` canceled it.
+    @Test func closeCancelsTheAudioToo() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let wrongAt = try promptEnd + 48_000
+        let closeAt = wrongAt + 20_000  // inside "Try again"
+        let taps = "\(Self.seconds(wrongAt)):cat,\(Self.seconds(closeAt)):close"
+        let rendered = try run(
+            Repo.narrator,
+            ["render", Self.lesson, "--activity", "sight-words", "--taps", taps, "--seed", "7", "--output", dir.file("run.wav")])
+        try #require(rendered.status == 0, "\(rendered.stderr)")
+        let samples = try WAVFile(path: dir.file("run.wav")).int16Samples
+        #expect(samples.count == closeAt * 2, "the run ends at the close (stereo frames)")
+        // "Try again" was playing from the wrong answer to the close, and the prompt before.
+        let tryAgain = samples[(wrongAt * 2)..<(closeAt * 2)]
+        #expect(tryAgain.contains { $0 != 0 })
+        #expect(samples[(try promptEnd * 2)..<(wrongAt * 2)].allSatisfy { $0 == 0 }, "silence while the child thinks")
+    }
+
     @Test func sameSeedSameTrace() throws {
         let arguments = ["simulate", Self.lesson, "--activity", "sight-words", "--seed", "3", "--taps", "5:cat,9:see,20:hat"]
         let a = try run(Repo.narrator, arguments)
