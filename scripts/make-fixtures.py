@@ -456,6 +456,109 @@ def make_sight_words_activity():
     write_json("Timings/lessons/homer-sight-words.json", lesson)
 
 
+def narration(rel, text, rate=11025):
+    """A narration clip for the app sample lessons: espeak-ng at 11.025 kHz mono (resampled to the
+    lesson rate when it loads), trimmed; small, so that Audio/ stays small."""
+    raw = os.path.join(TMP, "narration.wav")
+    run(["espeak-ng", *VOICE, "-w", raw, text])
+    run([*SOX, raw, "-r", str(rate), "-b", "16", "-c", "1", out_path(rel), "rate", "-v", *TRIM])
+    report(rel)
+
+
+def make_app_lessons():
+    """Sample lessons for every app of the product documents (shared/seeds), at 48 kHz."""
+    aud = "../../Audio/lessons"
+    apps = "Audio/lessons/apps"
+
+    def lesson(clips, chains, activities=None, pools=None):
+        out = {"sampleRate": 48000, "channels": 2, "clips": clips}
+        if pools:
+            out["pools"] = pools
+        out["chains"] = chains
+        if activities:
+            out["activities"] = activities
+        return out
+
+    def say(name, text):
+        narration(f"{apps}/{name}.wav", text)
+        return {"file": f"{aud}/apps/{name}.wav"}
+
+    # Learn with Homer: the hat shop (music under a first-use or return-use welcome, tap sounds)
+    rel = f"{apps}/hat-shop-music.wav"
+    run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "6",
+         "sine", "262", "sine", "330", "remix", "-", "tremolo", "2", "40", "vol", "0.25", "fade", "0.2", "6", "0.5"])
+    report(rel)
+    rel = f"{apps}/meow.wav"
+    run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "0.5", "sine", "700-500",
+         "fade", "0.02", "0.5", "0.2", "vol", "0.5"])
+    report(rel)
+    rel = f"{apps}/hats-falling.wav"
+    run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "0.6", "sine", "400-120",
+         "fade", "0.01", "0.6", "0.3", "vol", "0.5"])
+    report(rel)
+    write_json("Timings/lessons/homer-hat-shop.json", lesson(
+        {"music": {"file": f"{aud}/apps/hat-shop-music.wav", "bus": "music"},
+         "welcome-first": say("welcome-first", "Welcome to the hat shop! Put on your thinking cap. "
+                              "Find a grownup to help you get set up, then tap the mirror."),
+         "welcome-return": say("welcome-return", "Welcome back! Have you been here before? If so, tap your picture. "
+                               "If not, tap an empty picture to get started!"),
+         "meow": {"file": f"{aud}/apps/meow.wav", "bus": "sfx"},
+         "hats": {"file": f"{aud}/apps/hats-falling.wav", "bus": "sfx"}},
+        {"welcome-first": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-first"}, {"pulse": ["mirror"]}],
+         "welcome-return": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-return"}, {"pulse": ["portraits"]}],
+         "meow": [{"clip": "meow"}], "hats": [{"clip": "hats"}]},
+        {"hat-shop": {"intro": {"first-use": "welcome-first", "return-use": "welcome-return"},
+                      "sounds": {"cat": "meow", "hats": "hats"}, "polyphony": 2}}))
+
+    # Learn with Homer: the main-menu popup, each line pulsing its icon as it is said
+    write_json("Timings/lessons/homer-main-menu.json", lesson(
+        {"read": say("menu-read", "Tap Read to read a book."),
+         "games": say("menu-games", "Tap Games to play a game."),
+         "library": say("menu-library", "Tap Library to find more books.")},
+        {"popup": [{"pulse": ["icon-read"]}, {"clip": "read"}, {"pulse": ["icon-games"]}, {"clip": "games"},
+                   {"pulse": ["icon-library"]}, {"clip": "library"}]},
+        {"main-menu-popup": {"intro": "popup"}}))
+
+    # Picture Dictionary: the word popup (word, sound, definition read word by word, sound:
+    # one file), with replay and close as taps
+    write_json("Timings/lessons/picture-dictionary.json", lesson(
+        {"apple": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt"}},
+        {"popup": [{"clip": "apple"}]},
+        {"word-popup": {"intro": "popup"}}))
+
+    # Animal Island: auto-played popups with a speaker button (replay), Mr. Goose's welcome
+    write_json("Timings/lessons/animal-island.json", lesson(
+        {"screen-time": say("screen-time", "You have played for a long time. Time for a break!"),
+         "change-avatar": say("change-avatar", "Tap an animal to change your avatar."),
+         "no-wifi": say("no-wifi", "Oops! There is no internet. Ask a grownup for help."),
+         "goose": say("goose-welcome", "Hello! I am Mister Goose. Welcome to Animal Island!")},
+        {"screen-time": [{"clip": "screen-time"}], "change-avatar": [{"clip": "change-avatar"}],
+         "no-wifi": [{"clip": "no-wifi"}], "goose-welcome": [{"clip": "goose"}, {"pulse": ["main-screen"]}]},
+        {"screen-time-popup": {"intro": "screen-time"}, "change-avatar-popup": {"intro": "change-avatar"},
+         "no-wifi-popup": {"intro": "no-wifi"}, "goose-welcome": {"intro": "goose-welcome"}}))
+
+    # iBC's letter tracing: letter names (announced at priority text: a new one interrupts the
+    # last), instructions, the info button
+    write_json("Timings/lessons/ibcs.json", lesson(
+        {"a": say("letter-a", "A."), "b": say("letter-b", "B."), "c": say("letter-c", "C."),
+         "trace": say("trace", "Trace the letter with your finger."),
+         "info": say("info", "This is where you practice letters. Swipe to see the next letter.")},
+        {"letter-a": [{"clip": "a"}, {"clip": "trace"}], "letter-b": [{"clip": "b"}, {"clip": "trace"}],
+         "letter-c": [{"clip": "c"}, {"clip": "trace"}], "info": [{"clip": "info"}]}))
+
+    # K-1 Math: lesson intro, a hint, coin names and values as they are placed (priority
+    # message: they queue), the recap
+    write_json("Timings/lessons/math.json", lesson(
+        {"intro": say("math-intro", "Let's count coins! Drag each coin to the bank."),
+         "hint": say("math-hint", "Hint: count the dimes first, then the nickels."),
+         "penny": say("penny", "A penny. One cent."), "nickel": say("nickel", "A nickel. Five cents."),
+         "dime": say("dime", "A dime. Ten cents."),
+         "recap": say("math-recap", "You counted sixteen cents. Great counting!"),
+         "yay": {"file": f"{aud}/sfx/correct.wav", "bus": "sfx"}},
+        {"intro": [{"clip": "intro"}], "hint": [{"clip": "hint"}], "penny": [{"clip": "penny"}],
+         "nickel": [{"clip": "nickel"}], "dime": [{"clip": "dime"}], "recap": [{"clip": "yay"}, {"clip": "recap"}]}))
+
+
 def main():
     global TMP
     os.chdir(ROOT)
@@ -466,6 +569,7 @@ def main():
         make_impulses()
         make_lesson()
         make_sight_words_activity()
+        make_app_lessons()
 
 
 if __name__ == "__main__":

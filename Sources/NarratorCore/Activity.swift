@@ -13,7 +13,16 @@
 /// ```
 public struct Activity: Sendable, Equatable {
     public let id: String
+    /// Played first, by state: `{"first-use": chain, "return-use": chain}`, or one chain for
+    /// every state (its key is `default`).
+    public let intro: [String: String]
+    /// Steps that wait for an answer; none for a screen that only narrates (a popup).
     public let steps: [Step]
+    /// One-shot sounds on taps that are not answers (the cat meows, the hats fall): tap name →
+    /// chain. They play over whatever plays, at most `polyphony` at once (a new one cuts the
+    /// oldest).
+    public let sounds: [String: String]
+    public let polyphony: Int
     /// Played once the last step is answered; `advance` follows when it ends.
     public let final: String?
     /// What a tap does while narration plays (a prompt, an idle prompt, wrong-answer feedback).
@@ -50,6 +59,8 @@ public struct Activity: Sendable, Equatable {
     public var chainIDs: [String] {
         var ids: [String] = []
         func add(_ id: String?) { if let id, !ids.contains(id) { ids.append(id) } }
+        for key in intro.keys.sorted() { add(intro[key]) }
+        for key in sounds.keys.sorted() { add(sounds[key]) }
         for step in steps {
             add(step.prompt)
             add(step.idle?.chain)
@@ -64,7 +75,19 @@ public struct Activity: Sendable, Equatable {
     public static let defaultIdleSeconds = 4.0
 
     static func parse(_ cursor: JSONCursor, id: String, rate: Int) throws(NarratorError) -> Activity {
-        let fields = try cursor.object(allowing: ["steps", "final", "taps", "idleSeconds"])
+        let fields = try cursor.object(allowing: ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony"])
+        var intro: [String: String] = [:]
+        if let introCursor = fields["intro"] {
+            if case .string(let chain) = introCursor.value {
+                intro = ["default": chain]
+            } else {
+                for (state, chain) in try introCursor.object() { intro[state] = try chain.string() }
+                if intro.isEmpty { throw introCursor.fail("name a chain, or a chain per state") }
+            }
+        }
+        var sounds: [String: String] = [:]
+        for (name, chain) in try fields["sounds"]?.object() ?? [:] { sounds[name] = try chain.string() }
+        let polyphony = try fields["polyphony"]?.integer(in: 1...16) ?? 2
         let taps: TapPolicy
         if let tapsCursor = fields["taps"] {
             let text = try tapsCursor.string()
@@ -75,9 +98,8 @@ public struct Activity: Sendable, Equatable {
         }
         let defaultIdle = try fields["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) }
             ?? Frames.from(seconds: defaultIdleSeconds, rate: rate)!
-        let stepsCursor = try fields.required("steps", in: cursor)
         var steps: [Step] = []
-        for stepCursor in try stepsCursor.array() {
+        for stepCursor in try fields["steps"]?.array() ?? [] {
             let step = try stepCursor.object(allowing: ["prompt", "answer", "idle", "idleSeconds", "correct", "wrong"])
             let wrongCursor = try step.required("wrong", in: stepCursor)
             let wrong = try wrongCursor.array().map { c throws(NarratorError) in try feedback(c) }
@@ -91,9 +113,12 @@ public struct Activity: Sendable, Equatable {
                     correct: try feedback(try step.required("correct", in: stepCursor)),
                     wrong: wrong))
         }
-        if steps.isEmpty { throw stepsCursor.fail("an activity needs at least one step") }
+        let final = try fields["final"].map { c throws(NarratorError) in try c.string() }
+        if steps.isEmpty && intro.isEmpty && final == nil {
+            throw cursor.fail("an activity plays something: give it an intro, steps or a final")
+        }
         return Activity(
-            id: id, steps: steps, final: try fields["final"].map { c throws(NarratorError) in try c.string() }, taps: taps)
+            id: id, intro: intro, steps: steps, sounds: sounds, polyphony: polyphony, final: final, taps: taps)
     }
 
     /// A chain id, or `{"chain": id, "pulse": [targets]}`.

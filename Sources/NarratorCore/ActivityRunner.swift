@@ -89,7 +89,7 @@ public struct ActivityRunner {
     }
 
     private enum Role: String {
-        case prompt, idle, correct, wrong, final
+        case intro, prompt, idle, correct, wrong, final
     }
 
     private struct Playing {
@@ -102,8 +102,9 @@ public struct ActivityRunner {
         var end: Int { start + schedule.frames }
     }
 
-    /// The run, from frame 0 until the activity ends or `until` (a frame) passes.
-    public func run(taps unsorted: [Tap], until: Int) throws(NarratorError) -> Timeline {
+    /// The run, from frame 0 until the activity ends or `until` (a frame) passes. `state`
+    /// picks the intro's variant (`first-use`, `return-use` …).
+    public func run(taps unsorted: [Tap], until: Int, state: String? = nil) throws(NarratorError) -> Timeline {
         let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
         var out = TimelineBuilder()
         out.sampleRate = sampleRate
@@ -115,6 +116,34 @@ public struct ActivityRunner {
         var last: (chain: String, role: Role)?
         var ended = false
         var endFrame = 0
+        // One-shot sounds playing over the rest: added to the timeline once they end or are cut.
+        var sounds: [(start: Int, schedule: Schedule)] = []
+
+        func settle(_ sound: (start: Int, schedule: Schedule), cut: Int) {
+            let end = min(cut, sound.start + sound.schedule.frames)
+            out.add(sound.schedule, from: sound.start, until: end)
+            for var cue in sound.schedule.cues where sound.start + cue.frame < end || (cue.frame == sound.schedule.frames && sound.start + cue.frame == end) {
+                cue.frame += sound.start
+                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
+                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: sound.start + endFrame)
+                }
+                out.trace.append(cue)
+            }
+        }
+
+        func playSound(_ name: String, chain: String, at frame: Int) throws(NarratorError) {
+            note(frame, "tap", ["answer": .string(name), "result": .string("sound")])
+            let ended = sounds.filter { $0.start + $0.schedule.frames <= frame }
+            for sound in ended { settle(sound, cut: frame) }
+            sounds.removeAll { $0.start + $0.schedule.frames <= frame }
+            if sounds.count >= activity.polyphony {
+                let oldest = sounds.removeFirst()
+                settle(oldest, cut: frame)
+                note(frame, "soundCut", ["chain": .string(chain)])
+            }
+            note(frame, "sound", ["name": .string(name), "chain": .string(chain)])
+            sounds.append((frame, try schedule(chain)))
+        }
 
         func note(_ frame: Int, _ type: String, _ fields: [String: Cue.Field] = [:]) {
             out.note(frame, type, fields)
@@ -179,6 +208,14 @@ public struct ActivityRunner {
             out.add(finished.schedule, from: finished.start, until: frame)
             playing = nil
             switch finished.role {
+            case .intro:
+                if !activity.steps.isEmpty {
+                    try startStep(at: frame)
+                } else if let final = activity.final {
+                    try play(final, role: .final, at: frame)
+                } else {
+                    finish("advance", at: frame)
+                }
             case .prompt, .idle:
                 waitingSince = frame
             case .wrong:
@@ -201,7 +238,11 @@ public struct ActivityRunner {
 
         /// A tap while waiting (or one that interrupted narration): an answer or a request.
         func answer(_ tap: Tap) throws(NarratorError) {
-            let current = activity.steps[step]
+            guard tap.answer == Tap.close || tap.answer == Tap.replay || step < activity.steps.count else {
+                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("ignored")])
+                return
+            }
+            let current = step < activity.steps.count ? activity.steps[step] : nil
             switch tap.answer {
             case Tap.close:
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("close")])
@@ -209,11 +250,13 @@ public struct ActivityRunner {
             case Tap.replay:
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("replay")])
                 if let last { try play(last.chain, role: last.role, at: tap.frame, replay: true) }
-            case current.answer:
+            case current!.answer:
+                let current = current!
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("correct"), "step": .int(step)])
                 note(tap.frame, "feedback", ["kind": .string("correct"), "step": .int(step)])
                 try play(current.correct.chain, role: .correct, at: tap.frame, pulse: current.correct.pulse)
             default:
+                let current = current!
                 attempt += 1
                 let feedback = current.wrong[min(attempt, current.wrong.count) - 1]
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("wrong"), "step": .int(step), "attempt": .int(attempt)])
@@ -223,14 +266,36 @@ public struct ActivityRunner {
         }
 
         note(0, "activityStart", ["activity": .string(activity.id)])
-        try startStep(at: 0)
+        if !activity.intro.isEmpty {
+            let variant: String
+            if activity.intro.count == 1 {
+                variant = activity.intro.keys.first!
+            } else if let state, activity.intro[state] != nil {
+                variant = state
+            } else {
+                throw NarratorError(
+                    file: "--state", place: state.map { "'\($0)'" },
+                    "activity '\(activity.id)' has an intro per state: choose one of \(activity.intro.keys.sorted().joined(separator: ", "))")
+            }
+            note(0, "variant", ["state": .string(variant)])
+            try play(activity.intro[variant]!, role: .intro, at: 0)
+        } else if !activity.steps.isEmpty {
+            try startStep(at: 0)
+        } else {
+            try play(activity.final!, role: .final, at: 0)
+        }
         while !ended {
             let nextTap = tapIndex < taps.count ? taps[tapIndex] : nil
             if let current = playing {
                 if let tap = nextTap, tap.frame < current.end {
                     tapIndex += 1
                     if tap.frame > until { break }
-                    let fixed = current.role == .correct || current.role == .final
+                    if let chain = activity.sounds[tap.answer] {
+                        emitCues(through: tap.frame, inclusive: true)
+                        try playSound(tap.answer, chain: chain, at: tap.frame)
+                        continue
+                    }
+                    let fixed = current.role == .correct || current.role == .final || current.role == .intro
                     if tap.answer == Tap.close || tap.answer == Tap.replay {
                         cancel(at: tap.frame)
                         try answer(tap)
@@ -252,7 +317,11 @@ public struct ActivityRunner {
                 if let tap = nextTap, tap.frame < deadline {
                     tapIndex += 1
                     if tap.frame > until { break }
-                    try answer(tap)
+                    if let chain = activity.sounds[tap.answer] {
+                        try playSound(tap.answer, chain: chain, at: tap.frame)
+                    } else {
+                        try answer(tap)
+                    }
                 } else if let idle, deadline <= until {
                     note(deadline, "idlePrompt", ["step": .int(step), "waited": .int(deadline - since)])
                     try play(idle.chain, role: .idle, at: deadline, pulse: idle.pulse)
@@ -268,6 +337,8 @@ public struct ActivityRunner {
             note(until, "stop", ["reason": .string("until")])
             endFrame = until
         }
+        // Sounds still ringing are cut where the run ends.
+        for sound in sounds { settle(sound, cut: endFrame) }
         return out.timeline(end: endFrame)
     }
 }

@@ -61,6 +61,9 @@ struct ChainOptions: ParsableArguments {
     @Option(help: "Instead of a chain, announcements by priority: SECONDS:PRIORITY:CHAIN, comma-separated (important, message, text, notification, progress); ids are r1, r2, … in order.")
     var requests: String?
 
+    @Option(help: "For --activity: the state that picks the intro's variant (e.g. first-use, return-use).")
+    var state: String?
+
     @Option(help: "For --activity: stop the virtual clock here, in seconds (default: 20 s after the last tap, or 60 s).")
     var until: Double?
 
@@ -107,7 +110,7 @@ struct ChainOptions: ParsableArguments {
         let bank = try prepare(lesson, chains: activity.chainIDs)
         return try ActivityRunner(activity: activity, sampleRate: lesson.sampleRate) { chain throws(NarratorError) in
             try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-        }.run(taps: tapList, until: untilFrame).schedule
+        }.run(taps: tapList, until: untilFrame, state: state).schedule
     }
 
     /// The clips every one of `chains` can play, decoded once.

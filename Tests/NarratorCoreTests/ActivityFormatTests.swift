@@ -22,11 +22,14 @@ struct ActivityFormatTests {
         #expect(activity.steps[0].idleFrames == 192_000, "4.0 s at 48 kHz")
         #expect(activity.steps[0].idle?.chain == "p" && activity.steps[0].idle?.pulse == [])
         #expect(activity.chainIDs == ["p", "c", "w"])
+        #expect(activity.polyphony == 2 && activity.intro.isEmpty && activity.sounds.isEmpty)
     }
 
     @Test func errorsNameTheKey() {
         let cases: [(String, String)] = [
-            (#"{"x": {"steps": []}}"#, "activities.x.steps: an activity needs at least one step"),
+            (#"{"x": {"steps": []}}"#, "activities.x: an activity plays something: give it an intro, steps or a final"),
+            (#"{"x": {"intro": {}}}"#, "activities.x.intro: name a chain, or a chain per state"),
+            (#"{"x": {"intro": "p", "polyphony": 0}}"#, "activities.x.polyphony: expected a whole number in 1...16"),
             (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": []}]}}"#, "activities.x.steps[0].wrong: needs at least one feedback for a wrong answer"),
             (#"{"x": {"taps": "maybe", "steps": []}}"#, "activities.x.taps: expected \"ignore\" or \"interrupt\""),
             (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": -1}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be between 0 and 3600 seconds"),

@@ -1,0 +1,101 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// The sample lessons of every app in the product documents, run on the virtual clock.
+@Suite("Sample lessons")
+struct SampleLessonTests {
+    static func simulate(_ lesson: String, _ arguments: [String]) throws -> [ActivityTests.Event] {
+        let result = try run(Repo.narrator, ["simulate", Repo.path("Timings/lessons/\(lesson).json"), "--seed", "1"] + arguments)
+        try #require(result.status == 0, "\(result.stderr)")
+        return try result.stdout.split(separator: "\n").map { line in
+            ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+        }
+    }
+
+    static func clipFrames(_ name: String) throws -> Int {
+        let wav = try WAVFile(path: Repo.path("Audio/lessons/apps/\(name).wav"))
+        return Int((Double(wav.frames) * 48000 / Double(wav.sampleRate)).rounded())
+    }
+
+    /// Learn with Homer's hat shop: the welcome by state over the music, the camera/mirror
+    /// pulse when it ends, tap sounds over it with at most two at once.
+    @Test func hatShopWelcomeByStateWithTapSounds() throws {
+        let first = try Self.simulate("homer-hat-shop", ["--activity", "hat-shop", "--state", "first-use"])
+        let back = try Self.simulate("homer-hat-shop", ["--activity", "hat-shop", "--state", "return-use"])
+        #expect(first.contains { $0.type == "clipStart" && $0["clip"] == "welcome-first" })
+        #expect(back.contains { $0.type == "clipStart" && $0["clip"] == "welcome-return" })
+        #expect(first.contains { $0.type == "clipStart" && $0["clip"] == "music" && $0.frame == 0 })
+        let welcomeEnd = 24_000 + (try Self.clipFrames("welcome-first"))
+        #expect(first.contains { $0.type == "pulse" && $0["target"] == "mirror" && $0.frame == welcomeEnd })
+        #expect(first.last?.type == "activityEnd" && first.last?.frame == welcomeEnd)
+
+        let noState = try run(Repo.narrator, ["simulate", Repo.path("Timings/lessons/homer-hat-shop.json"), "--activity", "hat-shop"])
+        #expect(noState.status == 1 && noState.stderr == "narrator: --state: activity 'hat-shop' has an intro per state: choose one of first-use, return-use\n")
+
+        let taps = try Self.simulate("homer-hat-shop", ["--activity", "hat-shop", "--state", "first-use", "--taps", "1:cat,1.1:hats,1.2:cat"])
+        #expect(taps.filter { $0.type == "sound" }.map { "\($0["name"]!)@\($0.frame)" } == ["cat@48000", "hats@52800", "cat@57600"])
+        #expect(taps.contains { $0.type == "soundCut" && $0.frame == 57600 }, "a third sound cuts the oldest")
+        // The welcome is not interrupted by the sounds.
+        #expect(!taps.contains { $0.type == "canceled" })
+    }
+
+    /// The main-menu popup: each line pulses its icon as it begins.
+    @Test func mainMenuLinesPulseTheirIcons() throws {
+        let trace = try Self.simulate("homer-main-menu", ["--activity", "main-menu-popup"])
+        let read = try Self.clipFrames("menu-read"), games = try Self.clipFrames("menu-games")
+        let pulses = trace.filter { $0.type == "pulse" }.map { "\($0["target"]!)@\($0.frame)" }
+        #expect(pulses == ["icon-read@0", "icon-games@\(read)", "icon-library@\(read + games)"])
+        for (icon, clip) in [("icon-read", "read"), ("icon-games", "games"), ("icon-library", "library")] {
+            let pulse = try #require(trace.first { $0.type == "pulse" && $0["target"] == icon })
+            #expect(trace.contains { $0.type == "clipStart" && $0["clip"] == clip && $0.frame == pulse.frame })
+        }
+    }
+
+    /// Picture Dictionary: the definition highlights word by word; replay starts again from
+    /// the word; close cancels the rest.
+    @Test func dictionaryPopupReplaysAndCloses() throws {
+        let trace = try Self.simulate("picture-dictionary", ["--activity", "word-popup", "--taps", "2:replay,3:close"])
+        let words = trace.filter { $0.type == "word" }
+        #expect(words.first?["text"] == "apple")
+        #expect(words.filter { $0["text"] == "apple" }.map(\.frame).count == 2, "the word again after replay")
+        #expect(trace.contains { $0.type == "canceled" && $0.frame == 96_000 })
+        #expect(trace.suffix(2).map(\.type) == ["close", "activityEnd"] && trace.last?.frame == 144_000)
+        #expect(!trace.contains { $0.frame > 144_000 })
+    }
+
+    /// Animal Island: popups narrate by themselves, the speaker button replays, Mr. Goose
+    /// hands over to the main screen.
+    @Test func animalIslandPopupsAndWelcome() throws {
+        for popup in ["screen-time", "change-avatar", "no-wifi"] {
+            let trace = try Self.simulate("animal-island", ["--activity", "\(popup)-popup"])
+            #expect(trace.last?.type == "activityEnd" && trace.last?["reason"] == "advance")
+            #expect(trace.last?.frame == (try Self.clipFrames(popup)))
+        }
+        let replayed = try Self.simulate("animal-island", ["--activity", "no-wifi-popup", "--taps", "1:replay"])
+        #expect(replayed.last?.frame == (try 48_000 + Self.clipFrames("no-wifi")))
+        let goose = try Self.simulate("animal-island", ["--activity", "goose-welcome"])
+        #expect(goose.contains { $0.type == "pulse" && $0["target"] == "main-screen" })
+        #expect(goose.last?["reason"] == "advance")
+    }
+
+    /// iBC's: swiping letters announces each name at priority text, interrupting the last;
+    /// the info button (message) waits for nothing less urgent.
+    @Test func ibcsLetterNamesInterrupt() throws {
+        let trace = try Self.simulate("ibcs", ["--requests", "0:text:letter-a,0.6:text:letter-b,1.0:message:info,1.2:text:letter-c"])
+        #expect(PriorityTests.outcome(trace, "r1") == ["begin@0", "canceled@28800"])
+        #expect(PriorityTests.outcome(trace, "r2") == ["begin@28800", "canceled@48000"])
+        #expect(PriorityTests.outcome(trace, "r3").first == "begin@48000")
+        // letter-c waits for the info to finish, then is said.
+        let infoEnd = try 48_000 + Self.clipFrames("info")
+        #expect(PriorityTests.outcome(trace, "r4") == ["begin@\(infoEnd)", "end@\(try infoEnd + Self.clipFrames("letter-c") + Self.clipFrames("trace"))"])
+    }
+
+    /// K-1 Math: coin announcements queue, each heard whole, then the recap.
+    @Test func mathCoinsQueueThenRecap() throws {
+        let trace = try Self.simulate("math", ["--requests", "0:message:intro,4:message:dime,4.2:message:nickel,4.4:message:penny,5:message:recap"])
+        let begins = trace.filter { $0.type == "begin" }.map { $0["chain"]! }
+        #expect(begins == ["intro", "dime", "nickel", "penny", "recap"])
+        #expect(!trace.contains { $0.type == "canceled" })
+    }
+}
