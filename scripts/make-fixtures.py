@@ -546,6 +546,37 @@ def make_app_lessons():
         {"letter-a": [{"clip": "a"}, {"clip": "trace"}], "letter-b": [{"clip": "b"}, {"clip": "trace"}],
          "letter-c": [{"clip": "c"}, {"clip": "trace"}], "info": [{"clip": "info"}]}))
 
+    # Learn with Homer: the discover matching and sequencing templates. A wrong answer says
+    # "Try again" and the image animates back when that audio ends (feedbackEnd); a right one
+    # says a congratulation and the photo's explanation; after the last, the final audio, then
+    # the page advances. (8 kHz narration: a sample, and Audio/ stays under 5 MB.)
+    def say8(name, text):
+        narration(f"{apps}/{name}.wav", text, rate=8000)
+        return {"file": f"{aud}/apps/{name}.wav"}
+    photos = ["a frog on a log", "a bird in a nest", "a fish in a pond", "a bee on a flower"]
+    clips = {"match-intro": say8("match-intro", "Match each picture to its word."),
+             "order-intro": say8("order-intro", "Put the pictures in order."),
+             "try-again": {"file": f"{aud}/homer/try-again.wav"},
+             "ga": {"file": f"{aud}/congrats/great-job.wav"}, "gb": {"file": f"{aud}/congrats/well-done.wav"},
+             "gc": {"file": f"{aud}/congrats/awesome.wav"},
+             "all-matched": say8("all-matched", "You matched them all!"),
+             "all-ordered": say8("all-ordered", "You put them all in order!")}
+    chains = {"match-intro": [{"clip": "match-intro"}], "order-intro": [{"clip": "order-intro"}],
+              "try-again": [{"clip": "try-again"}], "all-matched": [{"clip": "all-matched"}],
+              "all-ordered": [{"clip": "all-ordered"}]}
+    for k, photo in enumerate(photos, 1):
+        clips[f"photo-{k}"] = say8(f"photo-{k}", f"This is {photo}.")
+        chains[f"right-{k}"] = [{"pool": "congrats"}, {"clip": f"photo-{k}"}]
+    write_json("Timings/lessons/homer-discover.json", lesson(
+        clips, chains,
+        {"matching": {"steps": [dict({"prompt": "match-intro"} if k == 1 else {}, answer=f"photo-{k}",
+                                     correct=f"right-{k}", wrong=["try-again"]) for k in range(1, 5)],
+                      "final": "all-matched"},
+         "sequencing": {"steps": [dict({"prompt": "order-intro"} if k == 1 else {}, answer=f"card-{k}",
+                                       correct=f"right-{k}", wrong=["try-again"]) for k in range(1, 4)],
+                        "final": "all-ordered"}},
+        pools={"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}}))
+
     # K-1 Math: lesson intro, a hint, coin names and values as they are placed (priority
     # message: they queue), the recap
     write_json("Timings/lessons/math.json", lesson(

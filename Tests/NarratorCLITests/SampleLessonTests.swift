@@ -40,6 +40,21 @@ struct SampleLessonTests {
         #expect(!taps.contains { $0.type == "canceled" })
     }
 
+    /// Learn with Homer's discover matching template: "Try again" and the image animates back
+    /// when it ends; each right answer a congratulation and the photo explained; after the
+    /// fourth, the final audio, then the page advances.
+    @Test func discoverMatchingTemplate() throws {
+        let trace = try Self.simulate("homer-discover", ["--activity", "matching", "--taps", "3:photo-2,5:photo-1,9:photo-2,13:photo-3,17:photo-4"])
+        let tryAgain = try WAVFile(path: Repo.path("Audio/lessons/homer/try-again.wav")).frames
+        #expect(trace.contains { $0.type == "feedbackEnd" && $0["kind"] == "wrong" && $0.frame == 144_000 + tryAgain })
+        let corrects = trace.filter { $0.type == "feedbackEnd" && $0["kind"] == "correct" }
+        #expect(corrects.count == 4)
+        let finalStart = try #require(trace.first { $0.type == "chainStart" && $0["chain"] == "all-matched" })
+        #expect(finalStart.frame == corrects.last?.frame)
+        #expect(trace.last?.type == "activityEnd" && trace.last?.frame == (try finalStart.frame + Self.clipFrames("all-matched")))
+        for k in 1...4 { #expect(trace.contains { $0.type == "clipStart" && $0["clip"] == "photo-\(k)" }) }
+    }
+
     /// The main-menu popup: each line pulses its icon as it begins.
     @Test func mainMenuLinesPulseTheirIcons() throws {
         let trace = try Self.simulate("homer-main-menu", ["--activity", "main-menu-popup"])
