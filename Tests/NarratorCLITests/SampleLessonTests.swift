@@ -51,7 +51,8 @@ struct SampleLessonTests {
         #expect(corrects.count == 4)
         let finalStart = try #require(trace.first { $0.type == "chainStart" && $0["chain"] == "all-matched" })
         #expect(finalStart.frame == corrects.last?.frame)
-        #expect(trace.last?.type == "activityEnd" && trace.last?.frame == (try finalStart.frame + Self.clipFrames("all-matched")))
+        let finalEnd = try finalStart.frame + Self.clipFrames("all-matched")
+        #expect(trace.last?.type == "activityEnd" && trace.last?.frame == finalEnd)
         for k in 1...4 { #expect(trace.contains { $0.type == "clipStart" && $0["clip"] == "photo-\(k)" }) }
     }
 
@@ -85,10 +86,12 @@ struct SampleLessonTests {
         for popup in ["screen-time", "change-avatar", "no-wifi"] {
             let trace = try Self.simulate("animal-island", ["--activity", "\(popup)-popup"])
             #expect(trace.last?.type == "activityEnd" && trace.last?["reason"] == "advance")
-            #expect(trace.last?.frame == (try Self.clipFrames(popup)))
+            let popupEnd = try Self.clipFrames(popup)
+            #expect(trace.last?.frame == popupEnd)
         }
         let replayed = try Self.simulate("animal-island", ["--activity", "no-wifi-popup", "--taps", "1:replay"])
-        #expect(replayed.last?.frame == (try 48_000 + Self.clipFrames("no-wifi")))
+        let replayedEnd = try 48_000 + Self.clipFrames("no-wifi")
+        #expect(replayed.last?.frame == replayedEnd)
         let goose = try Self.simulate("animal-island", ["--activity", "goose-welcome"])
         #expect(goose.contains { $0.type == "pulse" && $0["target"] == "main-screen" })
         #expect(goose.last?["reason"] == "advance")
