@@ -81,6 +81,7 @@ public struct Activity: Sendable, Equatable {
             if case .string(let chain) = introCursor.value {
                 intro = ["default": chain]
             } else {
+                guard case .object = introCursor.value else { throw introCursor.fail("expected a chain id, or an object of chains by state") }
                 for (state, chain) in try introCursor.object() { intro[state] = try chain.string() }
                 if intro.isEmpty { throw introCursor.fail("name a chain, or a chain per state") }
             }
@@ -114,6 +115,10 @@ public struct Activity: Sendable, Equatable {
                     wrong: wrong))
         }
         let final = try fields["final"].map { c throws(NarratorError) in try c.string() }
+        let answers = Set(steps.map(\.answer))
+        for name in sounds.keys.sorted() where name == Tap.replay || name == Tap.close || answers.contains(name) {
+            throw fields["sounds"]!.fail("'\(name)' is \(answers.contains(name) ? "an answer" : "an app request"): a sound needs another name")
+        }
         if steps.isEmpty && intro.isEmpty && final == nil {
             throw cursor.fail("an activity plays something: give it an intro, steps or a final")
         }
@@ -131,8 +136,8 @@ public struct Activity: Sendable, Equatable {
 
     private static func idleFrames(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Int {
         let seconds = try cursor.number()
-        guard seconds > 0, seconds <= 3600, let frames = Frames.from(seconds: seconds, rate: rate) else {
-            throw cursor.fail("idle wait must be between 0 and 3600 seconds")
+        guard seconds > 0, seconds <= 3600, let frames = Frames.from(seconds: seconds, rate: rate), frames >= 1 else {
+            throw cursor.fail("idle wait must be between 0 and 3600 seconds (at least one frame)")
         }
         return frames
     }

@@ -88,6 +88,9 @@ public struct ActivityRunner {
         self.schedule = schedule
     }
 
+    /// Idle prompts in one run before it stops by itself: a child who never answers.
+    public static let maxIdlePrompts = 100
+
     private enum Role: String {
         case intro, prompt, idle, correct, wrong, final
     }
@@ -97,6 +100,10 @@ public struct ActivityRunner {
         let role: Role
         let start: Int
         let schedule: Schedule
+        let pulse: [String]
+        /// A replay of a chain that had already ended: when it ends, the wait resumes; what
+        /// its role does on ending (the next step, `feedbackEnd` …) happened the first time.
+        var replayOnly = false
         /// Cues already in the trace.
         var emitted = 0
         var end: Int { start + schedule.frames }
@@ -113,13 +120,14 @@ public struct ActivityRunner {
         var attempt = 0
         var playing: Playing?
         var waitingSince: Int?
-        var last: (chain: String, role: Role)?
+        var last: Playing?
         var ended = false
         var endFrame = 0
+        var idlePrompts = 0
         // One-shot sounds playing over the rest: added to the timeline once they end or are cut.
-        var sounds: [(start: Int, schedule: Schedule)] = []
+        var sounds: [(start: Int, schedule: Schedule, name: String, chain: String)] = []
 
-        func settle(_ sound: (start: Int, schedule: Schedule), cut: Int) {
+        func settle(_ sound: (start: Int, schedule: Schedule, name: String, chain: String), cut: Int) {
             let end = min(cut, sound.start + sound.schedule.frames)
             out.add(sound.schedule, from: sound.start, until: end)
             for var cue in sound.schedule.cues where sound.start + cue.frame < end || (cue.frame == sound.schedule.frames && sound.start + cue.frame == end) {
@@ -139,10 +147,21 @@ public struct ActivityRunner {
             if sounds.count >= activity.polyphony {
                 let oldest = sounds.removeFirst()
                 settle(oldest, cut: frame)
-                note(frame, "soundCut", ["chain": .string(chain)])
+                note(frame, "soundCut", ["name": .string(oldest.name), "chain": .string(oldest.chain)])
             }
             note(frame, "sound", ["name": .string(name), "chain": .string(chain)])
-            sounds.append((frame, try schedule(chain)))
+            sounds.append((frame, try schedule(chain), name, chain))
+        }
+
+        /// Sounds still ringing when the run ends: cut there, each with its `soundCut`.
+        func settleSounds(at frame: Int) {
+            for sound in sounds {
+                settle(sound, cut: frame)
+                if sound.start + sound.schedule.frames > frame {
+                    note(frame, "soundCut", ["name": .string(sound.name), "chain": .string(sound.chain)])
+                }
+            }
+            sounds = []
         }
 
         func note(_ frame: Int, _ type: String, _ fields: [String: Cue.Field] = [:]) {
@@ -168,14 +187,28 @@ public struct ActivityRunner {
             playing = current
         }
 
-        func play(_ chain: String, role: Role, at frame: Int, pulse: [String] = [], replay: Bool = false) throws(NarratorError) {
-            var fields: [String: Cue.Field] = ["chain": .string(chain), "role": .string(role.rawValue), "step": .int(step)]
+        func play(_ chain: String, role: Role, at frame: Int, pulse: [String] = []) throws(NarratorError) {
+            start(Playing(chain: chain, role: role, start: frame, schedule: try schedule(chain), pulse: pulse), at: frame)
+        }
+
+        func start(_ chain: Playing, at frame: Int, replay: Bool = false) {
+            var fields: [String: Cue.Field] = [
+                "chain": .string(chain.chain), "role": .string(chain.role.rawValue), "step": .int(min(step, max(activity.steps.count - 1, 0))),
+            ]
             if replay { fields["replay"] = .bool(true) }
             note(frame, "chainStart", fields)
-            for target in pulse { note(frame, "pulse", ["target": .string(target), "role": .string(role.rawValue)]) }
-            playing = Playing(chain: chain, role: role, start: frame, schedule: try schedule(chain))
+            for target in chain.pulse { note(frame, "pulse", ["target": .string(target), "role": .string(chain.role.rawValue)]) }
+            playing = chain
             waitingSince = nil
-            last = (chain, role)
+            last = chain
+        }
+
+        /// Replays `chain` from its start at `frame`: the same audio (the same pool picks)
+        /// and pulses, highlights from word 0.
+        func replay(_ chain: Playing, at frame: Int, replayOnly: Bool) {
+            var again = Playing(chain: chain.chain, role: chain.role, start: frame, schedule: chain.schedule, pulse: chain.pulse)
+            again.replayOnly = replayOnly || chain.replayOnly
+            start(again, at: frame, replay: true)
         }
 
         func cancel(at frame: Int) {
@@ -183,6 +216,10 @@ public struct ActivityRunner {
             emitCues(through: frame, inclusive: false)
             out.add(current.schedule, from: current.start, until: frame)
             note(frame, "canceled", ["chain": .string(current.chain)])
+            if current.role == .wrong && !current.replayOnly {
+                // The app still needs its cue to animate the image back.
+                note(frame, "feedbackEnd", ["step": .int(step), "kind": .string("wrong"), "attempt": .int(attempt), "canceled": .bool(true)])
+            }
             playing = nil
         }
 
@@ -197,6 +234,7 @@ public struct ActivityRunner {
         }
 
         func finish(_ reason: String, at frame: Int) {
+            settleSounds(at: frame)
             note(frame, reason)
             note(frame, "activityEnd", ["reason": .string(reason)])
             ended = true
@@ -207,6 +245,11 @@ public struct ActivityRunner {
             let frame = finished.end
             out.add(finished.schedule, from: finished.start, until: frame)
             playing = nil
+            if finished.replayOnly {
+                waitingSince = step < activity.steps.count ? frame : nil
+                if waitingSince == nil { finish("advance", at: frame) }
+                return
+            }
             switch finished.role {
             case .intro:
                 if !activity.steps.isEmpty {
@@ -236,8 +279,9 @@ public struct ActivityRunner {
             }
         }
 
-        /// A tap while waiting (or one that interrupted narration): an answer or a request.
-        func answer(_ tap: Tap) throws(NarratorError) {
+        /// A tap while waiting (or one that interrupted narration, `wasPlaying`): an answer or
+        /// a request.
+        func answer(_ tap: Tap, wasPlaying: Bool = false) throws(NarratorError) {
             guard tap.answer == Tap.close || tap.answer == Tap.replay || step < activity.steps.count else {
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("ignored")])
                 return
@@ -248,8 +292,12 @@ public struct ActivityRunner {
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("close")])
                 finish("close", at: tap.frame)
             case Tap.replay:
-                note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("replay")])
-                if let last { try play(last.chain, role: last.role, at: tap.frame, replay: true) }
+                if let last {
+                    note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("replay")])
+                    replay(last, at: tap.frame, replayOnly: !wasPlaying)
+                } else {
+                    note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("ignored")])
+                }
             case current!.answer:
                 let current = current!
                 note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("correct"), "step": .int(step)])
@@ -268,10 +316,10 @@ public struct ActivityRunner {
         note(0, "activityStart", ["activity": .string(activity.id)])
         if !activity.intro.isEmpty {
             let variant: String
-            if activity.intro.count == 1 {
-                variant = activity.intro.keys.first!
-            } else if let state, activity.intro[state] != nil {
+            if let state, activity.intro[state] != nil {
                 variant = state
+            } else if activity.intro["default"] != nil {
+                variant = "default"
             } else {
                 throw NarratorError(
                     file: "--state", place: state.map { "'\($0)'" },
@@ -298,7 +346,7 @@ public struct ActivityRunner {
                     let fixed = current.role == .correct || current.role == .final || current.role == .intro
                     if tap.answer == Tap.close || tap.answer == Tap.replay {
                         cancel(at: tap.frame)
-                        try answer(tap)
+                        try answer(tap, wasPlaying: true)
                     } else if fixed || activity.taps == .ignore {
                         emitCues(through: tap.frame, inclusive: true)
                         note(tap.frame, "tap", ["answer": .string(tap.answer), "result": .string("ignored")])
@@ -323,6 +371,14 @@ public struct ActivityRunner {
                         try answer(tap)
                     }
                 } else if let idle, deadline <= until {
+                    idlePrompts += 1
+                    if idlePrompts > Self.maxIdlePrompts {
+                        settleSounds(at: deadline)
+                        note(deadline, "stop", ["reason": .string("idle prompts played \(Self.maxIdlePrompts) times with no answer")])
+                        endFrame = deadline
+                        ended = true
+                        break
+                    }
                     note(deadline, "idlePrompt", ["step": .int(step), "waited": .int(deadline - since)])
                     try play(idle.chain, role: .idle, at: deadline, pulse: idle.pulse)
                 } else {
@@ -334,11 +390,10 @@ public struct ActivityRunner {
         }
         if !ended {
             cancel(at: until)
+            settleSounds(at: until)
             note(until, "stop", ["reason": .string("until")])
             endFrame = until
         }
-        // Sounds still ringing are cut where the run ends.
-        for sound in sounds { settle(sound, cut: endFrame) }
         return out.timeline(end: endFrame)
     }
 }

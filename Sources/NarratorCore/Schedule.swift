@@ -103,7 +103,9 @@ public enum Scheduler {
             guard let clip = bank.clips[clipID] else {
                 throw NarratorError(file: lesson.path, place: "clips.\(clipID)", "clip was not prepared")
             }
-            voices.append(Voice(audio: clip.audio, startFrame: frame, bus: lesson.clips[clipID]?.bus ?? .voice))
+            let bus = lesson.clips[clipID]?.bus ?? .voice
+            if bus == .music { usedMusic = true }
+            voices.append(Voice(audio: clip.audio, startFrame: frame, bus: bus))
             cues.append(Cue(frame: frame, kind: .clipStart(clip: clipID, pool: pool)))
             for word in clip.words {
                 cues.append(

@@ -78,7 +78,12 @@ struct ChainOptions: ParsableArguments {
         guard [chain != nil, activity != nil, requests != nil].filter({ $0 }).count == 1 else {
             throw ValidationError("give one of --chain, --activity or --requests")
         }
-        if taps != nil && activity == nil { throw ValidationError("--taps goes with --activity") }
+        if activity == nil {
+            if taps != nil { throw ValidationError("--taps goes with --activity") }
+            if state != nil { throw ValidationError("--state goes with --activity") }
+            if until != nil { throw ValidationError("--until goes with --activity") }
+        }
+        if chain == nil && `repeat` != 1 { throw ValidationError("--repeat goes with --chain") }
     }
 
     /// Loads the lesson, decodes what can play and lays it out.
@@ -100,8 +105,8 @@ struct ChainOptions: ParsableArguments {
         let tapList = try TapScript.parse(taps ?? "", rate: lesson.sampleRate)
         let untilFrame: Int
         if let until {
-            guard let frames = Frames.from(seconds: until, rate: lesson.sampleRate), frames >= 0 else {
-                throw NarratorError(file: "--until", "expected seconds, got \(until)")
+            guard until >= 0, until <= 86400, let frames = Frames.from(seconds: until, rate: lesson.sampleRate) else {
+                throw NarratorError(file: "--until", "expected seconds between 0 and 86400 (a day), got \(until)")
             }
             untilFrame = frames
         } else {

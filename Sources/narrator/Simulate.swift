@@ -8,9 +8,10 @@ struct Simulate: ParsableCommand {
         abstract: "Run an activity (or announcements, or a chain) on a virtual clock and print its trace (JSON lines), exact to the frame.",
         discussion: """
             The trace holds every event with its "frame" (at the lesson's rate) and "type": \
-            activityStart, stepStart, chainStart, the chains' cues (clipStart, word, pulse, \
-            clipEnd, chainEnd), idlePrompt, tap, feedback, feedbackEnd, canceled, advance, close, \
-            activityEnd, or stop when --until comes first. The same taps and seed give the same trace.
+            activityStart, variant, stepStart, chainStart, the chains' cues (clipStart, word, \
+            pulse, clipEnd, chainEnd), idlePrompt, tap, feedback, feedbackEnd, sound, soundCut, \
+            canceled, advance, close, activityEnd, or stop when --until comes first; for \
+            --requests: request, begin, the cues, end or canceled. The same taps and seed give the same trace.
 
             Example:
               narrator simulate Timings/lessons/homer.json --activity sight-words \\
@@ -31,7 +32,7 @@ enum RequestScript {
     static func parse(_ script: String, rate: Int) throws(NarratorError) -> [AnnouncementRequest] {
         var requests: [AnnouncementRequest] = []
         for (index, item) in script.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
-            let parts = item.split(separator: ":", omittingEmptySubsequences: false)
+            let parts = item.split(separator: ":", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 3, let seconds = Double(parts[0]), seconds >= 0, let frame = Frames.from(seconds: seconds, rate: rate),
                 let priority = Priority(rawValue: String(parts[1])), !parts[2].isEmpty
             else {
@@ -56,7 +57,7 @@ enum TapScript {
             else {
                 throw NarratorError(file: "--taps", place: "item \(index + 1) '\(item)'", "expected SECONDS:ANSWER, e.g. 3.2:the")
             }
-            taps.append(Tap(frame: frame, answer: String(parts[1])))
+            taps.append(Tap(frame: frame, answer: parts[1].trimmingCharacters(in: .whitespaces)))
         }
         return taps
     }

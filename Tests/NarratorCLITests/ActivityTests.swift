@@ -124,7 +124,7 @@ struct ActivityTests {
         let closeAt = wrongAt + 10_000  // during "Try again"
         let closed = try Self.simulate("\(Self.seconds(wrongAt)):cat,\(Self.seconds(closeAt)):close", until: 20)
         let tail = closed.drop { $0.frame < closeAt }.map(\.type)
-        #expect(tail == ["canceled", "tap", "close", "activityEnd"])
+        #expect(tail == ["canceled", "feedbackEnd", "tap", "close", "activityEnd"])
     }
 
     /// The run renders like a chain: the audio stops where `close` canceled it.
@@ -144,6 +144,34 @@ struct ActivityTests {
         let tryAgain = samples[(wrongAt * 2)..<(closeAt * 2)]
         #expect(tryAgain.contains { $0 != 0 })
         #expect(samples[(try promptEnd * 2)..<(wrongAt * 2)].allSatisfy { $0 == 0 }, "silence while the child thinks")
+    }
+
+    /// Replay while the child thinks replays the last narration (the same pool pick, the same
+    /// pulses) and the wait goes on: it neither answers the step nor repeats its consequences.
+    @Test func replayWhileWaitingOnlyReplays() throws {
+        let trace = try Self.simulate("4.5:see,9:replay", until: 30)
+        let picks = trace.filter { $0.type == "clipStart" && $0["pool"] == "congrats" }.map { $0["clip"]! }
+        #expect(picks.count == 2 && picks[0] == picks[1], "the replay is the same audio: \(picks)")
+        #expect(trace.filter { $0.type == "stepStart" && $0["step"] == "1" }.count == 1)
+        #expect(!trace.contains { $0.type == "chainStart" && $0["chain"] == "tickets" }, "step 2 still waits for its answer")
+        #expect(trace.filter { $0.type == "feedbackEnd" }.count == 1)
+        let replayEnd = try #require(trace.last { $0.type == "chainEnd" && $0["chain"] == "correct-1" })
+        #expect(trace.first { $0.type == "idlePrompt" && $0["step"] == "1" && $0.frame > replayEnd.frame }?.frame == replayEnd.frame + Self.idle)
+    }
+
+    /// Wrong-answer feedback cut short by another tap still gives its feedbackEnd.
+    @Test func interruptedWrongFeedbackStillEnds() throws {
+        let start = try promptEnd + 10_000
+        let trace = try Self.simulate("\(Self.seconds(start)):cat,\(Self.seconds(start + 9_600)):dog", until: 20)
+        #expect(trace.contains { $0.type == "feedbackEnd" && $0["attempt"] == "1" && $0["canceled"] == "1" && $0.frame == start + 9_600 })
+    }
+
+    @Test func untilIsBounded() throws {
+        let result = try run(Repo.narrator, ["simulate", Self.lesson, "--activity", "sight-words", "--until", "1e9"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "narrator: --until: expected seconds between 0 and 86400 (a day), got 1000000000.0\n")
+        let idle = try Self.simulate(nil, until: 86400)
+        #expect(idle.last?.type == "stop" && idle.filter { $0.type == "idlePrompt" }.count == 100)
     }
 
     @Test func sameSeedSameTrace() throws {

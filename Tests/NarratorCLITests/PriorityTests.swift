@@ -86,6 +86,27 @@ struct PriorityTests {
         #expect(Self.outcome(trace, "r4") == ["begin@\(length)", "end@\(2 * length)"])
     }
 
+    /// Arrivals cancel what they outrank in the waiting line; the line plays most urgent first.
+    @Test func waitingRequestsAreCanceledOrOrderedByRank() throws {
+        let length = try ActivityTests.frames("try-again")
+        // While an important plays, a text waits; a message arriving cancels it (message and
+        // text cancel waiting text), and waits itself; a later text waits behind the message.
+        let trace = try Self.simulate("0:important:try-again,0.1:text:try-again,0.2:message:try-again,0.3:text:try-again")
+        #expect(Self.outcome(trace, "r2") == ["canceled@9600"])
+        // The line plays most urgent first: the message, then the text.
+        #expect(Self.outcome(trace, "r3") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Self.outcome(trace, "r4") == ["begin@\(2 * length)", "end@\(3 * length)"])
+
+        // A later important passes a waiting message.
+        let urgent = try Self.simulate("0:important:try-again,0.1:message:try-again,0.2:important:try-again")
+        #expect(Self.outcome(urgent, "r3") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Self.outcome(urgent, "r2") == ["begin@\(2 * length)", "end@\(3 * length)"])
+
+        let important = try Self.simulate("0:message:try-again,0.1:progress:try-again,0.3:important:try-again")
+        #expect(Self.outcome(important, "r2") == ["canceled@14400"], "an important cancels waiting progress")
+        #expect(Self.outcome(important, "r1") == ["begin@0", "canceled@14400"])
+    }
+
     @Test func badRequestScriptIsOneLine() throws {
         let result = try run(Repo.narrator, ["simulate", Self.lesson, "--requests", "0:loud:try-again"])
         #expect(result.status == 1)

@@ -35,7 +35,9 @@ struct SampleLessonTests {
 
         let taps = try Self.simulate("homer-hat-shop", ["--activity", "hat-shop", "--state", "first-use", "--taps", "1:cat,1.1:hats,1.2:cat"])
         #expect(taps.filter { $0.type == "sound" }.map { "\($0["name"]!)@\($0.frame)" } == ["cat@48000", "hats@52800", "cat@57600"])
-        #expect(taps.contains { $0.type == "soundCut" && $0.frame == 57600 }, "a third sound cuts the oldest")
+        #expect(taps.contains { $0.type == "soundCut" && $0.frame == 57600 && $0["name"] == "cat" }, "a third sound cuts the oldest")
+        let wrongState = try run(Repo.narrator, ["simulate", Repo.path("Timings/lessons/homer-hat-shop.json"), "--activity", "hat-shop", "--state", "later"])
+        #expect(wrongState.stderr == "narrator: --state: 'later': activity 'hat-shop' has an intro per state: choose one of first-use, return-use\n")
         // The welcome is not interrupted by the sounds.
         #expect(!taps.contains { $0.type == "canceled" })
     }
