@@ -36,6 +36,19 @@ struct TimelineBuilder {
         trace.append(Cue(frame: frame, kind: .activity(type: type, fields: fields)))
     }
 
+    /// Puts the cues of `schedule`, placed at `start`, from index `emitted` up to `frame`
+    /// (`inclusive`: at `frame` too) into the trace; returns the index of the first left.
+    mutating func emitCues(of schedule: Schedule, placedAt start: Int, from emitted: Int, through frame: Int, inclusive: Bool) -> Int {
+        var index = emitted
+        while index < schedule.cues.count {
+            let at = start + schedule.cues[index].frame
+            guard at < frame || (inclusive && at == frame) else { break }
+            trace.append(schedule.cues[index].shifted(by: start))
+            index += 1
+        }
+        return index
+    }
+
     mutating func add(_ schedule: Schedule, from start: Int, until cut: Int) {
         sampleRate = schedule.sampleRate
         channels = max(channels, schedule.channels)
@@ -130,12 +143,8 @@ public struct ActivityRunner {
         func settle(_ sound: (start: Int, schedule: Schedule, name: String, chain: String), cut: Int) {
             let end = min(cut, sound.start + sound.schedule.frames)
             out.add(sound.schedule, from: sound.start, until: end)
-            for var cue in sound.schedule.cues where sound.start + cue.frame < end || (cue.frame == sound.schedule.frames && sound.start + cue.frame == end) {
-                cue.frame += sound.start
-                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
-                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: sound.start + endFrame)
-                }
-                out.trace.append(cue)
+            for cue in sound.schedule.cues where sound.start + cue.frame < end || (cue.frame == sound.schedule.frames && sound.start + cue.frame == end) {
+                out.trace.append(cue.shifted(by: sound.start))
             }
         }
 
@@ -172,18 +181,8 @@ public struct ActivityRunner {
         /// `frame` too).
         func emitCues(through frame: Int, inclusive: Bool) {
             guard var current = playing else { return }
-            let cues = current.schedule.cues
-            while current.emitted < cues.count {
-                let at = current.start + cues[current.emitted].frame
-                guard at < frame || (inclusive && at == frame) else { break }
-                var cue = cues[current.emitted]
-                cue.frame = at
-                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
-                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
-                }
-                out.trace.append(cue)
-                current.emitted += 1
-            }
+            current.emitted = out.emitCues(
+                of: current.schedule, placedAt: current.start, from: current.emitted, through: frame, inclusive: inclusive)
             playing = current
         }
 

@@ -97,18 +97,8 @@ public struct Announcer {
 
         func emitCues(through frame: Int, inclusive: Bool) {
             guard var current = playing else { return }
-            let cues = current.schedule.cues
-            while current.emitted < cues.count {
-                let at = current.start + cues[current.emitted].frame
-                guard at < frame || (inclusive && at == frame) else { break }
-                var cue = cues[current.emitted]
-                cue.frame = at
-                if case .word(let clip, let index, let text, let endFrame) = cue.kind {
-                    cue.kind = .word(clip: clip, index: index, text: text, endFrame: current.start + endFrame)
-                }
-                out.trace.append(cue)
-                current.emitted += 1
-            }
+            current.emitted = out.emitCues(
+                of: current.schedule, placedAt: current.start, from: current.emitted, through: frame, inclusive: inclusive)
             playing = current
         }
 

@@ -27,6 +27,16 @@ public struct Cue: Sendable, Equatable {
         self.kind = kind
     }
 
+    /// The same cue `frames` later (a word's end too).
+    public func shifted(by frames: Int) -> Cue {
+        var cue = self
+        cue.frame += frames
+        if case .word(let clip, let index, let text, let endFrame) = kind {
+            cue.kind = .word(clip: clip, index: index, text: text, endFrame: endFrame + frames)
+        }
+        return cue
+    }
+
     /// The cue sheet's name for the kind.
     public var type: String {
         switch kind {
