@@ -2,16 +2,21 @@ import Foundation
 
 /// A child's tap (or an app request) at a frame of the activity's timeline, as heard.
 public struct Tap: Sendable, Equatable {
+    /// Where the tap takes effect: where its answer's audio starts.
     public var frame: Int
+    /// Where it was heard, when that is earlier than `frame` (live, audio can change only a
+    /// little ahead of what is heard). The idle deadline is judged on this frame.
+    public var heardFrame: Int?
     /// The answer tapped, or a reserved request: `replay`, `close`.
     public var answer: String
 
     public static let replay = "replay"
     public static let close = "close"
 
-    public init(frame: Int, answer: String) {
+    public init(frame: Int, answer: String, heardFrame: Int? = nil) {
         self.frame = frame
         self.answer = answer
+        self.heardFrame = heardFrame
     }
 }
 
@@ -361,7 +366,7 @@ public struct ActivityRunner {
             } else if let since = waitingSince {
                 let idle = activity.steps[step].idle
                 let deadline = idle == nil ? Int.max : since + activity.steps[step].idleFrames
-                if let tap = nextTap, tap.frame < deadline {
+                if let tap = nextTap, min(tap.heardFrame ?? tap.frame, tap.frame) < deadline {
                     tapIndex += 1
                     if tap.frame > until { break }
                     if let chain = activity.sounds[tap.answer] {

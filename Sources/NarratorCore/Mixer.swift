@@ -86,6 +86,25 @@ public final class Mixer {
         voiced.deallocate()
     }
 
+    /// Moves to `frame` of the schedule: the voices playing there resume mid-way. For a plan that
+    /// replaces another at that frame (live activities); `continuing` hands over the music's
+    /// ducking state. No allocation. Streamed voices cannot seek (their ring is read in order).
+    public func seek(to frame: Int, continuing previous: Mixer? = nil) {
+        precondition(lanes?.isEmpty ?? true, "a schedule with streamed voices cannot seek")
+        position = frame
+        activeCount = 0
+        nextSlot = 0
+        let voiceCount = schedule.voices.count
+        while nextSlot < voiceCount, slots[nextSlot].start < frame {
+            if slots[nextSlot].end > frame {
+                active[activeCount] = nextSlot
+                activeCount += 1
+            }
+            nextSlot += 1
+        }
+        if let previous { duck = previous.duck }
+    }
+
     /// True once every frame of the schedule has been rendered.
     public var finished: Bool { position >= schedule.frames }
 

@@ -72,6 +72,37 @@ public struct Schedule: Sendable {
     public var ducking: Lesson.Ducking? = nil
 }
 
+extension Schedule {
+    /// The first frame where `a` and `b` sound different: where a voice of one starts that the
+    /// other lacks, or where a shared voice ends in one and not the other. `frames` of the
+    /// shorter when they agree throughout.
+    public static func firstDifference(_ a: Schedule, _ b: Schedule) -> Int {
+        func key(_ voice: Voice) -> String {
+            let source: String
+            switch voice.audio.source {
+            case .memory(let buffer): source = "\(ObjectIdentifier(buffer).hashValue)"
+            case .stream(let file): source = file.path
+            }
+            return "\(voice.startFrame) \(source) \(voice.audio.offset) \(voice.bus)"
+        }
+        var ends: [String: Int] = [:]
+        for voice in a.voices { ends[key(voice)] = voice.endFrame }
+        var first = min(a.frames, b.frames)
+        var seen: Set<String> = []
+        for voice in b.voices {
+            let k = key(voice)
+            seen.insert(k)
+            if let end = ends[k] {
+                if end != voice.endFrame { first = min(first, min(end, voice.endFrame)) }
+            } else {
+                first = min(first, voice.startFrame)
+            }
+        }
+        for voice in a.voices where !seen.contains(key(voice)) { first = min(first, voice.startFrame) }
+        return first
+    }
+}
+
 /// Pool draws for one session: seeded, and never repeating any of a pool's last `noRepeat`
 /// picks across every chain the session plays.
 public struct PoolDraws: Sendable {

@@ -52,6 +52,9 @@ public struct NegotiatedOutput: Sendable, Equatable {
     func read() -> PCMReading?
     /// Recovers from −EPIPE or −ESTRPIPE: 0 on success.
     func recover(_ code: Int32) -> Int32
+    /// Takes back up to `frames` written but not yet played: the count taken back (0 when the
+    /// device cannot), or a negative errno.
+    func rewind(_ frames: Int) -> Int
     /// Stops at once, dropping what is buffered.
     func drop()
 }
@@ -212,6 +215,12 @@ final class AlsaPCM: PCMDevice {
             nanosleep(&pause, nil)
         }
         return snd_pcm_prepare(handle)
+    }
+
+    func rewind(_ frames: Int) -> Int {
+        let possible = Int(snd_pcm_rewindable(handle))
+        guard possible > 0 else { return 0 }
+        return Int(snd_pcm_rewind(handle, snd_pcm_uframes_t(min(frames, possible))))
     }
 
     /// Stops at once, dropping what is buffered.

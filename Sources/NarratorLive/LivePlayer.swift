@@ -12,6 +12,9 @@ public enum PlaybackEvent: Sendable {
     case cue(Cue, at: Int64)
     /// The device ran dry (or was suspended) and recovered; the timeline goes on where it was.
     case underrun(count: Int, at: Int64)
+    /// A new plan took over later than it should have (the device could not take back enough
+    /// of what it had been given): the old plan sounded from `wanted` to `switched`.
+    case lateSwitch(wanted: Int, switched: Int, at: Int64)
     /// A streamed file could not be read; its voice plays silence.
     case streamProblem(NarratorError, at: Int64)
     /// Terminal: `cancel()` was called. `frame` is the frame being heard then.
@@ -57,7 +60,7 @@ public final class LivePlayer: @unchecked Sendable {
     public let output: NegotiatedOutput
 
     private let pcm: any PCMDevice
-    private let mixer: Mixer
+    private var mixer: Mixer
     private let feeder: StreamFeeder
     private let clock = ClockPublication()
     private let filter: AudioClockFilter
@@ -148,7 +151,24 @@ public final class LivePlayer: @unchecked Sendable {
     /// Plays the schedule, calling `onEvent` for each event from this thread, and returns once
     /// the last frame has been heard, or on cancel or a device failure. Exactly one terminal
     /// event comes last: the final `chainEnd` cue, `canceled` or `error`.
+    /// What `run` asks, between cues, of a caller that changes the plan while it plays (a live
+    /// activity answering taps): given the frame heard now and the frame where a response can
+    /// start, a new plan for the whole timeline and the first frame where it differs from the
+    /// current one, or nil.
+    public typealias Replanner = (_ heard: Int, _ responseFrame: Int) -> (plan: Schedule, differsFrom: Int)?
+
+    /// How far ahead of what is heard a response starts: time to re-plan and hand the plan over.
+    public var responseDelayFrames: Int { output.sampleRate * 30 / 1000 }
+    /// How close to what is heard the audio can still be changed (taken back with a rewind):
+    /// what a sound server has already rendered is beyond recall.
+    public var rewindMarginFrames: Int { output.sampleRate * 5 / 1000 }
+
     public func run(onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
+        run(replanner: nil, onEvent: onEvent)
+    }
+
+    /// Like `run(onEvent:)`, asking `replanner` for a new plan every few milliseconds.
+    public func run(replanner: Replanner?, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
         precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "a LivePlayer plays once")
         let startTime = MonotonicClock.now()
         self.startTime = startTime
@@ -176,12 +196,12 @@ public final class LivePlayer: @unchecked Sendable {
             // audio thread keeps what it needs alive and ends on its own.
             if done.wait(timeout: .now() + 0.5) == .success { feeder.stop() }
         }
-        return deliverCues(startTime: startTime, onEvent: onEvent)
+        return deliverCues(startTime: startTime, replanner: replanner, onEvent: onEvent)
     }
 
     // MARK: Cue thread
 
-    private func deliverCues(startTime: Int64, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
+    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
         let rate = schedule.sampleRate
         var started = false
         var underrunsSeen = 0
@@ -226,8 +246,10 @@ public final class LivePlayer: @unchecked Sendable {
             }
         }
 
-        let cues = schedule.cues
+        var cues = schedule.cues
         var next = 0
+        var lastDelivered = -1
+        holdFrame.store(nextHold(in: cues, after: -1), ordering: .releasing)
         while next < cues.count {
             if let outcome = checkAudioThread() { return outcome }
             let snapshot = clock.snapshot()
@@ -235,6 +257,22 @@ public final class LivePlayer: @unchecked Sendable {
             guard let anchor = snapshot.anchor else {
                 sleep(until: now + 1_000_000)
                 continue
+            }
+            if let replanner {
+                let heard = anchor.frame + Int(Double(now - anchor.time) * Double(rate) / 1e9)
+                if let (plan, differs) = replanner(heard, heard + responseDelayFrames),
+                    let switched = offer(plan, at: max(heard + rewindMarginFrames, differs))
+                {
+                    // The plans agree before the switch: go on with the new one's cues after
+                    // the last delivered.
+                    if switched > max(heard + rewindMarginFrames, differs) {
+                        onEvent(.lateSwitch(wanted: max(heard + rewindMarginFrames, differs), switched: switched, at: MonotonicClock.now()))
+                    }
+                    cues = plan.cues
+                    next = cues.firstIndex { $0.frame > lastDelivered } ?? cues.count
+                    holdFrame.store(nextHold(in: cues, after: max(lastDelivered, heard)), ordering: .releasing)
+                    continue
+                }
             }
             confirmed = (anchor, snapshot.readingTime)
             if !started {
@@ -250,13 +288,14 @@ public final class LivePlayer: @unchecked Sendable {
             if cue.frame >= snapshot.framesWritten {
                 // Not written yet: it will be within about the time it takes to play the gap.
                 let ahead = anchor.time(ofFrame: cue.frame - output.bufferFrames, rate: rate) - now
-                sleep(until: now + max(1_000_000, min(ahead, 10_000_000)))
+                sleep(until: now + max(1_000_000, min(ahead, replanner == nil ? 10_000_000 : 1_000_000)))
                 continue
             }
             let due = anchor.time(ofFrame: cue.frame, rate: rate)
             if now < due {
-                // Wake at the deadline, or sooner to notice a cancel or a moved anchor.
-                sleep(until: min(due, now + 10_000_000))
+                // Wake at the deadline, or sooner to notice a cancel, a moved anchor or (every
+                // millisecond when the plan can change) a tap.
+                sleep(until: min(due, now + (replanner == nil ? 10_000_000 : 1_000_000)))
                 continue
             }
             if snapshot.readingTime < due - confirmationWindow {
@@ -278,10 +317,78 @@ public final class LivePlayer: @unchecked Sendable {
             for index in next...last {
                 if index > next, audioExit.load(ordering: .acquiring) == AudioExit.canceled.rawValue { break }
                 onEvent(.cue(cues[index], at: now))
+                lastDelivered = max(lastDelivered, cues[index].frame)
                 next = index + 1
+            }
+            if lastDelivered >= holdFrame.load(ordering: .relaxed) {
+                holdFrame.store(nextHold(in: cues, after: lastDelivered), ordering: .releasing)
             }
         }
         return .finished
+    }
+
+    // MARK: Changing the plan while it plays
+
+    /// Cue types before which the audio thread holds back (e.g. an activity's `idlePrompt`):
+    /// it writes nothing at or past such a cue's frame until that frame is within
+    /// `holdMarginFrames` of being heard, so that a tap heard until then can still change
+    /// what plays there without anything having to be taken back. Set before `run`.
+    public var holdBefore: Set<String> = []
+    /// How close to being heard a held frame gets before it is written: the device must not
+    /// run dry meanwhile.
+    public var holdMarginFrames: Int { output.sampleRate * 25 / 1000 }
+    private let holdFrame = Atomic<Int>(Int.max)
+
+    /// The next frame to hold before, after `frame`, in `cues`.
+    private func nextHold(in cues: [Cue], after frame: Int) -> Int {
+        guard !holdBefore.isEmpty else { return Int.max }
+        return cues.first { $0.frame > frame && holdBefore.contains($0.type) }?.frame ?? Int.max
+    }
+
+    /// 0: nothing offered; 1: `offeredMixer` waits for the audio thread; 2: it took it.
+    private let planState = Atomic<Int>(0)
+    private var offeredMixer: Mixer?
+    private var offeredFrame = 0
+    private var retiredMixer: Mixer?
+    private let switchedAt = Atomic<Int>(-1)
+
+    /// Hands `plan` to the audio thread to take over at `frame` (taking back what it wrote past
+    /// it); returns the frame it took over at, or nil if the audio thread did not answer.
+    private func offer(_ plan: Schedule, at frame: Int) -> Int? {
+        offeredMixer = Mixer(schedule: plan, maxBlockFrames: max(8192, output.periodFrames))
+        offeredFrame = frame
+        planState.store(1, ordering: .releasing)
+        let deadline = MonotonicClock.now() + 200_000_000
+        while planState.load(ordering: .acquiring) != 2 {
+            if MonotonicClock.now() > deadline || audioExit.load(ordering: .acquiring) != 0 { return nil }
+            sleep(until: MonotonicClock.now() + 200_000)
+        }
+        let switched = switchedAt.load(ordering: .acquiring)
+        // The old plan is released here, not on the audio thread.
+        retiredMixer = nil
+        offeredMixer = nil
+        planState.store(0, ordering: .releasing)
+        return switched
+    }
+
+    /// Audio thread: takes the offered plan at its frame, rewinding the device to it when it
+    /// has written further. No allocation: the mixer was built by the offering thread.
+    private func adoptPlan() {
+        guard let next = offeredMixer else { return }
+        var written = loop.deviceWritten - loop.inserted
+        if written > offeredFrame {
+            let back = pcm.rewind(written - offeredFrame)
+            if back > 0 {
+                loop.deviceWritten -= back
+                written -= back
+            }
+        }
+        next.seek(to: written, continuing: mixer)
+        retiredMixer = mixer
+        mixer = next
+        loop.pendingFrom = loop.pendingTo
+        switchedAt.store(written, ordering: .relaxed)
+        planState.store(2, ordering: .releasing)
     }
 
     private func sleep(until deadline: Int64) {
@@ -310,6 +417,8 @@ public final class LivePlayer: @unchecked Sendable {
         /// The latest reading that agreed with the anchor.
         var confirmedTime: Int64 = 0
         var anchor = ClockAnchor(frame: 0, time: 0)
+        /// The timeline frame being heard, as of the latest reading.
+        var heardTimeline = 0
     }
 
     private var loop = LoopState()
@@ -322,15 +431,31 @@ public final class LivePlayer: @unchecked Sendable {
         while true {
             if cancelRequest.load(ordering: .acquiring) { return exitLoop(.canceled) }
             if cuesDone.load(ordering: .acquiring) { return exitLoop(.finished) }
+            if planState.load(ordering: .acquiring) == 1 { adoptPlan() }
             let result: Int
             if loop.timelineRunning {
                 if loop.pendingFrom == loop.pendingTo {
+                    let hold = holdFrame.load(ordering: .acquiring)
+                    var frames = periodFrames
+                    if mixer.position < hold {
+                        frames = min(frames, hold - mixer.position)
+                    } else if hold != Int.max && loop.heardTimeline < hold - holdMarginFrames {
+                        // Held: wait for the frame to come close before writing it.
+                        let waited = pcm.wait(timeoutMs: 1)
+                        if waited < 0 {
+                            guard recovered(waited) else { return exitLoop(.failed, code: waited) }
+                            continue
+                        }
+                        takeReading()
+                        loop.lastProgress = MonotonicClock.now()
+                        continue
+                    }
                     // Past the schedule's end the mixer renders silence: the device keeps
                     // running (and reporting its clock) until the last cue has been delivered.
-                    mixer.render(into: floatBlock, frameCount: periodFrames)
-                    convert(frames: periodFrames * channels)
+                    mixer.render(into: floatBlock, frameCount: frames)
+                    convert(frames: frames * channels)
                     loop.pendingFrom = 0
-                    loop.pendingTo = periodFrames
+                    loop.pendingTo = frames
                 }
                 result = pcm.write(deviceBlock + loop.pendingFrom * frameBytes, frames: loop.pendingTo - loop.pendingFrom)
             } else {
@@ -374,6 +499,7 @@ public final class LivePlayer: @unchecked Sendable {
     private func takeReading() {
         guard let reading = pcm.read(), reading.running else { return }
         let heard = loop.deviceWritten - reading.delay
+        loop.heardTimeline = heard - loop.inserted
         loop.anchor = filter.add(heardFrame: heard, at: reading.time)
         guard filter.settled else { return }
         // The device confirms the clock when this reading agrees with the recent ones (their

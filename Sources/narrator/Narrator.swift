@@ -86,10 +86,11 @@ struct ChainOptions: ParsableArguments {
         if chain == nil && `repeat` != 1 { throw ValidationError("--repeat goes with --chain") }
     }
 
-    /// Loads the lesson, decodes what can play and lays it out.
-    func schedule() throws(NarratorError) -> Schedule {
+    /// Loads the lesson, decodes what can play and lays it out (`seed` when --seed is absent).
+    func schedule(seed fallback: UInt64? = nil) throws(NarratorError) -> Schedule {
         let lesson = try Lesson.load(path: self.lesson)
-        var draws = PoolDraws(seed: seed ?? UInt64.random(in: .min ... .max))
+        let seed = self.seed ?? fallback ?? UInt64.random(in: .min ... .max)
+        var draws = PoolDraws(seed: seed)
         if let chain {
             let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
             return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
@@ -101,30 +102,62 @@ struct ChainOptions: ParsableArguments {
                 try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
             }.run(list).schedule
         }
+        let planner = try activityPlanner(lesson: lesson, seed: seed)
+        return try planner.plan(taps: try TapScript.parse(taps ?? "", rate: lesson.sampleRate))
+    }
+
+    /// Plans an activity run from taps, afresh each time from the same seed, so that a plan
+    /// with one more tap is the same as the last one up to that tap.
+    /// `live`: taps will come while it plays, so the plan runs until the activity ends.
+    func activityPlanner(lesson given: Lesson? = nil, seed: UInt64? = nil, live: Bool = false) throws(NarratorError) -> ActivityPlanner {
+        let lesson: Lesson
+        if let given { lesson = given } else { lesson = try Lesson.load(path: self.lesson) }
         let activity = try lesson.activity(self.activity!)
-        let tapList = try TapScript.parse(taps ?? "", rate: lesson.sampleRate)
+        let tapFrames = try TapScript.parse(taps ?? "", rate: lesson.sampleRate).map(\.frame)
         let untilFrame: Int
         if let until {
             guard until >= 0, until <= 86400, let frames = Frames.from(seconds: until, rate: lesson.sampleRate) else {
                 throw NarratorError(file: "--until", "expected seconds between 0 and 86400 (a day), got \(until)")
             }
             untilFrame = frames
+        } else if live {
+            untilFrame = 86400 * lesson.sampleRate
         } else {
-            untilFrame = (tapList.map(\.frame).max() ?? 40 * lesson.sampleRate) + 20 * lesson.sampleRate
+            untilFrame = (tapFrames.max() ?? 40 * lesson.sampleRate) + 20 * lesson.sampleRate
         }
-        let bank = try prepare(lesson, chains: activity.chainIDs)
-        return try ActivityRunner(activity: activity, sampleRate: lesson.sampleRate) { chain throws(NarratorError) in
-            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-        }.run(taps: tapList, until: untilFrame, state: state).schedule
+        // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
+        let bank = try prepare(lesson, chains: activity.chainIDs, decoder: SndFileDecoder(streamAboveSeconds: nil))
+        return ActivityPlanner(
+            activity: activity, bank: bank, seed: seed ?? self.seed ?? UInt64.random(in: .min ... .max), until: untilFrame,
+            state: state)
     }
 
     /// The clips every one of `chains` can play, decoded once.
-    private func prepare(_ lesson: Lesson, chains: [String]) throws(NarratorError) -> ClipBank {
+    private func prepare(
+        _ lesson: Lesson, chains: [String], decoder: SndFileDecoder = SndFileDecoder()
+    ) throws(NarratorError) -> ClipBank {
         var clipIDs: [String] = []
         for chain in chains {
             for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
         }
-        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: SndFileDecoder())
+        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: decoder)
+    }
+}
+
+/// An activity's plan from taps: `ActivityRunner` with fresh pool draws from one seed.
+struct ActivityPlanner {
+    let activity: Activity
+    let bank: ClipBank
+    let seed: UInt64
+    let until: Int
+    let state: String?
+
+    func plan(taps: [Tap]) throws(NarratorError) -> Schedule {
+        var draws = PoolDraws(seed: seed)
+        let bank = bank
+        return try ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
+            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
+        }.run(taps: taps, until: until, state: state).schedule
     }
 }
 

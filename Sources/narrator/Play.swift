@@ -42,8 +42,18 @@ struct Play: ParsableCommand {
 
     func run() throws {
         var outcome = PlaybackOutcome.finished
+        let plannedSeed = chainOptions.seed ?? UInt64.random(in: .min ... .max)
         try reportingErrors { () throws(NarratorError) in
-            let schedule = try chainOptions.schedule()
+            let interactive = chainOptions.activity != nil && chainOptions.taps == nil
+            var planner: ActivityPlanner?
+            let schedule: Schedule
+            if interactive {
+                let activityPlanner = try chainOptions.activityPlanner(seed: plannedSeed, live: true)
+                planner = activityPlanner
+                schedule = try activityPlanner.plan(taps: [])
+            } else {
+                schedule = try chainOptions.schedule(seed: plannedSeed)
+            }
             let sink = try EventSink(path: events, schedule: schedule)
             let player: LivePlayer
             do throws(PlaybackError) {
@@ -54,7 +64,23 @@ struct Play: ParsableCommand {
             }
             let interrupts = Interrupts { player.cancel() }
             defer { interrupts.restore() }
-            outcome = player.run { event in
+            // An activity without scripted taps answers live: each line on stdin is a tap (an
+            // answer, a sound's name, replay or close), heard the moment it is read.
+            var replanner: LivePlayer.Replanner?
+            if let planner {
+                player.holdBefore = ["idlePrompt"]
+                let input = LineInput()
+                var taps: [Tap] = []
+                var current = schedule
+                replanner = { heard, responseFrame in
+                    guard let line = input.next() else { return nil }
+                    taps.append(Tap(frame: responseFrame, answer: line, heardFrame: heard))
+                    guard let next = try? planner.plan(taps: taps) else { return nil }
+                    defer { current = next }
+                    return (next, Schedule.firstDifference(current, next))
+                }
+            }
+            outcome = player.run(replanner: replanner) { event in
                 if verbose, case .start(let info) = event {
                     let rate = Double(info.output.sampleRate)
                     printError(
@@ -78,6 +104,28 @@ struct Play: ParsableCommand {
     }
 
     private func ms(_ frames: Int, _ rate: Double) -> String { String(format: "%.1f ms", Double(frames) / rate * 1000) }
+}
+
+/// Lines from stdin, read on a thread of their own, taken one at a time without waiting.
+final class LineInput: @unchecked Sendable {
+    // @unchecked: `lines` is only touched under `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    init() {
+        let thread = Thread { [self] in
+            while let line = readLine() {
+                let answer = line.trimmingCharacters(in: .whitespaces)
+                if !answer.isEmpty { lock.withLock { lines.append(answer) } }
+            }
+        }
+        thread.name = "narrator-input"
+        thread.start()
+    }
+
+    func next() -> String? {
+        lock.withLock { lines.isEmpty ? nil : lines.removeFirst() }
+    }
 }
 
 /// Ctrl-C and SIGTERM cancel playback (the device is dropped and closed, a `canceled` event
@@ -135,7 +183,7 @@ final class EventSink {
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
             var final = false
-            if case .cue(let cue, _) = event { final = cue == lastCue }
+            if case .cue(let cue, _) = event { final = cue == lastCue || ["activityEnd", "stop"].contains(cue.type) }
             handle.write(Data((EventJSON.line(event, startTime: startTime, final: final) + "\n").utf8))
         }
         display?.show(event)
@@ -178,6 +226,9 @@ enum EventJSON {
         case .underrun(let count, let time):
             at = time
             fields = ["type": "underrun", "count": count]
+        case .lateSwitch(let wanted, let switched, let time):
+            at = time
+            fields = ["type": "lateSwitch", "wanted": wanted, "switched": switched]
         case .streamProblem(let problem, let time):
             at = time
             fields = ["type": "streamProblem", "message": problem.description]
@@ -240,6 +291,8 @@ final class ReadAlong {
         case .underrun(let count, _):
             note = "underrun \(count)"
             redraw()
+        case .lateSwitch:
+            break
         case .streamProblem(let problem, _):
             note = problem.description
             redraw()

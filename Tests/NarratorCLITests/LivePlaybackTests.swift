@@ -154,6 +154,99 @@ struct LivePlaybackTests {
         #expect(max <= 5, "max \(max) ms")
     }
 
+    /// A live activity whose prompt, idle prompt and answers are tones that start at their peak,
+    /// so that any frame of them is audible and findable in the recording.
+    static func toneActivity(_ dir: TempDir) throws -> String {
+        // Tones that start at their peak, so that any frame of them is audible and findable.
+        for (name, frequency, seconds) in [("prompt", 440, 0.3), ("idle", 880, 0.5), ("yes", 660, 0.3), ("no", 300, 0.3)] {
+            let made = try runTool(
+                "sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("\(name).wav"), "synth", "\(seconds)", "sine", "\(frequency)", "0", "25", "vol", "0.5"])
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        let lesson = dir.write(
+            "l.json",
+            """
+            {"sampleRate": 48000, "channels": 2,
+             "clips": {"prompt": {"file": "prompt.wav"}, "idle": {"file": "idle.wav"}, "yes": {"file": "yes.wav"}, "no": {"file": "no.wav"}},
+             "chains": {"prompt": [{"clip": "prompt"}], "idle": [{"clip": "idle"}], "yes": [{"clip": "yes"}], "no": [{"clip": "no"}]},
+             "activities": {"a": {"idleSeconds": 1.0, "steps": [{"prompt": "prompt", "answer": "x", "idle": "idle", "correct": "yes", "wrong": ["no"]}]}}}
+            """)
+        return lesson
+    }
+
+    /// Plays the tone activity, answering `x` `lead` nanoseconds before the idle deadline as
+    /// heard (nil: never); returns the events, the recording and the tap's time.
+    static func answerLive(_ dir: TempDir, lead: Int64?) throws -> (events: [Event], recording: Recording, deadline: Int64, sent: Int64) {
+        let lesson = try toneActivity(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = Process()
+        player.executableURL = URL(fileURLWithPath: Repo.narrator)
+        player.arguments = ["play", lesson, "--activity", "a", "--events", dir.file("events.jsonl")]
+        player.environment = server.environment
+        let stdin = Pipe()
+        player.standardInput = stdin
+        try player.run()
+        // When the prompt is heard to end, the deadline is 1 s later.
+        var promptEnd: Int64?
+        let giveUp = Self.now() + 10_000_000_000
+        while promptEnd == nil && Self.now() < giveUp {
+            promptEnd = (try? Self.events(dir.file("events.jsonl")))?.first { $0.type == "chainEnd" }?.clock
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        let deadline = try #require(promptEnd) + 1_000_000_000
+        var sent = Int64.max
+        if let lead {
+            while Self.now() < deadline - lead { Thread.sleep(forTimeInterval: 0.0005) }
+            stdin.fileHandleForWriting.write(Data("x\n".utf8))
+            sent = Self.now()
+        } else {
+            // After the idle prompt has played, answer.
+            while Self.now() < deadline + 700_000_000 { Thread.sleep(forTimeInterval: 0.001) }
+            stdin.fileHandleForWriting.write(Data("x\n".utf8))
+        }
+        try stdin.fileHandleForWriting.close()
+        player.waitUntilExit()
+        #expect(player.terminationStatus == 0, "\(server.logTail())")
+        let events = try Self.events(dir.file("events.jsonl"))
+        #expect(!events.contains { ["lateSwitch", "underrun"].contains($0.type) }, "\(events.map(\.fields))")
+        #expect(events.contains { $0.type == "tap" && $0.fields["result"] as? String == "correct" })
+        #expect(events.last?.type == "activityEnd")
+        return (events, try server.recording(), deadline, sent)
+    }
+
+    static func stereo(_ dir: TempDir, _ name: String) throws -> [Int16] {
+        try WAVFile(path: dir.file("\(name).wav")).int16Samples.flatMap { [$0, $0] }
+    }
+
+    /// Answering live: a tap heard 35 ms before the idle deadline wins, and no idle-prompt audio
+    /// reaches the output. The player holds back before the deadline's frame until it is 25 ms
+    /// from being heard, and the new plan takes over where the plans differ.
+    @Test func tapHeardBeforeTheDeadlineSilencesTheIdlePrompt() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let run = try Self.answerLive(dir, lead: 35_000_000)
+        #expect(run.sent < run.deadline, "the tap went in \(Double(run.deadline - run.sent) / 1e6) ms before the deadline")
+        #expect(!run.events.contains { $0.type == "idlePrompt" }, "\(run.events.map(\.type))")
+        #expect(run.recording.locate(try Self.stereo(dir, "yes"), channels: 2) != nil, "the answer's tone is in the recording")
+        #expect(run.recording.locate(try Self.stereo(dir, "prompt"), channels: 2) != nil)
+        let idle = try Self.stereo(dir, "idle")
+        #expect(run.recording.locate(Array(idle.prefix(96)), channels: 2) == nil, "no frame of the idle prompt was heard")
+    }
+
+    /// With no tap, the held idle prompt still starts exactly 1 s after the prompt, as heard.
+    @Test func heldIdlePromptStillStartsOnTime() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let run = try Self.answerLive(dir, lead: nil)
+        let prompt = try #require(run.recording.locate(try Self.stereo(dir, "prompt"), channels: 2))
+        let idle = try #require(run.recording.locate(try Self.stereo(dir, "idle"), channels: 2), "the idle prompt played")
+        #expect(idle.startFrame == prompt.startFrame + prompt.referenceFrameCount + 48_000, "exactly 1 s after the prompt")
+        let event = try #require(run.events.first { $0.type == "idlePrompt" })
+        let heard = Int64(run.recording.audibleTime(ofFrame: idle.startFrame))
+        #expect(abs(event.clock - heard) < 5_000_000, "idlePrompt delivered \(Double(event.clock - heard) / 1e6) ms from when it was heard")
+    }
+
     @Test func stoppedPlayerUnderrunsAndRecoversInStep() throws {
         let dir = TempDir()
         defer { dir.remove() }

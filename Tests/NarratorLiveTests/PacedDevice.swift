@@ -144,6 +144,8 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
         return 0
     }
 
+    func rewind(_ frames: Int) -> Int { 0 }
+
     func drop() {
         if playing { stoppedAt = position(at: now()) }
         playing = false
