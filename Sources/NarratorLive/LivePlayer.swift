@@ -336,7 +336,7 @@ public final class LivePlayer: @unchecked Sendable {
     public var holdBefore: Set<String> = []
     /// How close to being heard a held frame gets before it is written: the device must not
     /// run dry meanwhile.
-    public var holdMarginFrames: Int { output.sampleRate * 25 / 1000 }
+    public var holdMarginFrames: Int { output.sampleRate * 10 / 1000 }
     private let holdFrame = Atomic<Int>(Int.max)
 
     /// The next frame to hold before, after `frame`, in `cues`.
