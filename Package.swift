@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "NarratorCore", targets: ["NarratorCore"]),
         .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),
         .library(name: "NarratorLive", targets: ["NarratorLive"]),
+        .library(name: "NarratorKit", targets: ["NarratorKit"]),
         .executable(name: "narrator", targets: ["narrator"]),
     ],
     dependencies: [
@@ -30,10 +31,13 @@ let package = Package(
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr"]),
         // Live playback: ALSA output, the audio clock, cue delivery when heard.
         .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile", "CALSA"]),
+        // The public Swift API: load a lesson, prepare a program, render it or play it and
+        // receive its events as an AsyncSequence. The CLI goes through it.
+        .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
         .executableTarget(
             name: "narrator",
             dependencies: [
-                "NarratorCore", "NarratorAudioFile", "NarratorLive",
+                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -53,6 +57,7 @@ let package = Package(
             dependencies: [
                 "NarratorLive", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CAllocationCounter",
             ]),
+        .testTarget(name: "NarratorKitTests", dependencies: ["NarratorKit", "NarratorTestSupport"]),
         .testTarget(
             name: "NarratorCLITests",
             dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport"]),

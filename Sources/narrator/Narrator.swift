@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NarratorAudioFile
 import NarratorCore
+import NarratorKit
 
 @main
 struct Narrator: ParsableCommand {
@@ -86,79 +87,35 @@ struct ChainOptions: ParsableArguments {
         if chain == nil && `repeat` != 1 { throw ValidationError("--repeat goes with --chain") }
     }
 
-    /// Loads the lesson, decodes what can play and lays it out (`seed` when --seed is absent).
-    func schedule(seed fallback: UInt64? = nil) throws(NarratorError) -> Schedule {
-        let lesson = try Lesson.load(path: self.lesson)
-        let seed = self.seed ?? fallback ?? UInt64.random(in: .min ... .max)
-        var draws = PoolDraws(seed: seed)
-        if let chain {
-            let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
-            return try Scheduler.schedule(chain: chain, repeats: `repeat`, bank: bank, draws: &draws)
-        }
-        if let requests {
-            let list = try RequestScript.parse(requests, rate: lesson.sampleRate)
-            let bank = try prepare(lesson, chains: list.map(\.chain))
-            return try Announcer { chain throws(NarratorError) in
-                try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-            }.run(list).schedule
-        }
-        let planner = try activityPlanner(lesson: lesson, seed: seed)
-        return try planner.plan(taps: try TapScript.parse(taps ?? "", rate: lesson.sampleRate))
+    /// What the options name, for a lesson at `rate`. `live`: an activity without --taps is
+    /// answered while it plays (otherwise it runs with no taps).
+    func program(rate: Int, live: Bool = false) throws(NarratorError) -> Program {
+        if let chain { return .chain(chain, repeats: `repeat`) }
+        if let requests { return .requests(try RequestScript.parse(requests, rate: rate)) }
+        let scripted: [Tap]? = taps == nil && live ? nil : try TapScript.parse(taps ?? "", rate: rate)
+        return .activity(activity!, taps: scripted, state: state)
     }
 
-    /// Plans an activity run from taps, afresh each time from the same seed, so that a plan
-    /// with one more tap is the same as the last one up to that tap.
-    /// `live`: taps will come while it plays, so the plan runs until the activity ends.
-    func activityPlanner(lesson given: Lesson? = nil, seed: UInt64? = nil, live: Bool = false) throws(NarratorError) -> ActivityPlanner {
-        let lesson: Lesson
-        if let given { lesson = given } else { lesson = try Lesson.load(path: self.lesson) }
-        let activity = try lesson.activity(self.activity!)
-        let tapFrames = try TapScript.parse(taps ?? "", rate: lesson.sampleRate).map(\.frame)
-        let untilFrame: Int
-        if let until {
-            guard until >= 0, until <= 86400, let frames = Frames.from(seconds: until, rate: lesson.sampleRate) else {
-                throw NarratorError(file: "--until", "expected seconds between 0 and 86400 (a day), got \(until)")
-            }
-            untilFrame = frames
-        } else if live {
-            untilFrame = 86400 * lesson.sampleRate
-        } else {
-            untilFrame = (tapFrames.max() ?? 40 * lesson.sampleRate) + 20 * lesson.sampleRate
+    /// --until in frames at `rate`.
+    func untilFrame(rate: Int) throws(NarratorError) -> Int? {
+        guard let until else { return nil }
+        guard until >= 0, until <= 86400, let frames = Frames.from(seconds: until, rate: rate) else {
+            throw NarratorError(file: "--until", "expected seconds between 0 and 86400 (a day), got \(until)")
         }
-        // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
-        let bank = try prepare(lesson, chains: activity.chainIDs, decoder: SndFileDecoder(streamAboveSeconds: nil))
-        return ActivityPlanner(
-            activity: activity, bank: bank, seed: seed ?? self.seed ?? UInt64.random(in: .min ... .max), until: untilFrame,
-            state: state)
+        return frames
     }
 
-    /// The clips every one of `chains` can play, decoded once.
-    private func prepare(
-        _ lesson: Lesson, chains: [String], decoder: SndFileDecoder = SndFileDecoder()
-    ) throws(NarratorError) -> ClipBank {
-        var clipIDs: [String] = []
-        for chain in chains {
-            for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
-        }
-        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: decoder)
+    /// Loads the lesson and prepares what the options name, through the public API.
+    func prepare(seed fallback: UInt64? = nil, live: Bool = false) throws(NarratorError) -> PreparedProgram {
+        let lesson = try NarratorLesson(path: self.lesson)
+        let rate = lesson.lesson.sampleRate
+        return try lesson.prepare(
+            program(rate: rate, live: live), seed: seed ?? fallback ?? UInt64.random(in: .min ... .max),
+            until: untilFrame(rate: rate))
     }
-}
 
-/// An activity's plan from taps: `ActivityRunner` with fresh pool draws from one seed.
-struct ActivityPlanner {
-    let activity: Activity
-    let bank: ClipBank
-    let seed: UInt64
-    let until: Int
-    let state: String?
-
-    func plan(taps: [Tap]) throws(NarratorError) -> Schedule {
-        var draws = PoolDraws(seed: seed)
-        let bank = bank
-        return try ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
-            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-        }.run(taps: taps, until: until, state: state).schedule
-    }
+    /// The schedule of what the options name.
+    func schedule() throws(NarratorError) -> Schedule { try prepare().schedule }
 }
 
 extension OutputFormat: ExpressibleByArgument {}
@@ -188,7 +145,8 @@ struct Render: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            let schedule = try chainOptions.schedule()
+            let prepared = try chainOptions.prepare()
+            let schedule = prepared.schedule
             // The cue sheet is written first, beside its target; both files are moved into
             // place only once both are complete, and neither is left when either fails.
             var pendingCues: (partial: String, final: String)?
@@ -201,7 +159,7 @@ struct Render: ParsableCommand {
                 pendingCues = (partial, cues)
             }
             do throws(NarratorError) {
-                try OfflineRenderer.render(schedule, to: output, format: format)
+                try prepared.render(to: output, format: format)
             } catch {
                 if let pendingCues { unlink(pendingCues.partial) }
                 throw error

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NarratorCore
+import NarratorKit
 import NarratorLive
 
 struct Play: ParsableCommand {
@@ -42,60 +43,47 @@ struct Play: ParsableCommand {
 
     func run() throws {
         var outcome = PlaybackOutcome.finished
-        let plannedSeed = chainOptions.seed ?? UInt64.random(in: .min ... .max)
         try reportingErrors { () throws(NarratorError) in
-            let interactive = chainOptions.activity != nil && chainOptions.taps == nil
-            var planner: ActivityPlanner?
-            let schedule: Schedule
-            if interactive {
-                let activityPlanner = try chainOptions.activityPlanner(seed: plannedSeed, live: true)
-                planner = activityPlanner
-                schedule = try activityPlanner.plan(taps: [])
-            } else {
-                schedule = try chainOptions.schedule(seed: plannedSeed)
-            }
-            let sink = try EventSink(path: events, schedule: schedule)
-            let player: LivePlayer
+            let live = chainOptions.activity != nil && chainOptions.taps == nil
+            let prepared = try chainOptions.prepare(live: live)
+            let sink = try EventSink(path: events, schedule: prepared.schedule)
+            let playback: Playback
             do throws(PlaybackError) {
-                player = try LivePlayer(schedule: schedule, device: device, latencyMs: latency, realtime: realtime)
+                playback = try prepared.play(device: device, latencyMs: latency, realtime: realtime)
             } catch {
                 sink.discard()
                 throw deviceError(error)
             }
-            let interrupts = Interrupts { player.cancel() }
+            let interrupts = Interrupts { playback.stop() }
             defer { interrupts.restore() }
-            // An activity without scripted taps answers live: each line on stdin is a tap (an
-            // answer, a sound's name, replay or close), heard the moment it is read.
-            var replanner: LivePlayer.Replanner?
-            if let planner {
-                player.holdBefore = ["idlePrompt"]
-                let input = LineInput()
-                var taps: [Tap] = []
-                var current = schedule
-                replanner = { heard, responseFrame in
-                    guard let line = input.next() else { return nil }
-                    taps.append(Tap(frame: responseFrame, answer: line, heardFrame: heard))
-                    guard let next = try? planner.plan(taps: taps) else { return nil }
-                    defer { current = next }
-                    return (next, Schedule.firstDifference(current, next))
+            // An activity without scripted taps is answered live: each line on stdin is a tap
+            // (an answer, a sound's name, replay or close), heard the moment it is read.
+            if live { LineInput.forward { playback.tap($0) } }
+            let verbose = verbose
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                for await event in playback.events {
+                    if verbose, case .start(let info) = event { printError(Self.describe(info)) }
+                    sink.send(event, startTime: playback.startTime)
                 }
+                done.signal()
             }
-            outcome = player.run(replanner: replanner) { event in
-                if verbose, case .start(let info) = event {
-                    let rate = Double(info.output.sampleRate)
-                    printError(
-                        "device \(info.output.device): \(info.output.sampleRate) Hz, \(info.output.channels) ch, \(info.output.format.rawValue), "
-                            + "period \(info.output.periodFrames) frames (\(ms(info.output.periodFrames, rate))), "
-                            + "buffer \(info.output.bufferFrames) frames (\(ms(info.output.bufferFrames, rate))), "
-                            + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames, rate))), "
-                            + (info.realtime ? "real-time priority" : "normal priority"))
-                }
-                sink.send(event, startTime: player.startTime)
-            }
+            done.wait()
+            outcome = playback.waitUntilFinished()
             sink.finish()
             if case .failed(let error) = outcome { throw deviceError(error) }
         }
         if outcome == .canceled { throw ExitCode(130) }
+    }
+
+    static func describe(_ info: StartInfo) -> String {
+        let rate = Double(info.output.sampleRate)
+        func ms(_ frames: Int) -> String { String(format: "%.1f ms", Double(frames) / rate * 1000) }
+        return "device \(info.output.device): \(info.output.sampleRate) Hz, \(info.output.channels) ch, \(info.output.format.rawValue), "
+            + "period \(info.output.periodFrames) frames (\(ms(info.output.periodFrames))), "
+            + "buffer \(info.output.bufferFrames) frames (\(ms(info.output.bufferFrames))), "
+            + "measured delay \(info.measuredDelayFrames) frames (\(ms(info.measuredDelayFrames))), "
+            + (info.realtime ? "real-time priority" : "normal priority")
     }
 
     /// One line, naming the device first like a file: "narrator: DEVICE: what failed; what to do".
@@ -103,28 +91,19 @@ struct Play: ParsableCommand {
         NarratorError(file: "audio device '\(error.device)'", error.message)
     }
 
-    private func ms(_ frames: Int, _ rate: Double) -> String { String(format: "%.1f ms", Double(frames) / rate * 1000) }
 }
 
-/// Lines from stdin, read on a thread of their own, taken one at a time without waiting.
-final class LineInput: @unchecked Sendable {
-    // @unchecked: `lines` is only touched under `lock`.
-    private let lock = NSLock()
-    private var lines: [String] = []
-
-    init() {
-        let thread = Thread { [self] in
+/// Lines from stdin, read on a thread of their own and handed on as they come.
+enum LineInput {
+    static func forward(_ handle: @escaping @Sendable (String) -> Void) {
+        let thread = Thread {
             while let line = readLine() {
                 let answer = line.trimmingCharacters(in: .whitespaces)
-                if !answer.isEmpty { lock.withLock { lines.append(answer) } }
+                if !answer.isEmpty { handle(answer) }
             }
         }
         thread.name = "narrator-input"
         thread.start()
-    }
-
-    func next() -> String? {
-        lock.withLock { lines.isEmpty ? nil : lines.removeFirst() }
     }
 }
 
@@ -154,7 +133,8 @@ final class Interrupts {
 }
 
 /// Where events go: JSON lines to a file or a pipe, or a read-along display on a terminal.
-final class EventSink {
+/// Used by one task at a time.
+final class EventSink: @unchecked Sendable {
     private let handle: FileHandle?
     private let path: String?
     private let display: ReadAlong?
@@ -248,7 +228,7 @@ enum EventJSON {
 
 /// For people at a terminal: the chain's words, the one being heard in red; pulses as they
 /// happen; a progress line.
-final class ReadAlong {
+final class ReadAlong: @unchecked Sendable {
     private let schedule: Schedule
     private var words: [(clipStart: Int, text: String)] = []
     private var current: Int?

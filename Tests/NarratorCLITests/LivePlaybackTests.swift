@@ -219,13 +219,13 @@ struct LivePlaybackTests {
         try WAVFile(path: dir.file("\(name).wav")).int16Samples.flatMap { [$0, $0] }
     }
 
-    /// Answering live: a tap heard 16 ms before the idle deadline wins, and no idle-prompt audio
+    /// Answering live: a tap heard 25 ms before the idle deadline wins, and no idle-prompt audio
     /// reaches the output. The player holds back before the deadline's frame until it is 10 ms
     /// from being heard, and the new plan takes over where the plans differ.
     @Test func tapHeardBeforeTheDeadlineSilencesTheIdlePrompt() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let run = try Self.answerLive(dir, lead: 16_000_000)
+        let run = try Self.answerLive(dir, lead: 25_000_000)
         #expect(run.sent < run.deadline, "the tap went in \(Double(run.deadline - run.sent) / 1e6) ms before the deadline")
         #expect(!run.events.contains { $0.type == "idlePrompt" }, "\(run.events.map(\.type))")
         #expect(run.recording.locate(try Self.stereo(dir, "yes"), channels: 2) != nil, "the answer's tone is in the recording")

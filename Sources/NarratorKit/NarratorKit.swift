@@ -1,0 +1,204 @@
+import Foundation
+import Synchronization
+@_exported import NarratorAudioFile
+@_exported import NarratorCore
+@_exported import NarratorLive
+@_spi(Testing) import NarratorLive
+
+/// What to play from a lesson: a chain, an activity, or announcements by priority.
+public enum Program: Sendable, Equatable {
+    /// A chain, `repeats` times back to back.
+    case chain(String, repeats: Int = 1)
+    /// An activity. With `taps`, it runs from them (a script, as heard); without, it is
+    /// answered live through `Playback.tap(_:)`. `state` picks the intro's variant.
+    case activity(String, taps: [Tap]? = nil, state: String? = nil)
+    /// Announcements, each a chain at a priority at a frame as heard.
+    case requests([AnnouncementRequest])
+}
+
+/// A lesson loaded and checked: the way in to everything Narrator does with it.
+///
+/// ```swift
+/// let lesson = try NarratorLesson(path: "Timings/lessons/homer-sight-words.json")
+/// let prepared = try lesson.prepare(.activity("sight-words"), seed: 7)
+/// let playback = try prepared.play()
+/// for await event in playback.events { … }        // each cue when it is heard
+/// playback.tap("see")                              // the child answers
+/// ```
+public struct NarratorLesson: Sendable {
+    public let lesson: Lesson
+
+    /// Reads and validates the lesson file at `path`.
+    public init(path: String) throws(NarratorError) {
+        lesson = try Lesson.load(path: path)
+    }
+
+    public init(_ lesson: Lesson) { self.lesson = lesson }
+
+    /// Decodes what `program` can play and lays it out: its schedule (audio placed at frames
+    /// and the cues, including an activity's trace) can be read, rendered or played.
+    ///
+    /// - Parameters:
+    ///   - seed: pool draws; the same seed gives the same picks.
+    ///   - until: for an activity, where its virtual clock stops (frames); by default 20 s after
+    ///     the last scripted tap, 60 s without taps, or a day when it is answered live.
+    public func prepare(_ program: Program, seed: UInt64, until: Int? = nil) throws(NarratorError) -> PreparedProgram {
+        var draws = PoolDraws(seed: seed)
+        switch program {
+        case .chain(let chain, let repeats):
+            let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
+            return PreparedProgram(schedule: try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws))
+        case .requests(let list):
+            let bank = try bank(for: list.map(\.chain))
+            let schedule = try Announcer { chain throws(NarratorError) in
+                try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
+            }.run(list).schedule
+            return PreparedProgram(schedule: schedule)
+        case .activity(let id, let taps, let state):
+            let activity = try lesson.activity(id)
+            let rate = lesson.sampleRate
+            let live = taps == nil
+            let untilFrame =
+                until ?? (live ? 86400 * rate : (taps!.map(\.frame).max() ?? 40 * rate) + 20 * rate)
+            // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
+            let planner = ActivityPlanner(
+                activity: activity, bank: try bank(for: activity.chainIDs, decoder: SndFileDecoder(streamAboveSeconds: nil)),
+                seed: seed, until: untilFrame, state: state)
+            return PreparedProgram(schedule: try planner.plan(taps: taps ?? []), planner: live ? planner : nil)
+        }
+    }
+
+    /// The clips every one of `chains` can play, decoded once.
+    private func bank(for chains: [String], decoder: SndFileDecoder = SndFileDecoder()) throws(NarratorError) -> ClipBank {
+        var clipIDs: [String] = []
+        for chain in chains {
+            for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
+        }
+        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: decoder)
+    }
+}
+
+/// An activity's plan from taps: `ActivityRunner` with fresh pool draws from one seed, so that
+/// a plan with one more tap is the same as the last one up to that tap.
+struct ActivityPlanner: Sendable {
+    let activity: Activity
+    let bank: ClipBank
+    let seed: UInt64
+    let until: Int
+    let state: String?
+
+    func plan(taps: [Tap]) throws(NarratorError) -> Schedule {
+        var draws = PoolDraws(seed: seed)
+        let bank = bank
+        return try ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
+            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
+        }.run(taps: taps, until: until, state: state).schedule
+    }
+}
+
+/// A program laid out: its schedule (the cue sheet without playing anything), ready to render
+/// or play.
+public struct PreparedProgram: Sendable {
+    public let schedule: Schedule
+    /// Set for an activity answered live.
+    let planner: ActivityPlanner?
+
+    init(schedule: Schedule, planner: ActivityPlanner? = nil) {
+        self.schedule = schedule
+        self.planner = planner
+    }
+
+    /// The cues, in order: what the app shows and when (frames at the lesson's rate).
+    public var cues: [Cue] { schedule.cues }
+
+    /// Renders to a WAV file (complete or absent, never partial).
+    public func render(to path: String, format: OutputFormat = .s16) throws(NarratorError) {
+        try OfflineRenderer.render(schedule, to: path, format: format)
+    }
+
+    /// Starts playing live through the ALSA device `device`; events arrive on the returned
+    /// playback's `events` as they are heard.
+    public func play(device: String = "default", latencyMs: Int = 50, realtime: Bool = false) throws(PlaybackError) -> Playback {
+        let player = try LivePlayer(schedule: schedule, device: device, latencyMs: latencyMs, realtime: realtime)
+        return Playback(player: player, planner: planner, initial: schedule)
+    }
+
+    /// Plays on a device of the caller's (tests).
+    @_spi(Testing) public func play(on pcm: any PCMDevice) -> Playback {
+        Playback(player: LivePlayer(schedule: schedule, pcm: pcm), planner: planner, initial: schedule)
+    }
+}
+
+/// A program playing live. Its `events` end with exactly one terminal event: the final cue
+/// (`chainEnd`, `activityEnd`, a request's end…), `canceled` or `error`.
+public final class Playback: Sendable {
+    /// What the device agreed to.
+    public let output: NegotiatedOutput
+    /// Every event, each as it is heard; the stream finishes after the terminal one.
+    public let events: AsyncStream<PlaybackEvent>
+    /// When playback began (monotonic nanoseconds): the origin of events' `t`.
+    public var startTime: Int64 { state.withLock { $0.startTime } }
+
+    private let player: LivePlayer
+    private let state = Mutex<State>(State())
+    private let finished = DispatchSemaphore(value: 0)
+
+    private struct State: Sendable {
+        var taps: [String] = []
+        var outcome: PlaybackOutcome?
+        var startTime: Int64 = 0
+    }
+
+    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule) {
+        self.player = player
+        output = player.output
+        let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
+        events = stream
+        if planner != nil { player.holdBefore = ["idlePrompt"] }
+        let thread = Thread { [self] in
+            var taps: [Tap] = []
+            var current = initial
+            let replanner: LivePlayer.Replanner? = planner.map { planner in
+                { heard, responseFrame in
+                    guard let answer = self.state.withLock({ $0.taps.isEmpty ? nil : $0.taps.removeFirst() }) else { return nil }
+                    taps.append(Tap(frame: responseFrame, answer: answer, heardFrame: heard))
+                    guard let next = try? planner.plan(taps: taps) else { return nil }
+                    defer { current = next }
+                    return (next, Schedule.firstDifference(current, next))
+                }
+            }
+            let outcome = player.run(replanner: replanner) { event in
+                if case .start(let info) = event { self.state.withLock { $0.startTime = info.startTime } }
+                continuation.yield(event)
+            }
+            state.withLock {
+                $0.outcome = outcome
+                if $0.startTime == 0 { $0.startTime = player.startTime }
+            }
+            continuation.finish()
+            finished.signal()
+        }
+        thread.name = "narrator-cues"
+        thread.start()
+    }
+
+    /// The child tapped `answer` (or a sound's name, `replay`, `close`), heard now. For an
+    /// activity answered live; ignored otherwise.
+    public func tap(_ answer: String) { state.withLock { $0.taps.append(answer) } }
+
+    /// Restarts what plays from its start (the same audio, highlights from word 0).
+    public func replay() { tap(Tap.replay) }
+
+    /// Cancels the rest of the activity's audio and cues.
+    public func close() { tap(Tap.close) }
+
+    /// Stops playback now: the device is dropped, and the events end with `canceled`.
+    public func stop() { player.cancel() }
+
+    /// Waits until playback has ended and returns how.
+    public func waitUntilFinished() -> PlaybackOutcome {
+        finished.wait()
+        finished.signal()
+        return state.withLock { $0.outcome ?? .canceled }
+    }
+}
