@@ -327,6 +327,24 @@ def make_impulses():
     write_json("Timings/fixtures/impulses.truth.json", truth)
 
 
+def shared_clips():
+    """The clips the sample lessons share (paths relative to Timings/lessons/): the correct
+    sound, the whoosh, the three congratulations, the sight-word sentence parts."""
+    aud = "../../Audio/lessons"
+    return {
+        "sfx": {"file": f"{aud}/sfx/correct.wav"},
+        "whoosh": {"file": f"{aud}/sfx/whoosh.wav"},
+        "ga": {"file": f"{aud}/congrats/great-job.wav"},
+        "gb": {"file": f"{aud}/congrats/well-done.wav"},
+        "gc": {"file": f"{aud}/congrats/awesome.wav"},
+        "p1": {"file": f"{aud}/sight-words/part1.wav", "timings": "sight-words/part1.json"},
+        "p2": {"file": f"{aud}/sight-words/part2.wav", "timings": "sight-words/part2.json"},
+    }
+
+
+CONGRATS_POOL = {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}}
+
+
 def make_lesson():
     # --- sfx
     a = sox_synth("t1.wav", 2, ["synth", "0.15", "sine", "880", "fade", "0.005", "0", "0.02", "vol", "0.5"], tmp=True)
@@ -370,18 +388,12 @@ def make_lesson():
         "sampleRate": 48000,
         "channels": 2,
         "clips": {
-            "sfx": {"file": f"{aud}/sfx/correct.wav"},
-            "whoosh": {"file": f"{aud}/sfx/whoosh.wav"},
-            "ga": {"file": f"{aud}/congrats/great-job.wav"},
-            "gb": {"file": f"{aud}/congrats/well-done.wav"},
-            "gc": {"file": f"{aud}/congrats/awesome.wav"},
-            "p1": {"file": f"{aud}/sight-words/part1.wav", "timings": "sight-words/part1.json"},
-            "p2": {"file": f"{aud}/sight-words/part2.wav", "timings": "sight-words/part2.json"},
+            **shared_clips(),
             "apple": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt"},
             "def": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt",
                     "start": Raw(def_start), "end": Raw(def_end)},
         },
-        "pools": {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}},
+        "pools": CONGRATS_POOL,
         "chains": {
             "correct": [{"clip": "sfx"}, {"pool": "congrats"}, {"pulse": ["ticket-1"]},
                         {"clip": "p1"}, {"silence": Raw("0.25")}, {"clip": "p2"},
@@ -410,13 +422,7 @@ def make_sight_words_activity():
         "sampleRate": 48000,
         "channels": 2,
         "clips": {
-            "sfx": {"file": f"{aud}/sfx/correct.wav"},
-            "whoosh": {"file": f"{aud}/sfx/whoosh.wav"},
-            "ga": {"file": f"{aud}/congrats/great-job.wav"},
-            "gb": {"file": f"{aud}/congrats/well-done.wav"},
-            "gc": {"file": f"{aud}/congrats/awesome.wav"},
-            "p1": {"file": f"{aud}/sight-words/part1.wav", "timings": "sight-words/part1.json"},
-            "p2": {"file": f"{aud}/sight-words/part2.wav", "timings": "sight-words/part2.json"},
+            **shared_clips(),
             "intro": {"file": f"{aud}/homer/intro.wav"},
             "try-again": {"file": f"{aud}/homer/try-again.wav"},
             "see-tap-see": clip("see-tap-see"),
@@ -424,7 +430,7 @@ def make_sight_words_activity():
             "word-see": clip("word-see"),
             "word-hat": clip("word-hat"),
         },
-        "pools": {"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}},
+        "pools": CONGRATS_POOL,
         "chains": {
             "prompt-1": [{"clip": "intro"}, {"clip": "p1"}],
             "idle-see": [{"clip": "see-tap-see"}],
@@ -575,7 +581,7 @@ def make_app_lessons():
          "sequencing": {"steps": [dict({"prompt": "order-intro"} if k == 1 else {}, answer=f"card-{k}",
                                        correct=f"right-{k}", wrong=["try-again"]) for k in range(1, 4)],
                         "final": "all-ordered"}},
-        pools={"congrats": {"clips": ["ga", "gb", "gc"], "noRepeat": 2}}))
+        pools=CONGRATS_POOL))
 
     # K-1 Math: lesson intro, a hint, coin names and values as they are placed (priority
     # message: they queue), the recap

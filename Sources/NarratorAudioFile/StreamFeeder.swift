@@ -1,6 +1,7 @@
 import CSoxr
 import Foundation
 import NarratorCore
+import Synchronization
 
 /// Reads a schedule's streamed voices (music beds, any length) into their lanes' rings, ahead
 /// of the mixer. Memory is the rings plus one read chunk per lane, whatever the files' length.
@@ -10,12 +11,12 @@ import NarratorCore
 /// a file; `stop()` ends it.
 public final class StreamFeeder: @unchecked Sendable {
     // Sendable: after `start()`, the lane readers are touched only by the feeder thread;
-    // `stopRequest` is a locked flag (never touched by the audio thread).
+    // `stopRequest` is atomic.
     public let lanes: StreamLanes
     private let schedule: Schedule
     private var readers: [LaneReader]
     private var thread: Thread?
-    private let stopRequest = StopFlag()
+    private let stopRequest = Atomic<Bool>(false)
     private let finishedSignal = DispatchSemaphore(value: 0)
 
     public init(schedule: Schedule, ringSeconds: Double = 2) {
@@ -46,7 +47,7 @@ public final class StreamFeeder: @unchecked Sendable {
         guard !readers.isEmpty, thread == nil else { return }
         for problem in fill() { onProblem(problem) }
         let thread = Thread { [self] in
-            while !stopRequest.isSet && !readers.allSatisfy(\.done) {
+            while !stopRequest.load(ordering: .acquiring) && !readers.allSatisfy(\.done) {
                 for problem in fill() { onProblem(problem) }
                 Thread.sleep(forTimeInterval: interval)
             }
@@ -60,18 +61,10 @@ public final class StreamFeeder: @unchecked Sendable {
     /// Stops the thread and waits for it.
     public func stop() {
         guard thread != nil else { return }
-        stopRequest.set()
+        stopRequest.store(true, ordering: .releasing)
         finishedSignal.wait()
         thread = nil
     }
-}
-
-/// A flag set once, read from another thread.
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
 }
 
 /// Reads one lane's voices, one after the other, into its ring.

@@ -137,7 +137,7 @@ public final class Playback: Sendable {
     /// Every event, each as it is heard; the stream finishes after the terminal one.
     public let events: AsyncStream<PlaybackEvent>
     /// When playback began (monotonic nanoseconds): the origin of events' `t`.
-    public var startTime: Int64 { state.withLock { $0.startTime } }
+    public var startTime: Int64 { player.startTime }
 
     private let player: LivePlayer
     private let state = Mutex<State>(State())
@@ -146,7 +146,6 @@ public final class Playback: Sendable {
     private struct State: Sendable {
         var taps: [String] = []
         var outcome: PlaybackOutcome?
-        var startTime: Int64 = 0
     }
 
     fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule) {
@@ -168,13 +167,9 @@ public final class Playback: Sendable {
                 }
             }
             let outcome = player.run(replanner: replanner) { event in
-                if case .start(let info) = event { self.state.withLock { $0.startTime = info.startTime } }
                 continuation.yield(event)
             }
-            state.withLock {
-                $0.outcome = outcome
-                if $0.startTime == 0 { $0.startTime = player.startTime }
-            }
+            state.withLock { $0.outcome = outcome }
             continuation.finish()
             finished.signal()
         }

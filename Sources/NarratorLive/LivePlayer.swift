@@ -138,7 +138,9 @@ public final class LivePlayer: @unchecked Sendable {
     }
 
     /// When `run` began, in monotonic nanoseconds: the origin of the events' `t`.
-    public private(set) var startTime: Int64 = 0
+    /// Safe from any thread; 0 before `run`.
+    public var startTime: Int64 { startedAt.load(ordering: .acquiring) }
+    private let startedAt = Atomic<Int64>(0)
 
     /// For tests: called on the audio thread just before its loop starts (true) and just after
     /// it ends (false), e.g. to count allocations in between. Set it before `run`.
@@ -171,7 +173,7 @@ public final class LivePlayer: @unchecked Sendable {
     public func run(replanner: Replanner?, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
         precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "a LivePlayer plays once")
         let startTime = MonotonicClock.now()
-        self.startTime = startTime
+        startedAt.store(startTime, ordering: .releasing)
         feeder.start { [self] problem in
             self.streamProblems.withLock { $0.append(problem) }
         }

@@ -171,7 +171,7 @@ final class EventSink: @unchecked Sendable {
 
     func finish() {
         display?.finish()
-        if let path, handle != nil { _ = path; try? handle?.synchronize() }
+        if path != nil { try? handle?.synchronize() }
     }
 
     /// The device could not be opened: leave no empty events file behind.
@@ -230,7 +230,7 @@ enum EventJSON {
 /// happen; a progress line.
 final class ReadAlong: @unchecked Sendable {
     private let schedule: Schedule
-    private var words: [(clipStart: Int, text: String)] = []
+    private var words: [String] = []
     private var current: Int?
     private var note = ""
     private var lastFrame = 0
@@ -249,7 +249,7 @@ final class ReadAlong: @unchecked Sendable {
                 current = nil
                 note = clip
             case .word(_, _, let text, _):
-                words.append((cue.frame, text))
+                words.append(text)
                 current = words.count - 1
             case .pulse(let target):
                 note = "● pulse \(target)"
@@ -287,7 +287,7 @@ final class ReadAlong: @unchecked Sendable {
 
     private func redraw() {
         let text = words.enumerated().map { index, word in
-            index == current ? "\u{1B}[1;31m\(word.text)\u{1B}[0m" : word.text
+            index == current ? "\u{1B}[1;31m\(word)\u{1B}[0m" : word
         }.joined(separator: " ")
         let seconds = Double(lastFrame) / Double(schedule.sampleRate)
         let total = Double(schedule.frames) / Double(schedule.sampleRate)
