@@ -12,6 +12,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.20.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
     ],
     targets: [
         // C libraries of the field, through pkg-config.
@@ -34,10 +39,25 @@ let package = Package(
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
+        // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
+        // (Hummingbird), and the browser read-along page.
+        .target(
+            name: "NarratorService",
+            dependencies: [
+                "NarratorKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ],
+            resources: [.copy("Page")]),
         .executableTarget(
             name: "narrator",
             dependencies: [
-                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit",
+                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

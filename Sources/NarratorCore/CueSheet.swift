@@ -1,33 +1,33 @@
 import Foundation
 
 extension Cue: Encodable {
-    private enum Key: String, CodingKey { case frame, type, clip, pool, index, text, endFrame, target, chain }
-
-    public func encode(to encoder: any Encoder) throws {
-        var out = encoder.container(keyedBy: Key.self)
-        try out.encode(frame, forKey: .frame)
-        try out.encode(type, forKey: .type)
+    /// The cue's members besides `frame` and `type`, named as in the cue sheet.
+    public var members: [String: Field] {
         switch kind {
         case .clipStart(let clip, let pool), .clipEnd(let clip, let pool):
-            try out.encode(clip, forKey: .clip)
-            try out.encodeIfPresent(pool, forKey: .pool)
+            var members: [String: Field] = ["clip": .string(clip)]
+            if let pool { members["pool"] = .string(pool) }
+            return members
         case .word(let clip, let index, let text, let endFrame):
-            try out.encode(clip, forKey: .clip)
-            try out.encode(index, forKey: .index)
-            try out.encode(text, forKey: .text)
-            try out.encode(endFrame, forKey: .endFrame)
+            return ["clip": .string(clip), "index": .int(index), "text": .string(text), "endFrame": .int(endFrame)]
         case .pulse(let target):
-            try out.encode(target, forKey: .target)
+            return ["target": .string(target)]
         case .chainEnd(let chain):
-            try out.encode(chain, forKey: .chain)
+            return ["chain": .string(chain)]
         case .activity(_, let fields):
-            var any = encoder.container(keyedBy: AnyKey.self)
-            for (key, value) in fields {
-                switch value {
-                case .int(let number): try any.encode(number, forKey: AnyKey(key))
-                case .string(let text): try any.encode(text, forKey: AnyKey(key))
-                case .bool(let flag): try any.encode(flag, forKey: AnyKey(key))
-                }
+            return fields
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var out = encoder.container(keyedBy: AnyKey.self)
+        try out.encode(frame, forKey: AnyKey("frame"))
+        try out.encode(type, forKey: AnyKey("type"))
+        for (key, value) in members {
+            switch value {
+            case .int(let number): try out.encode(number, forKey: AnyKey(key))
+            case .string(let text): try out.encode(text, forKey: AnyKey(key))
+            case .bool(let flag): try out.encode(flag, forKey: AnyKey(key))
             }
         }
     }

@@ -118,9 +118,16 @@ public struct PreparedProgram: Sendable {
 
     /// Starts playing live through the ALSA device `device`; events arrive on the returned
     /// playback's `events` as they are heard.
-    public func play(device: String = "default", latencyMs: Int = 50, realtime: Bool = false) throws(PlaybackError) -> Playback {
+    ///
+    /// - Parameter onEvent: instead of `events` (which then ends at once), each event is handed
+    ///   to this function on the cue thread the moment it is delivered: the shortest way out,
+    ///   for a caller that forwards events elsewhere (the daemon). It must return quickly.
+    public func play(
+        device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
+        onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil
+    ) throws(PlaybackError) -> Playback {
         let player = try LivePlayer(schedule: schedule, device: device, latencyMs: latencyMs, realtime: realtime)
-        return Playback(player: player, planner: planner, initial: schedule)
+        return Playback(player: player, planner: planner, initial: schedule, onEvent: onEvent)
     }
 
     /// Plays on a device of the caller's (tests).
@@ -148,11 +155,12 @@ public final class Playback: Sendable {
         var outcome: PlaybackOutcome?
     }
 
-    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule) {
+    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil) {
         self.player = player
         output = player.output
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
+        if onEvent != nil { continuation.finish() }
         if planner != nil { player.holdBefore = ["idlePrompt"] }
         let thread = Thread { [self] in
             var taps: [Tap] = []
@@ -167,7 +175,7 @@ public final class Playback: Sendable {
                 }
             }
             let outcome = player.run(replanner: replanner) { event in
-                continuation.yield(event)
+                if let onEvent { onEvent(event) } else { continuation.yield(event) }
             }
             state.withLock { $0.outcome = outcome }
             continuation.finish()

@@ -33,6 +33,8 @@ public struct StartInfo: Sendable {
     /// handed to the device, in monotonic nanoseconds.
     public var startTime: Int64
     public var firstWriteTime: Int64
+    /// When the schedule's frame 0 is heard, as the audio clock predicts it at the start.
+    public var firstFrameHeardTime: Int64
 }
 
 /// How a `run` ended.
@@ -284,7 +286,8 @@ public final class LivePlayer: @unchecked Sendable {
                         StartInfo(
                             output: output, measuredDelayFrames: firstDelay.load(ordering: .acquiring),
                             realtime: audioRealtime.load(ordering: .acquiring),
-                            startTime: startTime, firstWriteTime: firstWrite.load(ordering: .acquiring))))
+                            startTime: startTime, firstWriteTime: firstWrite.load(ordering: .acquiring),
+                            firstFrameHeardTime: anchor.time(ofFrame: 0, rate: rate))))
             }
             let cue = cues[next]
             if cue.frame >= snapshot.framesWritten {

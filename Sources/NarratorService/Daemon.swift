@@ -1,0 +1,67 @@
+import Foundation
+import Hummingbird
+import Logging
+import NarratorKit
+import ServiceLifecycle
+
+/// `narrator serve`: the service on a Unix socket and/or WebSocket until SIGTERM or SIGINT.
+public enum NarratorDaemon {
+    public struct Options: Sendable {
+        public var configuration: NarratorService.Configuration
+        /// The Unix socket's path; nil for none.
+        public var socket: String?
+        /// Where WebSocket and the page listen; nil for none. Port 0 picks a free one.
+        public var listen: (host: String, port: Int)?
+        /// Required of every WebSocket client (`/ws?token=`).
+        public var token: String
+
+        public init(configuration: NarratorService.Configuration, socket: String?, listen: (host: String, port: Int)?, token: String) {
+            self.configuration = configuration
+            self.socket = socket
+            self.listen = listen
+            self.token = token
+        }
+    }
+
+    /// Runs until a signal stops it. `ready` gets one JSON line per transport once it accepts
+    /// clients. On SIGTERM or SIGINT every request still active ends with `canceled` (reason
+    /// "daemon stopping"), then the connections close and the socket file is removed.
+    public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
+        let service = try NarratorService(options.configuration)
+        var services: [any Service] = []
+        if let path = options.socket {
+            services.append(try await UnixSocketServer.bind(path: path, service: service))
+            ready(#"{"listening":"unix","socket":\#(EventLine.quoted(path))}"#)
+        }
+        if let (host, port) = options.listen {
+            let token = options.token
+            services.append(
+                try WebServer.make(host: host, port: port, token: token, service: service, logger: logger) { port in
+                    let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+                    ready(
+                        #"{"listening":"websocket","url":\#(EventLine.quoted("ws://\(base)/ws")),"page":\#(EventLine.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
+                })
+        }
+        // Shut down first (services stop in reverse order): end every request with its
+        // terminal event while the transports can still carry it.
+        services.append(Drain(service: service))
+        let group = ServiceGroup(
+            configuration: .init(services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    /// Waits for the shutdown signal, then drains the service.
+    private struct Drain: Service {
+        let service: NarratorService
+        func run() async throws {
+            try? await gracefulShutdown()
+            await service.shutdown()
+        }
+    }
+
+    /// A fresh token: 128 random bits as hex.
+    public static func makeToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+}

@@ -1,0 +1,109 @@
+// The picture-dictionary popup, driven only by the daemon's WebSocket events.
+//
+// Address: /?lesson=L&activity=A#token=T (defaults: picture-dictionary.json, word-popup).
+// It asks for the activity's cue schedule ("cues") to lay out the words, then plays it
+// ("play"); each "word" cue turns its word red when the daemon says it is heard. Replay and
+// close are requests of the same protocol.
+"use strict";
+
+const query = new URLSearchParams(location.search);
+const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
+const lesson = query.get("lesson") || "picture-dictionary.json";
+const activity = query.get("activity") || "word-popup";
+
+const body = document.body;
+const headword = document.getElementById("headword");
+const definition = document.getElementById("definition");
+const status = document.getElementById("status");
+
+// What the page shows and knows, for people and for tests.
+const readAlong = { state: "connecting", current: null, playing: null, events: 0, lastEvent: null };
+window.readAlong = readAlong;
+
+let socket = null;
+let nextId = 1;
+const spans = new Map();   // "clip/index" -> span
+const sheetWords = [];
+
+function setState(state, note) {
+  readAlong.state = state;
+  body.dataset.state = state;
+  body.classList.toggle("closed", state === "closed");
+  status.textContent = note || state;
+}
+
+function highlight(key) {
+  if (readAlong.current !== null && spans.has(readAlong.current)) spans.get(readAlong.current).classList.remove("heard");
+  readAlong.current = key;
+  if (key !== null && spans.has(key)) spans.get(key).classList.add("heard");
+  body.dataset.current = key === null ? "" : key;
+}
+
+function send(request) {
+  request.id = request.id || "r" + nextId++;
+  socket.send(JSON.stringify(request));
+  return request.id;
+}
+
+function layOut() {
+  headword.textContent = "";
+  definition.textContent = "";
+  spans.clear();
+  sheetWords.forEach((word, n) => {
+    const span = document.createElement("span");
+    span.className = "word";
+    span.textContent = word.text;
+    span.dataset.key = word.clip + "/" + word.index;
+    spans.set(span.dataset.key, span);
+    // The first word is the headword; the rest is the definition.
+    const parent = n === 0 ? headword : definition;
+    if (n > 1) parent.appendChild(document.createTextNode(" "));
+    parent.appendChild(span);
+  });
+}
+
+function play() {
+  highlight(null);
+  readAlong.playing = send({ op: "play", lesson, activity });
+  setState("starting");
+}
+
+function onEvent(event) {
+  readAlong.events += 1;
+  readAlong.lastEvent = event;
+  if (event.id === "sheet") {
+    if (event.event === "cue" && event.type === "word") sheetWords.push(event);
+    if (event.event === "end") { layOut(); play(); }
+    if (event.event === "error") setState("error", event.message);
+    return;
+  }
+  if (event.id !== readAlong.playing) {
+    if (event.event === "error") status.textContent = event.message;
+    return;
+  }
+  switch (event.event) {
+    case "begin": setState("playing"); break;
+    case "cue":
+      if (event.type === "word") highlight(event.clip + "/" + event.index);
+      else if (event.type === "clipStart" || event.type === "clipEnd") highlight(null);
+      else if (event.type === "close") setState("closed");
+      break;
+    case "end": highlight(null); if (readAlong.state !== "closed") setState("ended", "ended: replay to hear it again"); readAlong.playing = null; break;
+    case "canceled": highlight(null); setState("ended", "canceled: " + (event.reason || "")); readAlong.playing = null; break;
+    case "error": highlight(null); setState("error", event.message); readAlong.playing = null; break;
+  }
+}
+
+document.getElementById("replay").addEventListener("click", () => {
+  if (readAlong.playing) send({ op: "replay", request: readAlong.playing });
+  else play();
+});
+document.getElementById("close").addEventListener("click", () => {
+  if (readAlong.playing) send({ op: "close", request: readAlong.playing });
+  else setState("closed");
+});
+
+socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws?token=" + encodeURIComponent(token));
+socket.onopen = () => { setState("loading"); send({ id: "sheet", op: "cues", lesson, activity }); };
+socket.onmessage = (message) => onEvent(JSON.parse(message.data));
+socket.onclose = () => { if (readAlong.state !== "closed") setState("disconnected", "disconnected from the daemon"); };

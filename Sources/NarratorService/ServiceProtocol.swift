@@ -1,0 +1,206 @@
+import Foundation
+import NarratorKit
+
+/// One request of the daemon's protocol: a JSON object on one line (Unix socket) or in one
+/// text message (WebSocket). The README's "Daemon protocol" section is its specification.
+enum ServiceRequest: Sendable {
+    /// Plays a chain (`repeats` times) or an activity (answered by `tap` requests) on the
+    /// daemon's device.
+    case play(lesson: String, program: Program, seed: UInt64)
+    /// A chain's or an activity's cue schedule, without playing it.
+    case cues(lesson: String, program: Program, seed: UInt64)
+    /// For an activity this connection plays: the child tapped (an answer, a sound's name,
+    /// `replay`, `close`).
+    case tap(target: RequestID, answer: String)
+    /// Ends a request of this connection: a playback stops (`canceled`), a subscription ends.
+    case stop(target: RequestID)
+    /// Every event of one playback, from any client: `p3`, or `next` for the next to begin.
+    case subscribe(playback: String)
+
+    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe"]
+
+    /// Parses one message. The id comes back even when the rest is wrong, so that the error
+    /// event can name its request.
+    static func parse(_ data: Data) -> (id: RequestID?, result: Result<ServiceRequest, NarratorError>) {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(data, file: "request")
+        } catch {
+            return (nil, .failure(error))
+        }
+        let root = JSONCursor(value, file: "request")
+        guard case .object(let members) = value else { return (nil, .failure(root.fail("expected a JSON object"))) }
+        let id: RequestID
+        switch members["id"] {
+        case .string(let text)?: id = .string(text)
+        case .number(let number)? where number.rounded() == number && abs(number) < 1e15: id = .number(Int(number))
+        case nil: return (nil, .failure(NarratorError(file: "request", place: "id", "missing key (every request needs an id: a string or a whole number)")))
+        default: return (nil, .failure(NarratorError(file: "request", place: "id", "expected a string or a whole number")))
+        }
+        do throws(NarratorError) {
+            return (id, .success(try parse(root)))
+        } catch {
+            return (id, .failure(error))
+        }
+    }
+
+    private static func parse(_ root: JSONCursor) throws(NarratorError) -> ServiceRequest {
+        let fields = try root.object()
+        let opCursor = try fields.required("op", in: root)
+        let op = try opCursor.string()
+        func allow(_ keys: Set<String>) throws(NarratorError) {
+            _ = try root.object(allowing: keys.union(["id", "op"]))
+        }
+        func target() throws(NarratorError) -> RequestID {
+            let cursor = try fields.required("request", in: root)
+            switch cursor.value {
+            case .string(let text): return .string(text)
+            case .number(let number) where number.rounded() == number && abs(number) < 1e15: return .number(Int(number))
+            default: throw cursor.fail("expected the id of a request of this connection")
+            }
+        }
+        switch op {
+        case "play", "cues":
+            try allow(["lesson", "chain", "repeat", "activity", "state", "seed"])
+            let lesson = try fields.required("lesson", in: root).string()
+            let seed = try fields["seed"].map { cursor throws(NarratorError) in UInt64(try cursor.integer(in: 0...Int(Int32.max))) } ?? 0
+            let program: Program
+            switch (fields["chain"], fields["activity"]) {
+            case (let chain?, nil):
+                if fields["state"] != nil { throw NarratorError(file: "request", place: "state", "only for an activity") }
+                program = .chain(try chain.string(), repeats: try fields["repeat"]?.integer(in: 1...1000) ?? 1)
+            case (nil, let activity?):
+                if fields["repeat"] != nil { throw NarratorError(file: "request", place: "repeat", "only for a chain") }
+                program = .activity(try activity.string(), taps: nil, state: try fields["state"]?.string())
+            case (.some, .some):
+                throw NarratorError(file: "request", place: "activity", "give a chain or an activity, not both")
+            case (nil, nil):
+                throw NarratorError(file: "request", place: "chain", "missing key (give a chain or an activity)")
+            }
+            return op == "play" ? .play(lesson: lesson, program: program, seed: seed) : .cues(lesson: lesson, program: program, seed: seed)
+        case "tap":
+            try allow(["request", "answer"])
+            return .tap(target: try target(), answer: try fields.required("answer", in: root).string())
+        case "replay", "close":
+            try allow(["request"])
+            return .tap(target: try target(), answer: op == "replay" ? Tap.replay : Tap.close)
+        case "stop":
+            try allow(["request"])
+            return .stop(target: try target())
+        case "subscribe":
+            try allow(["playback"])
+            return .subscribe(playback: try fields.required("playback", in: root).string())
+        default:
+            throw opCursor.fail("unknown op '\(op)' (expected one of: \(operations.joined(separator: ", ")))")
+        }
+    }
+}
+
+/// A request's id as the client wrote it: events carry it back unchanged.
+enum RequestID: Hashable, Sendable, CustomStringConvertible {
+    case string(String)
+    case number(Int)
+
+    var json: String {
+        switch self {
+        case .number(let number): "\(number)"
+        case .string(let text): EventLine.quoted(text)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .number(let number): "\(number)"
+        case .string(let text): text
+        }
+    }
+}
+
+/// A value of an event's member.
+enum Scalar: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case null
+
+    init(stringLiteral value: String) { self = .string(value) }
+    init(integerLiteral value: Int) { self = .int(Int64(value)) }
+    init(_ field: Cue.Field) {
+        switch field {
+        case .int(let number): self = .int(Int64(number))
+        case .string(let text): self = .string(text)
+        case .bool(let flag): self = .bool(flag)
+        }
+    }
+
+    var json: String {
+        switch self {
+        case .string(let text): EventLine.quoted(text)
+        case .int(let number): String(number)
+        case .double(let number): number.isFinite ? "\(number)" : "null"
+        case .bool(let flag): flag ? "true" : "false"
+        case .null: "null"
+        }
+    }
+}
+
+/// An event: a JSON object whose members are known except the request id, which is spliced in
+/// per recipient (a playback's events go to its owner and to each subscriber, once encoded).
+/// Encoded by hand: this runs on the cue thread's way out, once per cue.
+struct EventLine: Sendable {
+    /// The members after `"id":…,`, with the closing brace.
+    private let body: String
+    let isTerminal: Bool
+
+    static let terminalEvents: Set<String> = ["end", "canceled", "error"]
+
+    /// `event`: begin, cue, underrun, end, canceled, error. `frame` and `heard` (CLOCK_MONOTONIC
+    /// nanoseconds) are always present, null where they do not apply.
+    init(_ event: String, frame: Int?, heard: Int64?, fields: [String: Scalar] = [:]) {
+        var members = fields
+        members["event"] = .string(event)
+        members["frame"] = frame.map { .int(Int64($0)) } ?? .null
+        members["heard"] = heard.map { .int($0) } ?? .null
+        body = members.keys.sorted().map { Self.quoted($0) + ":" + members[$0]!.json }.joined(separator: ",") + "}"
+        isTerminal = Self.terminalEvents.contains(event)
+    }
+
+    static func error(_ message: String, fields: [String: Scalar] = [:]) -> EventLine {
+        var fields = fields
+        fields["message"] = .string(message)
+        return EventLine("error", frame: nil, heard: nil, fields: fields)
+    }
+
+    /// The line for request `id` (null when the request had none readable), newline-terminated.
+    func line(for id: RequestID?) -> String {
+        "{\"id\":" + (id?.json ?? "null") + "," + body + "\n"
+    }
+
+    /// `text` as a JSON string.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+
+    /// A cue's own members (type, clip, index, text, endFrame, target…), named as in the cue
+    /// sheet.
+    static func cueFields(_ cue: Cue) -> [String: Scalar] {
+        var fields = cue.members.mapValues(Scalar.init)
+        fields["type"] = .string(cue.type)
+        return fields
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NarratorKit
+
+/// The protocol over WebSocket (`/ws?token=…`, one request or event per text message), and the
+/// read-along page at `/`, served by Hummingbird.
+enum WebServer {
+    /// Messages up to this size are read whole (and then refused by the service when over its
+    /// own limit, the connection staying up); a bigger one closes the connection (1009).
+    static let transportLimit = 1 << 20
+
+    static func make(
+        host: String, port: Int, token: String, service: NarratorService, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) throws -> some ApplicationProtocol {
+        let page = try Page.load()
+        let router = Router()
+        for (path, file) in page.files {
+            router.get(RouterPath(stringLiteral: path)) { _, _ in
+                var headers = HTTPFields()
+                headers[.contentType] = file.contentType
+                headers[.cacheControl] = "no-store"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
+            }
+        }
+        // Reached only when the upgrade was refused: a wrong or missing token.
+        router.get("/ws") { _, _ -> Response in
+            Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "a WebSocket upgrade with ?token= is required\n")))
+        }
+
+        let sockets = Router(context: BasicWebSocketRequestContext.self)
+        sockets.ws("/ws") { request, _ in
+            guard let given = request.uri.queryParameters.get("token"), Self.same(given, token) else { throw HTTPError(.unauthorized) }
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            let (outlet, outgoing) = StreamOutlet.make()
+            let connection = service.connect(outlet)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await line in outgoing {
+                        try? await outbound.write(.text(String(line.dropLast())))
+                    }
+                }
+                group.addTask {
+                    do {
+                        for try await message in inbound.messages(maxSize: transportLimit) {
+                            switch message {
+                            case .text(let text): connection.receive(Data(text.utf8))
+                            case .binary: connection.refuseBinary()
+                            }
+                        }
+                    } catch {}
+                    connection.disconnect()
+                }
+                await group.next()
+                connection.disconnect()
+                group.cancelAll()
+            }
+        }
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(maxFrameSize: transportLimit)),
+            configuration: .init(address: .hostname(host, port: port), serverName: "narrator"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    /// Compares without stopping at the first difference.
+    static func same(_ given: String, _ token: String) -> Bool {
+        let a = Array(given.utf8)
+        let b = Array(token.utf8)
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}
+
+/// The read-along page's files, from the target's resources.
+struct Page: Sendable {
+    struct File: Sendable {
+        let bytes: [UInt8]
+        let contentType: String
+    }
+    /// Served at these paths.
+    let files: [String: File]
+
+    static func load() throws -> Page {
+        let names = [("/", "index.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8")]
+        var files: [String: File] = [:]
+        for (path, name, type) in names {
+            guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Page"),
+                let data = try? Data(contentsOf: url)
+            else { throw NarratorError(file: name, "the read-along page's file is missing from the installation") }
+            files[path] = File(bytes: Array(data), contentType: type)
+        }
+        return Page(files: files)
+    }
+}

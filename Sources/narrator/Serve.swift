@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NarratorKit
+import Synchronization
+import NarratorService
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve timed cues to apps: JSON lines over a Unix socket and WebSocket, and the read-along page.",
+        discussion: """
+            Requests name lessons inside --library; each plays on --device, and its events (begin, \
+            cue, end, canceled, error) carry their frame and the CLOCK_MONOTONIC time they are heard. \
+            Once a transport accepts clients, a JSON line on stdout says where (and, for WebSocket, \
+            the page's address with its token). SIGTERM or SIGINT ends every request with \
+            "canceled" and exits 0. The protocol is in the README ("Daemon").
+
+            Example:
+              narrator serve --library Timings/lessons --listen 127.0.0.1:8700
+            """)
+
+    @Option(help: "The folder of lessons that requests may name (paths outside it are refused).")
+    var library = "Timings/lessons"
+
+    @Option(help: "The Unix socket to listen on (created 0600). Default: $XDG_RUNTIME_DIR/narrator.sock, or /tmp/narrator-UID.sock.")
+    var socket: String?
+
+    @Flag(help: "Do not listen on a Unix socket.")
+    var noSocket = false
+
+    @Option(help: "Also serve WebSocket (/ws) and the read-along page (/) on HOST:PORT; port 0 picks a free one. Loopback unless told otherwise.")
+    var listen: String?
+
+    @Option(help: "The token WebSocket clients must give (/ws?token=…). Default: a random one, printed on stdout.")
+    var token: String?
+
+    @Option(help: "The ALSA device to play on.")
+    var device = "default"
+
+    @Option(help: "Output latency in milliseconds.")
+    var latency = 50
+
+    @Flag(help: "Run audio and cue threads with real-time priority when permitted.")
+    var realtime = false
+
+    func validate() throws {
+        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
+        if noSocket && listen == nil { throw ValidationError("--no-socket needs --listen: the daemon would have no way in") }
+        if let listen, Self.address(listen) == nil { throw ValidationError("--listen takes HOST:PORT, e.g. 127.0.0.1:8700") }
+        if let token, token.count < 8 { throw ValidationError("--token must be at least 8 characters") }
+    }
+
+    static func address(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "127.0.0.1" : host, port)
+    }
+
+    static var defaultSocket: String {
+        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/narrator.sock" }
+        return "/tmp/narrator-\(getuid()).sock"
+    }
+
+    func run() throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
+        let listen = listen.flatMap(Self.address)
+        if let host = listen?.host, !["127.0.0.1", "::1", "localhost"].contains(host) {
+            printError("warning: WebSocket listens on \(host), beyond this machine; the token is all that guards it")
+        }
+        let options = NarratorDaemon.Options(
+            configuration: .init(library: library, device: device, latencyMs: latency, realtime: realtime),
+            socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken())
+        let failure = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                try await NarratorDaemon.run(options, logger: Logger(label: "narrator")) { line in
+                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                }
+            } catch let error as NarratorError {
+                failure.withLock { $0 = error.description }
+            } catch {
+                failure.withLock { $0 = "\(error)" }
+            }
+            done.signal()
+        }
+        done.wait()
+        if let message = failure.withLock({ $0 }) {
+            printError(message)
+            throw ExitCode(1)
+        }
+    }
+}

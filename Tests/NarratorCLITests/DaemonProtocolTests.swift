@@ -1,0 +1,117 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `narrator serve` without playing anything: the protocol, bad input, access. Real clients:
+/// socat on the Unix socket, Python's websockets on WebSocket.
+@Suite("Daemon protocol", .enabled(if: PulseTestServer.findExecutable("socat") != nil, "needs socat"))
+struct DaemonProtocolTests {
+    static let library = Repo.path("Timings/lessons")
+
+    @Test func cuesOverTheSocketAreTheCueSheet() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.socat(daemon, input: #"{"id": 7, "op": "cues", "lesson": "sample.json", "chain": "correct", "seed": 7}"# + "\n", wait: 1)
+        let events = try ReceivedEvent.parse(reply.stdout)
+        let sheet = try run(Repo.narrator, ["cues", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let cues = try #require(object["cues"] as? [[String: Any]])
+        #expect(events.dropLast().map { "\($0.type)@\($0.frame ?? -1)" } == cues.map { "\($0["type"]!)@\($0["frame"]!)" })
+        #expect(events.allSatisfy { $0.id == "7" })
+        #expect(events.last?.event == "end" && events.last?.frame == object["frames"] as? Int)
+        #expect(events.filter(\.isTerminal).count == 1)
+    }
+
+    /// Garbage, malformed and oversized requests each get one error event that says what is
+    /// wrong; the connection stays up and answers the good request after them.
+    @Test func badRequestsGetAnErrorAndTheConnectionStays() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        var garbage = Data([0xff, 0xfe, 0x00, 0x01, 0x80, 0x0a])  // not UTF-8, then a newline
+        garbage += Data("not json\n".utf8)
+        garbage += Data(#"{"op": "play"}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 1, "op": "dance"}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 2, "op": "play", "lesson": "sample.json", "chain": 5}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 3, "op": "play", "lesson": "../../Package.swift", "chain": "x"}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 4, "op": "play", "lesson": "/etc/passwd", "chain": "x"}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 5, "op": "play", "lesson": "sample.json", "chain": "nope"}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 6, "op": "stop", "request": 99}"# .utf8) + Data([0x0a])
+        garbage += Data(repeating: UInt8(ascii: "x"), count: 200_000) + Data([0x0a])
+        garbage += Data(#"{"id": "ok", "op": "cues", "lesson": "sample.json", "chain": "correct"}"# .utf8) + Data([0x0a])
+        let file = dir.write("garbage.bin", data: garbage)
+        let reply = try run("/bin/sh", ["-c", "{ cat \"$1\"; sleep 1; } | socat -t 5 - UNIX-CONNECT:\"$2\"", "sh", file, daemon.socket])
+        let events = try ReceivedEvent.parse(reply.stdout)
+        let errors = events.filter { $0.event == "error" }
+        let messages = errors.map { "\($0.id): \($0.fields["message"] as? String ?? "")" }
+        #expect(errors.count == 10, "\(messages)")
+        func said(_ id: String, _ text: String) -> Bool { messages.contains { $0.hasPrefix("\(id): ") && $0.contains(text) } }
+        #expect(said("null", "not valid JSON"))
+        #expect(said("null", "id: missing key"))
+        #expect(said("1", "unknown op 'dance'"))
+        #expect(said("2", "chain: expected a string"))
+        #expect(said("3", "outside the lesson library"))
+        #expect(said("4", "not a path inside the lesson library"))
+        #expect(said("5", "nope"))
+        #expect(said("6", "not active"))
+        #expect(said("null", "over the 65536-byte limit"))
+        #expect(events.last?.id == "ok" && events.last?.event == "end", "the connection stayed up: \(reply.stdout.suffix(300))")
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test func socketIsPrivateAndItsFileIsManaged() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        var info = stat()
+        #expect(lstat(daemon.socket, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        // A second daemon on the same socket is refused while the first is alive.
+        let second = try run(Repo.narrator, ["serve", "--library", Self.library, "--socket", daemon.socket])
+        #expect(second.status == 1 && second.stderr.contains("another daemon is listening"), "\(second.stderr)")
+        #expect(second.stderr.split(separator: "\n").count == 1)
+        // Killed, it leaves its socket file; a new daemon takes it over.
+        daemon.crash()
+        #expect(FileManager.default.fileExists(atPath: daemon.socket))
+        try daemon.start()
+        let reply = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct"}"# + "\n", wait: 0.5)
+        #expect(try ReceivedEvent.parse(reply.stdout).last?.event == "end")
+        // Stopped, it removes it.
+        #expect(daemon.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket))
+        // Not a socket: left alone.
+        let file = dir.write("plain", "keep me")
+        let third = try run(Repo.narrator, ["serve", "--library", Self.library, "--socket", file])
+        #expect(third.status == 1 && third.stderr.contains("is not a socket"), "\(third.stderr)")
+        #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "keep me")
+    }
+
+    @Test(.enabled(if: Clients.havePythonWebSockets, "needs python3 websockets"))
+    func webSocketNeedsTheTokenAndRefusesOversizedMessages() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        #expect(daemon.url.hasPrefix("ws://127.0.0.1:"), "loopback by default")
+        let refused = try runTool("python3", [Clients.python, "run", "--ws", daemon.url, "--token", "wrong-token", #"{"id":1,"op":"cues","lesson":"sample.json","chain":"correct"}"#])
+        #expect(refused.status == 1 && refused.stderr.contains("rejected WebSocket connection: HTTP 4"), "\(refused.stderr)")
+        let big = #"{"id":"big","op":"cues","lesson":""# + String(repeating: "x", count: 100_000) + #""}"#
+        let good = #"{"id":"good","op":"cues","lesson":"sample.json","chain":"correct"}"#
+        let result = try Clients.run(daemon, ["not json", big, good])
+        #expect(result.status == 0, "\(result.stderr)")
+        let terminal = result.events.filter(\.isTerminal)
+        #expect(terminal.count == 3)
+        #expect(terminal.contains { $0.event == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
+        #expect(result.events.last?.id == "good" && result.events.last?.event == "end")
+        // The page is served without the token (it holds none); the socket needs it.
+        let page = try runTool("python3", ["-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())", "http://127.0.0.1:\(daemon.port)/"])
+        #expect(page.stdout.contains("read-along.js"))
+    }
+}

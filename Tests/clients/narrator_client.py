@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""A client of `narrator serve`, over WebSocket (the `websockets` package) or the Unix socket.
+
+Usage:
+  narrator_client.py run (--ws URL --token T | --unix PATH) [--retry S] [--expect-restart]
+                         REQUEST_JSON ...
+      Sends each request (verbatim: garbage too), prints every event it gets as a JSON line with "received" (its
+      CLOCK_MONOTONIC nanoseconds on arrival) added, and exits 0 once every request has had
+      its terminal event (end, canceled or error; one each, whatever was sent). --retry S: keep trying to connect for S
+      seconds. --expect-restart: if the connection closes before that, reconnect (within
+      --retry) and send again the requests that had no terminal event; a line
+      {"client": "reconnected"} marks the moment.
+  narrator_client.py load --ws URL --token T --clients N [--ready FILE]
+      Opens N WebSocket connections, each subscribed to the next playback; prints every event
+      each receives (with "client" and "received") until each has had its terminal event.
+      --ready FILE is created once all N are subscribed.
+
+Exit status: 0 when done; 1 when the daemon could not be reached or closed the connection
+early (a line {"client": "closed"} is printed first).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+import time
+
+import websockets
+
+TERMINAL = {"end", "canceled", "error"}
+
+
+def emit(event, **extra):
+    event = dict(event)
+    event.update(extra)
+    sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+class UnixTransport:
+    def __init__(self, path):
+        self.path = path
+
+    async def connect(self):
+        self.reader, self.writer = await asyncio.open_unix_connection(self.path, limit=1 << 20)
+
+    async def send(self, text):
+        self.writer.write(text.encode() + b"\n")
+        await self.writer.drain()
+
+    async def receive(self):
+        line = await self.reader.readline()
+        if not line:
+            raise ConnectionError("closed")
+        return line
+
+    async def close(self):
+        self.writer.close()
+
+
+class WebSocketTransport:
+    def __init__(self, url, token):
+        self.url = url + "?token=" + token
+
+    async def connect(self):
+        self.socket = await websockets.connect(self.url, max_size=1 << 22)
+
+    async def send(self, text):
+        await self.socket.send(text)
+
+    async def receive(self):
+        try:
+            return await self.socket.recv()
+        except websockets.ConnectionClosed as closed:
+            raise ConnectionError("closed") from closed
+
+    async def close(self):
+        await self.socket.close()
+
+
+async def connect(transport, retry):
+    deadline = time.monotonic() + retry
+    while True:
+        try:
+            await transport.connect()
+            return
+        except (OSError, websockets.InvalidHandshake, websockets.InvalidURI):
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+def request_id(text):
+    """The id of a request as the daemon will echo it, or None (it will answer with id null)."""
+    try:
+        request = json.loads(text)
+        return json.dumps(request.get("id")) if isinstance(request, dict) else None
+    except ValueError:
+        return None
+
+
+async def run(args, transport):
+    # Each request, even one that is not JSON, gets exactly one terminal event.
+    requests = list(args.requests)
+    outstanding = len(requests)
+    pending = {request_id(text): text for text in requests if request_id(text) not in (None, "null")}
+    await connect(transport, args.retry)
+    for text in requests:
+        await transport.send(text)
+    while outstanding > 0:
+        try:
+            message = await transport.receive()
+        except ConnectionError:
+            emit({"client": "closed"}, received=time.monotonic_ns())
+            if not args.expect_restart:
+                return 1
+            args.expect_restart = False
+            await connect(transport, args.retry)
+            emit({"client": "reconnected"}, received=time.monotonic_ns())
+            outstanding = len(pending)
+            for text in pending.values():
+                await transport.send(text)
+            continue
+        received = time.monotonic_ns()
+        event = json.loads(message)
+        emit(event, received=received)
+        if event.get("event") in TERMINAL:
+            outstanding -= 1
+            pending.pop(json.dumps(event.get("id")), None)
+    await transport.close()
+    return 0
+
+
+async def load(args):
+    subscribed = 0
+    everyone = asyncio.Event()
+
+    async def client(number):
+        nonlocal subscribed
+        transport = WebSocketTransport(args.ws, args.token)
+        await connect(transport, args.retry)
+        await transport.send(json.dumps({"id": "s%d" % number, "op": "subscribe", "playback": "next"}))
+        subscribed += 1
+        if subscribed == args.clients:
+            everyone.set()
+        events = []
+        while True:
+            message = await transport.receive()
+            received = time.monotonic_ns()
+            events.append((received, message))
+            if json.loads(message).get("event") in TERMINAL:
+                break
+        await transport.close()
+        return number, events
+
+    tasks = [asyncio.create_task(client(n)) for n in range(args.clients)]
+    await everyone.wait()
+    # The subscribe requests are on their way; give the daemon a moment to register them.
+    await asyncio.sleep(0.3)
+    if args.ready:
+        open(args.ready, "w").close()
+    for number, events in await asyncio.gather(*tasks):
+        for received, message in events:
+            emit(json.loads(message), client=number, received=received)
+    return 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run")
+    run_parser.add_argument("--ws")
+    run_parser.add_argument("--unix")
+    run_parser.add_argument("--token", default="")
+    run_parser.add_argument("--retry", type=float, default=0)
+    run_parser.add_argument("--expect-restart", action="store_true")
+    run_parser.add_argument("requests", nargs="+")
+    load_parser = commands.add_parser("load")
+    load_parser.add_argument("--ws", required=True)
+    load_parser.add_argument("--token", required=True)
+    load_parser.add_argument("--clients", type=int, default=50)
+    load_parser.add_argument("--retry", type=float, default=5)
+    load_parser.add_argument("--ready")
+    args = parser.parse_args()
+    try:
+        if args.command == "load":
+            return asyncio.run(load(args))
+        transport = UnixTransport(args.unix) if args.unix else WebSocketTransport(args.ws, args.token)
+        return asyncio.run(run(args, transport))
+    except (OSError, websockets.InvalidHandshake, ConnectionError) as error:
+        sys.stderr.write("narrator_client: %s\n" % error)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

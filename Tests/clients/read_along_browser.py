@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Drives the read-along page in headless Chromium over the DevTools protocol and takes
+screenshots while the definition plays.
+
+Usage:
+  read_along_browser.py PAGE_URL OUT_DIR [--chromium PATH] [--timeout S]
+
+What it does:
+  1. opens PAGE_URL (the daemon's page, with its #token=) and waits for the popup to play;
+  2. screenshots the popup again and again until it has ended, noting for each the
+     CLOCK_MONOTONIC nanoseconds just before it was asked for and just after it came back;
+  3. clicks Replay (a new play), waits 1.2 s into it, clicks Close, and screenshots the page.
+
+It prints one JSON object: "words" (each word's key and its box on the page, in CSS pixels,
+which the screenshots match one to one), "shots" (each: file, t0, t1, "red" the bounding box of the red pixels or null,
+"current" the word the page said was highlighted after the shot), "replayed" and
+"closed" (what the page reported after those clicks, and the last screenshot's red box and
+whether the popup was still drawn). Screenshots are saved as OUT_DIR/shot-NN.png.
+"""
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import websockets
+
+
+def decode_png(data):
+    """(width, height, rows of RGBA/RGB bytes, bytes per pixel) of an 8-bit, non-interlaced PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    offset = 8
+    idat = b""
+    while offset < len(data):
+        length, kind = struct.unpack(">I4s", data[offset:offset + 8])
+        chunk = data[offset + 8:offset + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            assert depth == 8 and interlace == 0 and color in (2, 6), "unsupported PNG"
+            channels = 4 if color == 6 else 3
+        elif kind == b"IDAT":
+            idat += chunk
+        offset += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows = []
+    previous = bytearray(stride)
+    position = 0
+    for _ in range(height):
+        kind = raw[position]
+        line = bytearray(raw[position + 1:position + 1 + stride])
+        position += 1 + stride
+        if kind == 1:
+            for i in range(channels, stride):
+                line[i] = (line[i] + line[i - channels]) & 255
+        elif kind == 2:
+            for i in range(stride):
+                line[i] = (line[i] + previous[i]) & 255
+        elif kind == 3:
+            for i in range(stride):
+                left = line[i - channels] if i >= channels else 0
+                line[i] = (line[i] + ((left + previous[i]) >> 1)) & 255
+        elif kind == 4:
+            for i in range(stride):
+                a = line[i - channels] if i >= channels else 0
+                b = previous[i]
+                c = previous[i - channels] if i >= channels else 0
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        previous = line
+    return width, height, rows, channels
+
+
+def red_box(png):
+    """Bounding box [x0, y0, x1, y1] of the highlight red (#e00000, anti-aliased) pixels, or None."""
+    width, height, rows, channels = decode_png(png)
+    box = None
+    for y, row in enumerate(rows):
+        for x in range(width):
+            r, g, b = row[x * channels], row[x * channels + 1], row[x * channels + 2]
+            if r > 170 and g < 90 and b < 90 and r - g > 120:
+                if box is None:
+                    box = [x, y, x + 1, y + 1]
+                else:
+                    box = [min(box[0], x), min(box[1], y), max(box[2], x + 1), max(box[3], y + 1)]
+    return box
+
+
+def page_box(box, clip):
+    """A box in a clipped screenshot, in page pixels."""
+    if box is None:
+        return None
+    return [box[0] + clip["x"], box[1] + clip["y"], box[2] + clip["x"], box[3] + clip["y"]]
+
+
+class DevTools:
+    def __init__(self, socket):
+        self.socket = socket
+        self.next_id = 0
+        self.session = None
+
+    async def call(self, method, session=True, **params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if session and self.session:
+            message["sessionId"] = self.session
+        await self.socket.send(json.dumps(message))
+        while True:
+            reply = json.loads(await self.socket.recv())
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise RuntimeError("%s: %s" % (method, reply["error"]))
+                return reply["result"]
+
+    async def evaluate(self, expression):
+        result = await self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        return result["result"].get("value")
+
+    async def wait_for(self, expression, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if await self.evaluate(expression):
+                return True
+            await asyncio.sleep(0.01)
+        raise TimeoutError("waited %.1f s for %s" % (timeout, expression))
+
+
+async def drive(url, out_dir, devtools_url, timeout):
+    async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
+        tools = DevTools(socket)
+        target = await tools.call("Target.createTarget", session=False, url="about:blank")
+        attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
+        tools.session = attached["sessionId"]
+        await tools.call("Page.enable")
+        await tools.call("Emulation.setDeviceMetricsOverride", width=800, height=480, deviceScaleFactor=1, mobile=False)
+        await tools.call("Page.navigate", url=url)
+        await tools.wait_for("window.readAlong && window.readAlong.state === 'playing'", timeout)
+        words = await tools.evaluate(
+            "[...document.querySelectorAll('.word')].map(s => { const r = s.getBoundingClientRect();"
+            " return {key: s.dataset.key, text: s.textContent, box: [r.left, r.top, r.right, r.bottom]}; })")
+        # Just the popup's text (its words and a margin round them): less to decode.
+        left = min(w["box"][0] for w in words) - 20
+        top = min(w["box"][1] for w in words) - 20
+        clip = {"x": max(0, left), "y": max(0, top), "scale": 1,
+                "width": max(w["box"][2] for w in words) + 20 - max(0, left),
+                "height": max(w["box"][3] for w in words) + 20 - max(0, top)}
+        captured = []
+        while True:
+            t0 = time.monotonic_ns()
+            shot = await tools.call("Page.captureScreenshot", format="png", clip=clip)
+            t1 = time.monotonic_ns()
+            state = await tools.evaluate("[window.readAlong.state, window.readAlong.current]")
+            captured.append((t0, t1, base64.b64decode(shot["data"]), state))
+            if state[0] != "playing" or len(captured) > 400:
+                break
+        await tools.evaluate("document.getElementById('replay').click()")
+        await tools.wait_for("window.readAlong.state === 'playing'", timeout)
+        replayed = await tools.evaluate("window.readAlong.state")
+        await asyncio.sleep(1.2)
+        await tools.evaluate("document.getElementById('close').click()")
+        await tools.wait_for("window.readAlong.state === 'closed'", timeout)
+        closed_state = await tools.evaluate(
+            "[window.readAlong.state, getComputedStyle(document.getElementById('popup')).display]")
+        closed_shot = base64.b64decode((await tools.call("Page.captureScreenshot", format="png", clip=clip))["data"])
+
+    shots = []
+    for number, (t0, t1, png, state) in enumerate(captured):
+        path = os.path.join(out_dir, "shot-%02d.png" % number)
+        with open(path, "wb") as file:
+            file.write(png)
+        shots.append({"file": path, "t0": t0, "t1": t1, "red": page_box(red_box(png), clip), "state": state[0], "current": state[1]})
+    path = os.path.join(out_dir, "closed.png")
+    with open(path, "wb") as file:
+        file.write(closed_shot)
+    return {
+        "words": words,
+        "shots": shots,
+        "replayed": replayed,
+        "closed": {"state": closed_state[0], "display": closed_state[1], "red": page_box(red_box(closed_shot), clip), "file": path},
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("url")
+    parser.add_argument("out_dir")
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--timeout", type=float, default=20)
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    profile = tempfile.mkdtemp(prefix="narrator-chromium-")
+    browser = subprocess.Popen(
+        [args.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+         "--remote-debugging-port=0", "--user-data-dir=" + profile, "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        devtools_url = None
+        deadline = time.monotonic() + args.timeout
+        while devtools_url is None and time.monotonic() < deadline:
+            line = browser.stderr.readline()
+            if not line:
+                break
+            found = re.search(r"DevTools listening on (ws://\S+)", line)
+            if found:
+                devtools_url = found.group(1)
+        if devtools_url is None:
+            sys.stderr.write("read_along_browser: chromium did not start\n")
+            return 1
+        result = asyncio.run(drive(args.url, args.out_dir, devtools_url, args.timeout))
+        print(json.dumps(result))
+        return 0
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
