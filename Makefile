@@ -35,7 +35,7 @@ test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip LivePlaybackTests --skip RealTimeTests --skip DaemonLiveTests
 	@echo "live playback tests, alone (they measure timing):"
-	swift test --skip-build $(SWIFT_BUILD_FLAGS) --filter 'LivePlaybackTests|RealTimeTests|DaemonLiveTests'
+	swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter 'LivePlaybackTests|RealTimeTests|DaemonLiveTests'
 
 
 ## bench: render benchmark against sox, and live playback figures (prints figures; not a test)

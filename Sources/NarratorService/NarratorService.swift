@@ -196,13 +196,7 @@ public final class NarratorService: Sendable {
 
     /// The client has gone: its playbacks stop, its subscriptions end; nothing more is sent.
     func disconnect(_ connection: Int) {
-        state.withLock { state in
-            guard let gone = state.connections.removeValue(forKey: connection) else { return }
-            for id in gone.requests.keys {
-                _ = stop(Recipient(connection: connection, id: id), reason: "client disconnected", in: &state)
-            }
-            gone.outlet.finish()
-        }
+        state.withLock { state in drop(connection, in: &state) }
     }
 
     /// Ends `request` (a playback, or a subscription); false when it is not active.
@@ -401,11 +395,22 @@ public final class NarratorService: Sendable {
 
     /// A client that cannot keep up (its outlet refused a line) is disconnected, as if gone.
     private func drop(_ connection: Int, in state: inout State) {
-        guard let gone = state.connections.removeValue(forKey: connection) else { return }
-        for id in gone.requests.keys {
-            _ = stop(Recipient(connection: connection, id: id), reason: "client disconnected", in: &state)
+        guard let client = state.connections.removeValue(forKey: connection) else { return }
+        for (id, active) in client.requests {
+            let request = Recipient(connection: connection, id: id)
+            switch active {
+            case .playing(let name):
+                if state.playbacks[name]?.cancelReason == nil { state.playbacks[name]?.cancelReason = "client disconnected" }
+                state.playbacks[name]?.playback.stop()
+            case .subscribed(let name?):
+                state.playbacks[name]?.subscribers.removeAll { $0 == request }
+            case .subscribed(nil):
+                state.waitingForNext.removeAll { $0 == request }
+            case .preparing:
+                break  // `start` finds the request gone and stops the playback at once
+            }
         }
-        gone.outlet.finish()
+        client.outlet.finish()
     }
 
     private func running(_ change: Int) {

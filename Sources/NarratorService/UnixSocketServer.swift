@@ -74,7 +74,14 @@ private final class ClientHandler: ChannelInboundHandler, Sendable {
     private let connection: ClientConnection
 
     init(service: NarratorService, channel: any Channel) {
-        connection = service.connect(ChannelOutlet(channel: channel))
+        connection = service.connect(
+            ChannelOutlet(channel: channel, framing: .lines) {
+                // Half-close once what is queued has been written; the client sees EOF.
+                channel.eventLoop.execute {
+                    channel.close(mode: .output, promise: nil)
+                    channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+                }
+            })
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -91,24 +98,6 @@ private final class ClientHandler: ChannelInboundHandler, Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
-    }
-}
-
-/// Writes each line to the channel (NIO moves it to the channel's event loop).
-private struct ChannelOutlet: EventOutlet {
-    let channel: any Channel
-
-    func send(_ line: String) -> Bool {
-        // Over the high water mark (1 MiB unread): the client is not reading.
-        guard channel.isActive else { return true }
-        channel.writeAndFlush(ByteBuffer(string: line), promise: nil)
-        return channel.isWritable
-    }
-
-    func finish() {
-        channel.writeAndFlush(ByteBuffer(), promise: nil)
-        channel.close(mode: .output, promise: nil)
-        channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
     }
 }
 

@@ -31,18 +31,18 @@ enum WebServer {
             Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "a WebSocket upgrade with ?token= is required\n")))
         }
 
-        let sockets = Router(context: BasicWebSocketRequestContext.self)
+        let sockets = Router(context: SocketContext.self)
         sockets.ws("/ws") { request, _ in
             guard let given = request.uri.queryParameters.get("token"), Self.same(given, token) else { throw HTTPError(.unauthorized) }
             return .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            let (outlet, outgoing) = StreamOutlet.make()
-            let connection = service.connect(outlet)
+        } onUpgrade: { inbound, _, context in
+            // Events are written to the channel from the cue thread (`ChannelOutlet`); this
+            // task reads requests until the client goes or the daemon is done with it.
+            let (finished, finish) = AsyncStream.makeStream(of: Never.self)
+            let connection = service.connect(ChannelOutlet(channel: context.requestContext.channel, framing: .webSocket) { finish.finish() })
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for await line in outgoing {
-                        try? await outbound.write(.text(String(line.dropLast())))
-                    }
+                    for await _ in finished {}
                 }
                 group.addTask {
                     do {
@@ -75,6 +75,20 @@ enum WebServer {
         var difference = UInt8(a.count == b.count ? 0 : 1)
         for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
         return difference == 0
+    }
+}
+
+/// The request context of the WebSocket router: Hummingbird's, plus the channel, which
+/// events are written to directly.
+struct SocketContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<SocketContext>
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        channel = source.channel
     }
 }
 

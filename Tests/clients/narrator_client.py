@@ -10,9 +10,11 @@ Usage:
       seconds. --expect-restart: if the connection closes before that, reconnect (within
       --retry) and send again the requests that had no terminal event; a line
       {"client": "reconnected"} marks the moment.
-  narrator_client.py load --ws URL --token T --clients N [--ready FILE]
-      Opens N WebSocket connections, each subscribed to the next playback; prints every event
-      each receives (with "client" and "received") until each has had its terminal event.
+  narrator_client.py load (--ws URL --token T | --unix PATH) --clients N [--first K] [--ready FILE]
+      Opens N connections, each subscribed to the next playback; prints every event
+      each receives (with "client", numbered from K, and "received") until each has had its
+      terminal event. (One asyncio loop serves all N: run several processes to spread a large
+      load, or the loop's own queue shows up as lateness.)
       --ready FILE is created once all N are subscribed.
 
 Exit status: 0 when done; 1 when the daemon could not be reached or closed the connection
@@ -133,13 +135,56 @@ async def run(args, transport):
     return 0
 
 
+def load_unix(args):
+    """The load over the Unix socket, with as little client work per event as Python allows:
+    one selector loop, a timestamp as each read returns, parsing after the run."""
+    import selectors
+    selector = selectors.DefaultSelector()
+    clients = []
+    for number in range(args.first, args.first + args.clients):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(args.unix)
+        sock.sendall(b'{"id": "s%d", "op": "subscribe", "playback": "next"}\n' % number)
+        sock.setblocking(False)
+        state = {"number": number, "socket": sock, "reads": [], "done": False}
+        clients.append(state)
+        selector.register(sock, selectors.EVENT_READ, state)
+    time.sleep(0.3)
+    if args.ready:
+        open(args.ready, "w").close()
+    open_clients = len(clients)
+    while open_clients:
+        for key, _ in selector.select(timeout=30):
+            state = key.data
+            data = state["socket"].recv(1 << 16)
+            received = time.monotonic_ns()
+            if data:
+                state["reads"].append((received, data))
+            if not data or (b'"canceled"' in data or b'"end"' in data or b'"error"' in data) and data.endswith(b"\n"):
+                if any(json.loads(line).get("event") in TERMINAL for _, chunk in [(0, data)] for line in chunk.splitlines() if line):
+                    selector.unregister(state["socket"])
+                    state["socket"].close()
+                    open_clients -= 1
+                elif not data:
+                    selector.unregister(state["socket"])
+                    open_clients -= 1
+    for state in clients:
+        pending = b""
+        for received, data in state["reads"]:
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                emit(json.loads(line), client=state["number"], received=received)
+    return 0
+
+
 async def load(args):
     subscribed = 0
     everyone = asyncio.Event()
 
     async def client(number):
         nonlocal subscribed
-        transport = WebSocketTransport(args.ws, args.token)
+        transport = UnixTransport(args.unix) if args.unix else WebSocketTransport(args.ws, args.token)
         await connect(transport, args.retry)
         await transport.send(json.dumps({"id": "s%d" % number, "op": "subscribe", "playback": "next"}))
         subscribed += 1
@@ -155,7 +200,7 @@ async def load(args):
         await transport.close()
         return number, events
 
-    tasks = [asyncio.create_task(client(n)) for n in range(args.clients)]
+    tasks = [asyncio.create_task(client(args.first + n)) for n in range(args.clients)]
     await everyone.wait()
     # The subscribe requests are on their way; give the daemon a moment to register them.
     await asyncio.sleep(0.3)
@@ -178,15 +223,17 @@ def main():
     run_parser.add_argument("--expect-restart", action="store_true")
     run_parser.add_argument("requests", nargs="+")
     load_parser = commands.add_parser("load")
-    load_parser.add_argument("--ws", required=True)
-    load_parser.add_argument("--token", required=True)
+    load_parser.add_argument("--ws")
+    load_parser.add_argument("--unix")
+    load_parser.add_argument("--token", default="")
     load_parser.add_argument("--clients", type=int, default=50)
+    load_parser.add_argument("--first", type=int, default=0)
     load_parser.add_argument("--retry", type=float, default=5)
     load_parser.add_argument("--ready")
     args = parser.parse_args()
     try:
         if args.command == "load":
-            return asyncio.run(load(args))
+            return load_unix(args) if args.unix else asyncio.run(load(args))
         transport = UnixTransport(args.unix) if args.unix else WebSocketTransport(args.ws, args.token)
         return asyncio.run(run(args, transport))
     except (OSError, websockets.InvalidHandshake, ConnectionError) as error:

@@ -1,0 +1,107 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `narrator serve` started for a test: on a socket in `dir`, WebSocket on a free loopback
+/// port, with a known token; optionally as a client of a private PulseAudio server.
+public final class Daemon: @unchecked Sendable {
+    public let dir: TempDir
+    public let library: String
+    public let socket: String
+    public let token = "test-token-0123456789"
+    public private(set) var process: Process
+    public private(set) var port = 0
+    private let environment: [String: String]?
+    private let extra: [String]
+    private let executable: String
+
+    public init(dir: TempDir, library: String, server: PulseTestServer? = nil, executable: String = Repo.narrator, arguments: [String] = []) throws {
+        self.dir = dir
+        self.library = library
+        socket = dir.file("n.sock")
+        environment = server?.environment
+        extra = arguments
+        self.executable = executable
+        process = Process()
+        try start()
+    }
+
+    public var url: String { "ws://127.0.0.1:\(port)/ws" }
+    public var page: String { "http://127.0.0.1:\(port)/#token=\(token)" }
+    public var stdoutPath: String { dir.file("daemon.out") }
+    public var stderrPath: String { dir.file("daemon.err") }
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Starts (again), and waits until both transports accept clients.
+    public func start() throws {
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["serve", "--library", library, "--socket", socket, "--listen", "127.0.0.1:0", "--token", token] + extra
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let lines = ((try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "").split(separator: "\n")
+            if lines.count >= 2, let object = try? JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any],
+                let port = object["port"] as? Int
+            {
+                self.port = port
+                return
+            }
+            if !process.isRunning { break }
+            usleep(20_000)
+        }
+        throw DaemonError("narrator serve did not come up: \(stderr)")
+    }
+
+    /// SIGTERM, then waits; returns the exit status.
+    @discardableResult
+    public func stop() -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    public func crash() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
+public struct DaemonError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// An event as a client received it.
+public struct ReceivedEvent: @unchecked Sendable {
+    public let fields: [String: Any]
+    public init(fields: [String: Any]) { self.fields = fields }
+    public var event: String { fields["event"] as? String ?? "" }
+    public var type: String { fields["type"] as? String ?? "" }
+    public var id: String { fields["id"].flatMap { $0 is NSNull ? nil : "\($0)" } ?? "null" }
+    public var frame: Int? { fields["frame"] as? Int }
+    public var heard: Int64? { (fields["heard"] as? NSNumber)?.int64Value }
+    public var received: Int64 { (fields["received"] as? NSNumber)?.int64Value ?? 0 }
+    public var isTerminal: Bool { ["end", "canceled", "error"].contains(event) }
+
+    public static func parse(_ text: String) throws -> [ReceivedEvent] {
+        try text.split(separator: "\n").map { line in
+            guard let fields = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                throw DaemonError("not an event: \(line)")
+            }
+            return ReceivedEvent(fields: fields)
+        }
+    }
+}
+

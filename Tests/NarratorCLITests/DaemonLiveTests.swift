@@ -1,0 +1,293 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `narrator serve` playing through real libasound into the private PulseAudio server, with
+/// real clients: Python's websockets, socat, headless Chromium. The recorder's timestamps of
+/// what the sink played are the ground truth of when each frame was heard.
+@Suite(
+    "Daemon, live", .serialized,
+    .enabled(if: PulseTestServer.isAvailable && Clients.havePythonWebSockets && PulseTestServer.findExecutable("socat") != nil,
+             "needs pulseaudio, socat and python3 websockets"))
+struct DaemonLiveTests {
+    static let play = #"{"id": "a", "op": "play", "lesson": "live.json", "chain": "live", "seed": 7, "repeat": 2}"#
+
+    /// How many cues `play` has: the cue sheet's count.
+    static func cueCount(_ dir: TempDir) throws -> Int {
+        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        return try #require(object["cues"] as? [[String: Any]]).count
+    }
+
+    /// The live lesson of `LivePlaybackTests` in `dir` (the daemon's library), and its render.
+    static func lessonAndReference(_ dir: TempDir) throws -> [Int16] {
+        _ = try LivePlaybackTests.liveLesson(dir)
+        return try LivePlaybackTests.reference(dir, lesson: dir.file("live.json"))
+    }
+
+    /// Per cue event: received (or the daemon's `heard`) minus when its frame was heard.
+    static func lateness(_ events: [ReceivedEvent], recording: Recording, alignment: Alignment, of time: (ReceivedEvent) -> Int64?) throws -> [Int64] {
+        var result: [Int64] = []
+        for event in events where event.event == "cue" {
+            let frame = try #require(event.frame)
+            let range = try #require(alignment.recordingFrames(ofReferenceFrame: frame), "frame \(frame)")
+            guard range.count == 1, let at = time(event) else { continue }
+            result.append(at - Int64(recording.audibleTime(ofFrame: range.lowerBound)))
+        }
+        return result
+    }
+
+    static func describe(_ errors: [Int64]) -> String {
+        let (p50, p99, max) = LivePlaybackTests.summary(errors)
+        return String(format: "p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d cues", p50, p99, max, errors.count)
+    }
+
+    @Test func webSocketClientGetsEachCueWhenHeard() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        defer { daemon.stop() }
+        let result = try Clients.run(daemon, [Self.play])
+        #expect(result.status == 0, "\(result.stderr) \(daemon.stderr)")
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
+        let events = result.events
+        #expect(events.first?.event == "begin" && events.filter(\.isTerminal).map(\.event) == ["end"])
+        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!)@\($0["frame"]!)" }
+        #expect(events.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" } == expected)
+
+        let stamped = try Self.lateness(events, recording: recording, alignment: alignment) { $0.heard }
+        let received = try Self.lateness(events, recording: recording, alignment: alignment) { $0.received }
+        print("daemon over WebSocket: heard stamp vs heard \(Self.describe(stamped)); received by the Python client vs heard \(Self.describe(received))")
+        #expect(stamped.count >= 20)
+        #expect(LivePlaybackTests.summary(stamped).p99 <= 2 && LivePlaybackTests.summary(stamped).max <= 5, "\(Self.describe(stamped))")
+        #expect(received.allSatisfy { $0 >= -LivePlaybackTests.resolution }, "no cue reaches the client before it is heard")
+        #expect(LivePlaybackTests.summary(received).p99 <= 5, "\(Self.describe(received))")
+    }
+
+    /// 50 clients subscribed to one playback (started by another over WebSocket): each gets
+    /// every event once, in time. (`make bench` measures the same in a release build, over both
+    /// transports.)
+    @Test func fiftySubscribersGetEveryCueInTime() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        defer { daemon.stop() }
+        // 5 processes of 10 clients each: one Python loop for all 50 would queue their messages
+        // behind one another and measure itself.
+        var loads: [(Process, Pipe, String)] = []
+        for group in 0..<5 {
+            let ready = dir.file("subscribed-\(group)")
+            let load = Process()
+            load.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            load.arguments = [
+                "python3", Clients.python, "load", "--unix", daemon.socket, "--clients", "10",
+                "--first", "\(group * 10)", "--ready", ready,
+            ]
+            let output = Pipe()
+            load.standardOutput = output
+            try load.run()
+            loads.append((load, output, ready))
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.2) }) && Date() < deadline { usleep(20_000) }
+        try #require(loads.allSatisfy { FileManager.default.fileExists(atPath: $0.2) }, "the 50 clients did not subscribe")
+        let owner = try Clients.run(daemon, [Self.play])
+        var loadOutput = Data()
+        for (load, output, _) in loads {
+            loadOutput += output.fileHandleForReading.readDataToEndOfFile()
+            load.waitUntilExit()
+            #expect(load.terminationStatus == 0)
+        }
+        #expect(owner.status == 0, "\(owner.stderr)")
+        let subscribed = try ReceivedEvent.parse(String(decoding: loadOutput, as: UTF8.self))
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+
+        let ownerCues = owner.events.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" }
+        var lateness: [Int64] = []
+        for client in 0..<50 {
+            let mine = subscribed.filter { ($0.fields["client"] as? Int) == client }
+            #expect(mine.first?.event == "begin" && mine.filter(\.isTerminal).map(\.event) == ["end"], "client \(client)")
+            #expect(mine.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" } == ownerCues, "client \(client)")
+            lateness += try Self.lateness(mine, recording: recording, alignment: alignment) { $0.received }
+        }
+        print("50 subscribers on the Unix socket, received vs heard: \(Self.describe(lateness))")
+        #expect(lateness.count >= 50 * 20)
+        #expect(lateness.allSatisfy { $0 >= -LivePlaybackTests.resolution })
+        // A debug build on two shared cores: the goal itself (p99 ≤ 2 ms) is `make bench`'s.
+        #expect(LivePlaybackTests.summary(lateness).p99 <= 15, "\(Self.describe(lateness))")
+    }
+
+    /// Killing one client mid-chain cancels its playback only; garbage from another on the
+    /// socket meanwhile changes nothing.
+    @Test func killedClientCancelsOnlyItsOwnPlayback() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        defer { daemon.stop() }
+        // B plays and a watcher subscribes to the next playback: A's.
+        let other = Process()
+        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        other.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, Self.play.replacingOccurrences(of: "\"a\"", with: "\"b\"")]
+        let otherOutput = Pipe()
+        other.standardOutput = otherOutput
+        try other.run()
+        // The watcher subscribes once B has begun, so that the next playback is A's.
+        usleep(2_000_000)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        watcher.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, #"{"id": "w", "op": "subscribe", "playback": "next"}"#]
+        let watcherOutput = Pipe()
+        watcher.standardOutput = watcherOutput
+        try watcher.run()
+        usleep(700_000)
+        let victim = Process()
+        victim.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        victim.arguments = ["python3", Clients.python, "run", "--ws", daemon.url, "--token", daemon.token, Self.play]
+        victim.standardOutput = FileHandle.nullDevice
+        try victim.run()
+        usleep(1_500_000)
+        kill(victim.processIdentifier, SIGKILL)
+        victim.waitUntilExit()
+        var noise = Data((0..<4096).map { _ in UInt8.random(in: 0...255) })
+        noise += Data("\n{\"id\": \"still-here\", \"op\": \"cues\", \"lesson\": \"live.json\", \"chain\": \"live\"}\n".utf8)
+        let garbage = try NarratorTestSupport.run(
+            "/bin/sh", ["-c", "{ cat \"$1\"; sleep 1; } | socat -t 5 - UNIX-CONNECT:\"$2\"", "sh", dir.write("noise.bin", data: noise), daemon.socket])
+        #expect(try ReceivedEvent.parse(garbage.stdout).last?.id == "still-here", "the garbage connection stayed up")
+
+        let watched = try ReceivedEvent.parse(String(decoding: watcherOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        watcher.waitUntilExit()
+        #expect(watched.first?.event == "begin", "\(watched.map(\.fields))")
+        #expect(watched.last?.event == "canceled" && watched.last?.fields["reason"] as? String == "client disconnected", "\(watched.last?.fields ?? [:])")
+        let survivor = try ReceivedEvent.parse(String(decoding: otherOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        other.waitUntilExit()
+        #expect(other.terminationStatus == 0)
+        #expect(survivor.filter(\.isTerminal).map(\.event) == ["end"], "B played to its end")
+        #expect(survivor.filter { $0.event == "cue" }.count == (try Self.cueCount(dir)))
+        #expect(daemon.stop() == 0)
+    }
+
+    /// A client waiting on a playback when the daemon stops: SIGTERM ends the request with
+    /// "canceled" (daemon stopping); after a crash and a restart, the client reconnects and
+    /// its request plays in full.
+    @Test func daemonRestartedWhileAClientWaits() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        defer { daemon.stop() }
+
+        let polite = Process()
+        polite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        polite.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, Self.play]
+        let politeOutput = Pipe()
+        polite.standardOutput = politeOutput
+        try polite.run()
+        usleep(1_500_000)
+        let stopped = Date()
+        #expect(daemon.stop() == 0)
+        #expect(Date().timeIntervalSince(stopped) < 3, "stopped within 3 s")
+        let politeEvents = try ReceivedEvent.parse(String(decoding: politeOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        polite.waitUntilExit()
+        #expect(polite.terminationStatus == 0)
+        #expect(politeEvents.filter(\.isTerminal).map(\.event) == ["canceled"])
+        #expect(politeEvents.last?.fields["reason"] as? String == "daemon stopping")
+
+        try daemon.start()
+        let patient = Process()
+        patient.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        patient.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, "--expect-restart", "--retry", "20", Self.play]
+        let patientOutput = Pipe()
+        patient.standardOutput = patientOutput
+        try patient.run()
+        usleep(1_500_000)
+        daemon.crash()
+        usleep(500_000)
+        try daemon.start()
+        let patientEvents = try ReceivedEvent.parse(String(decoding: patientOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        patient.waitUntilExit()
+        #expect(patient.terminationStatus == 0)
+        let marks = patientEvents.compactMap { $0.fields["client"] as? String }
+        #expect(marks == ["closed", "reconnected"], "\(daemon.stderr)")
+        let afterRestart = patientEvents.drop { $0.fields["client"] as? String != "reconnected" }
+        #expect(afterRestart.filter { $0.event == "cue" }.count == (try Self.cueCount(dir)))
+        #expect(afterRestart.filter(\.isTerminal).map(\.event) == ["end"])
+    }
+
+    /// The read-along page in headless Chromium: screenshots while the definition plays show
+    /// the word being heard, and only it, in red.
+    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    func browserHighlightsTheWordBeingHeard() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let library = Repo.path("Timings/lessons")
+        let rendered = try run(Repo.narrator, ["render", library + "/picture-dictionary.json", "--activity", "word-popup", "--output", dir.file("popup.wav")])
+        try #require(rendered.status == 0, "\(rendered.stderr)")
+        let reference = try WAVFile(path: dir.file("popup.wav")).int16Samples
+        // Ground truth for the words: the timing file itself (seconds → frames at 48 kHz).
+        let timings = try String(contentsOfFile: library + "/dictionary/apple.txt", encoding: .utf8)
+        let starts = timings.split(separator: "\n").map { Int((Double($0.split(separator: "\t")[0])! * 48000).rounded()) }
+
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: library, server: server)
+        defer { daemon.stop() }
+        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("shots"), "--timeout", "30"])
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete && alignment.gaps.isEmpty)
+        func heard(_ frame: Int) throws -> Int64 {
+            Int64(recording.audibleTime(ofFrame: try #require(alignment.recordingFrames(ofReferenceFrame: frame)).lowerBound))
+        }
+        let words = try #require(report["words"] as? [[String: Any]])
+        #expect(words.map { $0["text"] as? String ?? "" } == ["apple", "A", "round", "fruit", "that", "grows", "on", "trees."])
+        // Word k is red from when its first frame is heard until word k+1's is (the last: until
+        // the clip ends).
+        var spans: [(word: Int, from: Int64, to: Int64)] = []
+        for (k, start) in starts.enumerated() {
+            spans.append((k, try heard(start), try heard(k + 1 < starts.count ? starts[k + 1] : reference.count / 2 - 1)))
+        }
+        let shots = try #require(report["shots"] as? [[String: Any]])
+        var checked = Set<Int>()
+        var clear = 0
+        for shot in shots {
+            let t0 = (shot["t0"] as? NSNumber)?.int64Value ?? 0
+            let t1 = (shot["t1"] as? NSNumber)?.int64Value ?? 0
+            // Only shots taken wholly inside one word's span, with 30 ms for the page to
+            // receive the event and draw it.
+            guard let span = spans.first(where: { $0.from + 30_000_000 <= t0 && t1 <= $0.to }) else { continue }
+            let red = try #require(shot["red"] as? [Double], "\(shot["file"] ?? "") shows no red word while '\(words[span.word]["text"]!)' is heard")
+            let box = try #require(words[span.word]["box"] as? [Double])
+            let inside = red[0] >= box[0] - 2 && red[1] >= box[1] - 2 && red[2] <= box[2] + 2 && red[3] <= box[3] + 2
+            #expect(inside, "\(shot["file"] ?? ""): red \(red), while '\(words[span.word]["text"]!)' at \(box) is heard")
+            checked.insert(span.word)
+            clear += 1
+        }
+        print("read-along in Chromium: \(shots.count) screenshots, \(clear) wholly inside a word, words \(checked.sorted())")
+        #expect(checked.count >= 6, "screenshots caught \(checked.sorted())")
+        #expect(report["replayed"] as? String == "playing")
+        let closed = try #require(report["closed"] as? [String: Any])
+        #expect(closed["state"] as? String == "closed" && closed["display"] as? String == "none" && closed["red"] is NSNull)
+    }
+}
