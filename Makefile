@@ -42,6 +42,7 @@ test: deps
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
+	bash scripts/bench-daemon.sh
 
 ## fixtures: regenerate Audio/ and Timings/ fixtures from speech and synthetic sounds
 fixtures: deps

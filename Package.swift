@@ -71,6 +71,8 @@ let package = Package(
             dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
         // Live playback benchmark (scripts/bench-live.sh): prints figures, asserts nothing.
         .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
+        // Daemon benchmark (scripts/bench-daemon.sh): 50 subscribers, figures only.
+        .executableTarget(name: "narrator-bench-daemon", dependencies: ["NarratorTestSupport"]),
         // Counts heap allocations per thread; linked only into the tests.
         .target(name: "CAllocationCounter"),
         .testTarget(
@@ -81,6 +83,6 @@ let package = Package(
         .testTarget(name: "NarratorKitTests", dependencies: ["NarratorKit", "NarratorTestSupport"]),
         .testTarget(
             name: "NarratorCLITests",
-            dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport"]),
+            dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorTestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import NarratorKit
 import NarratorTestSupport
 import Testing
 
@@ -73,6 +74,35 @@ struct DaemonLiveTests {
         #expect(LivePlaybackTests.summary(stamped).p99 <= 2 && LivePlaybackTests.summary(stamped).max <= 5, "\(Self.describe(stamped))")
         #expect(received.allSatisfy { $0 >= -LivePlaybackTests.resolution }, "no cue reaches the client before it is heard")
         #expect(LivePlaybackTests.summary(received).p99 <= 5, "\(Self.describe(received))")
+    }
+
+    /// The third client: the Swift API itself, in this process, through the same sound server.
+    @Test func swiftAPIGetsEachCueWhenHeard() async throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        // libasound reads its configuration at each open: this process's next PCM is the server's.
+        let saved = server.clientVariables.keys.map { ($0, ProcessInfo.processInfo.environment[$0]) }
+        for (key, value) in server.clientVariables { setenv(key, value, 1) }
+        defer { for (key, value) in saved { if let value { setenv(key, value, 1) } else { unsetenv(key) } } }
+        let lesson = try NarratorLesson(path: dir.file("live.json"))
+        let prepared = try lesson.prepare(.chain("live", repeats: 2), seed: 7)
+        let playback = try prepared.play(device: "default")
+        var events: [ReceivedEvent] = []
+        for await event in playback.events {
+            guard case .cue(let cue, let at) = event else { continue }
+            events.append(ReceivedEvent(fields: ["event": "cue", "type": cue.type, "frame": cue.frame, "received": NSNumber(value: at)]))
+        }
+        #expect(playback.waitUntilFinished() == .finished)
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(events.map { "\($0.type)@\($0.frame ?? -1)" } == prepared.cues.map { "\($0.type)@\($0.frame)" })
+        let lateness = try Self.lateness(events, recording: recording, alignment: alignment) { $0.received }
+        print("Swift API (AsyncSequence) vs heard: \(Self.describe(lateness))")
+        #expect(lateness.count >= 20)
+        #expect(LivePlaybackTests.summary(lateness).p99 <= 2 && LivePlaybackTests.summary(lateness).max <= 5, "\(Self.describe(lateness))")
     }
 
     /// 50 clients subscribed to one playback (started by another over WebSocket): each gets

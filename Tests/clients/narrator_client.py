@@ -13,8 +13,10 @@ Usage:
   narrator_client.py load (--ws URL --token T | --unix PATH) --clients N [--first K] [--ready FILE]
       Opens N connections, each subscribed to the next playback; prints every event
       each receives (with "client", numbered from K, and "received") until each has had its
-      terminal event. (One asyncio loop serves all N: run several processes to spread a large
-      load, or the loop's own queue shows up as lateness.)
+      terminal event. Over WebSocket it uses the websockets package; with --fast (always on the
+      Unix socket) it reads raw sockets in one selector loop instead (for WebSocket: its own
+      handshake and frame reader), so that the client's own work does not show as lateness.
+      Several processes spread a large load over the cores.
       --ready FILE is created once all N are subscribed.
 
 Exit status: 0 when done; 1 when the daemon could not be reached or closed the connection
@@ -23,9 +25,11 @@ early (a line {"client": "closed"} is printed first).
 
 import argparse
 import asyncio
+import base64
 import json
 import os
 import socket
+import struct
 import sys
 import time
 
@@ -135,18 +139,73 @@ async def run(args, transport):
     return 0
 
 
-def load_unix(args):
-    """The load over the Unix socket, with as little client work per event as Python allows:
-    one selector loop, a timestamp as each read returns, parsing after the run."""
+TERMINAL_MARKS = (b'"event":"end"', b'"event":"canceled"', b'"event":"error"')
+
+
+def open_raw(args, number):
+    """A connection for the load, subscribed to the next playback: the Unix socket, or a
+    WebSocket opened by hand (the handshake, then frames read straight off the socket), so that
+    each read costs the client next to nothing and the figure measures the daemon."""
+    subscribe = b'{"id": "s%d", "op": "subscribe", "playback": "next"}' % number
+    if args.unix:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(args.unix)
+        sock.sendall(subscribe + b"\n")
+        return sock
+    host, port = args.ws.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    key = base64.b64encode(os.urandom(16))
+    sock.sendall(b"GET /ws?token=%s HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 b"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                 % (args.token.encode(), host.encode(), port.encode(), key))
+    response = b""
+    while b"\r\n\r\n" not in response:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise ConnectionError("closed during the handshake")
+        response += chunk
+    if not response.startswith(b"HTTP/1.1 101"):
+        raise ConnectionError(response.split(b"\r\n", 1)[0].decode())
+    mask = os.urandom(4)
+    masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(subscribe))
+    header = bytes([0x81, 0x80 | len(masked)]) if len(masked) < 126 else bytes([0x81, 0xFE]) + struct.pack(">H", len(masked))
+    sock.sendall(header + mask + masked)
+    return sock
+
+
+def ws_messages(stream):
+    """Text messages from a server's (unmasked) frame stream, and what is left: a frame not
+    complete yet."""
+    messages = []
+    position = 0
+    while True:
+        start = position
+        if position + 2 > len(stream):
+            return messages, stream[start:]
+        opcode, length = stream[position] & 0x0F, stream[position + 1] & 0x7F
+        position += 2
+        if length >= 126:
+            size = 2 if length == 126 else 8
+            if position + size > len(stream):
+                return messages, stream[start:]
+            length = int.from_bytes(stream[position:position + size], "big")
+            position += size
+        if position + length > len(stream):
+            return messages, stream[start:]
+        if opcode == 1:
+            messages.append(stream[position:position + length])
+        position += length
+
+
+def load_fast(args):
     import selectors
     selector = selectors.DefaultSelector()
     clients = []
     for number in range(args.first, args.first + args.clients):
-        sock = socket.socket(socket.AF_UNIX)
-        sock.connect(args.unix)
-        sock.sendall(b'{"id": "s%d", "op": "subscribe", "playback": "next"}\n' % number)
+        sock = open_raw(args, number)
         sock.setblocking(False)
-        state = {"number": number, "socket": sock, "reads": [], "done": False}
+        state = {"number": number, "socket": sock, "reads": []}
         clients.append(state)
         selector.register(sock, selectors.EVENT_READ, state)
     time.sleep(0.3)
@@ -154,25 +213,27 @@ def load_unix(args):
         open(args.ready, "w").close()
     open_clients = len(clients)
     while open_clients:
-        for key, _ in selector.select(timeout=30):
+        ready = selector.select(timeout=60)
+        if not ready:
+            break
+        for key, _ in ready:
             state = key.data
             data = state["socket"].recv(1 << 16)
             received = time.monotonic_ns()
-            if data:
-                state["reads"].append((received, data))
-            if not data or (b'"canceled"' in data or b'"end"' in data or b'"error"' in data) and data.endswith(b"\n"):
-                if any(json.loads(line).get("event") in TERMINAL for _, chunk in [(0, data)] for line in chunk.splitlines() if line):
-                    selector.unregister(state["socket"])
-                    state["socket"].close()
-                    open_clients -= 1
-                elif not data:
-                    selector.unregister(state["socket"])
-                    open_clients -= 1
+            state["reads"].append((received, data))
+            if not data or any(mark in data for mark in TERMINAL_MARKS):
+                selector.unregister(state["socket"])
+                state["socket"].close()
+                open_clients -= 1
     for state in clients:
-        pending = b""
+        # Each event is stamped with the time of the read that completed it.
+        stream = b""
         for received, data in state["reads"]:
-            pending += data
-            *lines, pending = pending.split(b"\n")
+            stream += data
+            if args.unix:
+                *lines, stream = stream.split(b"\n")
+            else:
+                lines, stream = ws_messages(stream)
             for line in lines:
                 emit(json.loads(line), client=state["number"], received=received)
     return 0
@@ -228,12 +289,13 @@ def main():
     load_parser.add_argument("--token", default="")
     load_parser.add_argument("--clients", type=int, default=50)
     load_parser.add_argument("--first", type=int, default=0)
+    load_parser.add_argument("--fast", action="store_true")
     load_parser.add_argument("--retry", type=float, default=5)
     load_parser.add_argument("--ready")
     args = parser.parse_args()
     try:
         if args.command == "load":
-            return load_unix(args) if args.unix else asyncio.run(load(args))
+            return load_fast(args) if args.unix or args.fast else asyncio.run(load(args))
         transport = UnixTransport(args.unix) if args.unix else WebSocketTransport(args.ws, args.token)
         return asyncio.run(run(args, transport))
     except (OSError, websockets.InvalidHandshake, ConnectionError) as error:

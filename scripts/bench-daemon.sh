@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Benchmark of `narrator serve` under load: CLIENTS (default 50) clients subscribed to one
+# playback, over the Unix socket and over WebSocket, each event's arrival compared with when
+# its frame was heard (the private PulseAudio pipe sink's recording, scripts/pulse-test-server.sh).
+# Release build. A benchmark, not a test: it asserts nothing.
+#
+# Usage: scripts/bench-daemon.sh [CLIENTS]
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+swift build -c release --scratch-path .build-bench --product narrator >/dev/null
+swift build -c release --scratch-path .build-bench --product narrator-bench-daemon >/dev/null
+bin=$(swift build -c release --scratch-path .build-bench --show-bin-path)
+"$bin/narrator-bench-daemon" "$bin/narrator" "${1:-50}"
