@@ -13,10 +13,23 @@ struct ChannelOutlet: EventOutlet {
         case webSocket
     }
 
+    /// Unwritten events a client may leave before it is dropped (it has stopped reading).
+    static let maxBacklog = 4 << 20
+
     let channel: any Channel
     let framing: Framing
-    /// Called once the daemon is done with the client.
+    /// Called on `finish`, before the channel is closed: the transport's own way to end
+    /// (a WebSocket close handshake); the channel is closed regardless a second later.
     let onFinish: @Sendable () -> Void
+    private let queued = Backlog()
+
+    init(channel: any Channel, framing: Framing, onFinish: @escaping @Sendable () -> Void = {}) {
+        self.channel = channel
+        self.framing = framing
+        self.onFinish = onFinish
+    }
+
+    var backlog: Int { queued.bytes.load(ordering: .relaxed) }
 
     func send(_ line: String) -> Bool {
         guard channel.isActive else { return true }  // gone: the transport reports it
@@ -25,12 +38,35 @@ struct ChannelOutlet: EventOutlet {
             case .lines: .bytes(ByteBuffer(string: line))
             case .webSocket: .frame(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: String(line.dropLast()))))
             }
-        Batch.on(channel.eventLoop).add(channel, payload)
-        // Over the high water mark: the client has stopped reading.
-        return channel.isWritable
+        Batch.on(channel.eventLoop).add(channel, payload, queued)
+        return backlog <= Self.maxBacklog
     }
 
-    func finish() { onFinish() }
+    func finish() {
+        onFinish()
+        let channel = channel
+        let framing = framing
+        // Queued after any batch already on its way, so everything sent is written first.
+        channel.eventLoop.execute {
+            if framing == .lines { channel.close(mode: .output, promise: nil) }
+            channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
+        }
+    }
+
+    func closed() async {
+        let channel = channel
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await channel.closeFuture.get() }
+            group.addTask { try? await Task.sleep(for: .seconds(3)) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+}
+
+/// Bytes handed to an outlet and not yet written by its channel.
+final class Backlog: Sendable {
+    let bytes = Atomic<Int>(0)
 }
 
 /// Writes queued for one event loop, flushed in one task on it.
@@ -38,10 +74,17 @@ private final class Batch: Sendable {
     enum Payload: Sendable {
         case bytes(ByteBuffer)
         case frame(WebSocketFrame)
+
+        var size: Int {
+            switch self {
+            case .bytes(let buffer): buffer.readableBytes
+            case .frame(let frame): frame.data.readableBytes
+            }
+        }
     }
 
     private let loop: any EventLoop
-    private let pending = Mutex<[(channel: any Channel, payload: Payload)]>([])
+    private let pending = Mutex<[(channel: any Channel, payload: Payload, backlog: Backlog)]>([])
 
     private init(loop: any EventLoop) { self.loop = loop }
 
@@ -56,9 +99,10 @@ private final class Batch: Sendable {
         }
     }
 
-    func add(_ channel: any Channel, _ payload: Payload) {
+    func add(_ channel: any Channel, _ payload: Payload, _ backlog: Backlog) {
+        backlog.bytes.add(payload.size, ordering: .relaxed)
         let first = pending.withLock { pending in
-            pending.append((channel, payload))
+            pending.append((channel, payload, backlog))
             return pending.count == 1
         }
         if first { loop.execute { self.flush() } }
@@ -70,10 +114,13 @@ private final class Batch: Sendable {
             return pending
         }
         var written: [ObjectIdentifier: any Channel] = [:]
-        for (channel, payload) in items {
+        for (channel, payload, backlog) in items {
+            let promise = loop.makePromise(of: Void.self)
+            let size = payload.size
+            promise.futureResult.whenComplete { _ in backlog.bytes.subtract(size, ordering: .relaxed) }
             switch payload {
-            case .bytes(let buffer): channel.write(buffer, promise: nil)
-            case .frame(let frame): channel.write(frame, promise: nil)
+            case .bytes(let buffer): channel.write(buffer, promise: promise)
+            case .frame(let frame): channel.write(frame, promise: promise)
             }
             written[ObjectIdentifier(channel)] = channel
         }

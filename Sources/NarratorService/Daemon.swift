@@ -29,19 +29,21 @@ public enum NarratorDaemon {
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
         var services: [any Service] = []
+        // The web server first: it can fail (the page's files) before the socket is bound.
+        var web: (any Service)?
+        if let (host, port) = options.listen {
+            let token = options.token
+            web = try WebServer.make(host: host, port: port, token: token, service: service, logger: logger) { port in
+                let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+                ready(
+                    #"{"listening":"websocket","url":\#(EventLine.quoted("ws://\(base)/ws")),"page":\#(EventLine.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
+            }
+        }
         if let path = options.socket {
             services.append(try await UnixSocketServer.bind(path: path, service: service))
             ready(#"{"listening":"unix","socket":\#(EventLine.quoted(path))}"#)
         }
-        if let (host, port) = options.listen {
-            let token = options.token
-            services.append(
-                try WebServer.make(host: host, port: port, token: token, service: service, logger: logger) { port in
-                    let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
-                    ready(
-                        #"{"listening":"websocket","url":\#(EventLine.quoted("ws://\(base)/ws")),"page":\#(EventLine.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
-                })
-        }
+        if let web { services.append(web) }
         // Shut down first (services stop in reverse order): end every request with its
         // terminal event while the transports can still carry it.
         services.append(Drain(service: service))

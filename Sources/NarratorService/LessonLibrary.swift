@@ -21,13 +21,17 @@ struct LessonLibrary: Sendable {
 
     /// The lesson's real path inside the library.
     func resolve(_ name: String) throws(NarratorError) -> String {
-        guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("\0") else {
-            throw NarratorError(file: "request", place: "lesson", "'\(name)' is not a path inside the lesson library")
+        // Refused by its name alone, whether or not such a file exists: an absolute path, a
+        // `..` step, a NUL.
+        let steps = name.split(separator: "/", omittingEmptySubsequences: false)
+        guard !name.isEmpty, !name.hasPrefix("/"), !name.contains("\0"), !steps.contains("..") else {
+            throw NarratorError(file: "request", place: "lesson", "'\(name)' is outside the lesson library")
         }
         guard let real = Self.realPath(root + "/" + name) else {
             throw NarratorError(file: "request", place: "lesson", "no lesson '\(name)' in the library")
         }
-        guard real.hasPrefix(root + "/") else {
+        // A symbolic link inside that leads out. Compared byte for byte.
+        guard real.utf8.starts(with: (root == "/" ? "/" : root + "/").utf8) else {
             throw NarratorError(file: "request", place: "lesson", "'\(name)' is outside the lesson library")
         }
         return real

@@ -35,13 +35,20 @@ public final class NarratorService: Sendable {
 
     /// Where a request of a connection stands.
     private enum Active {
-        /// A play request being prepared (decoding, opening the device).
-        case preparing
+        /// A play request being prepared (decoding, opening the device); `canceled` is the
+        /// reason when it was stopped meanwhile: it is stopped as soon as it starts.
+        case preparing(canceled: String?)
+        /// A cues request whose cues are being sent.
+        case listing(canceled: Bool)
         /// Playing as playback `name`.
         case playing(String)
         /// Following a playback, or waiting for the next to begin (`nil`).
         case subscribed(String?)
     }
+
+    /// Active requests one connection may have at once (each play or cues request has a
+    /// thread while it is prepared).
+    static let maxActiveRequests = 64
 
     private struct Recipient: Hashable {
         let connection: Int
@@ -51,6 +58,8 @@ public final class NarratorService: Sendable {
     private struct Connection {
         let outlet: any EventOutlet
         var requests: [RequestID: Active] = [:]
+        /// The client will send nothing more: close once its last request has ended.
+        var inputEnded = false
     }
 
     private struct Entry {
@@ -88,21 +97,18 @@ public final class NarratorService: Sendable {
         return ClientConnection(service: self, number: number)
     }
 
-    /// Cancels every playback and subscription (`canceled`, reason "daemon stopping"), waits
-    /// until their terminal events are queued, then finishes every connection's outlet.
+    /// Cancels every request still active (`canceled`, reason "daemon stopping"), waits until
+    /// their terminal events are queued, then closes every connection once what it was sent has
+    /// been written.
     public func shutdown() async {
         let reason = "daemon stopping"
         state.withLock { state in
             state.stopping = true
-            for (name, entry) in state.playbacks {
-                state.playbacks[name]?.cancelReason = entry.cancelReason ?? reason
-                entry.playback.stop()
+            for (number, connection) in state.connections {
+                for id in connection.requests.keys {
+                    _ = stop(Recipient(connection: number, id: id), reason: reason, in: &state)
+                }
             }
-            for waiting in state.waitingForNext {
-                send(EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), to: waiting, in: &state)
-                state.connections[waiting.connection]?.requests[waiting.id] = nil
-            }
-            state.waitingForNext = []
         }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state in
@@ -112,8 +118,15 @@ public final class NarratorService: Sendable {
             }
             if idle { done.resume() }
         }
-        state.withLock { state in
-            for connection in state.connections.values { connection.outlet.finish() }
+        let outlets = state.withLock { state in
+            defer { state.connections = [:] }
+            return state.connections.values.map(\.outlet)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for outlet in outlets {
+                outlet.finish()
+                group.addTask { await outlet.closed() }
+            }
         }
     }
 
@@ -121,72 +134,119 @@ public final class NarratorService: Sendable {
 
     func receive(_ data: Data, from connection: Int) {
         let (id, parsed) = ServiceRequest.parse(data)
-        let request: ServiceRequest
-        switch parsed {
-        case .failure(let error):
-            reply(.error(error.description), to: connection, id: id)
+        guard case .success(let request) = parsed, let id else {
+            if case .failure(let error) = parsed { reply(.error(error.description), to: connection, id: id) }
             return
-        case .success(let value):
-            request = value
         }
-        guard let id else { return }
         let me = Recipient(connection: connection, id: id)
-        let refusal: String? = state.withLock { state in
-            if state.stopping { return "the daemon is stopping" }
-            if state.connections[connection]?.requests[id] != nil {
-                return "request \(id) is still active on this connection: give each request its own id"
-            }
-            return nil
+        /// What is left to do outside the lock.
+        enum Work {
+            case none
+            case prepare(lesson: String, program: Program, seed: UInt64)
+            case list(lesson: String, program: Program, seed: UInt64)
         }
-        if let refusal {
-            reply(.error(refusal), to: connection, id: id)
+        // Checked and registered in one step: a stop, a disconnect or the shutdown sees the
+        // request either not yet there or already active.
+        let work: Work = state.withLock { state in
+            guard let client = state.connections[connection] else { return .none }
+            func refuse(_ problem: String) -> Work {
+                send(.error(problem), to: me, in: &state)
+                return .none
+            }
+            if state.stopping { return refuse("the daemon is stopping") }
+            if client.requests[id] != nil {
+                return refuse("request \(id) is still active on this connection: give each request its own id")
+            }
+            switch request {
+            case .tap(let target, let answer):
+                guard case .playing(let name)? = client.requests[target], let playback = state.playbacks[name]?.playback else {
+                    return refuse("request \(target) is not playing on this connection")
+                }
+                let now = MonotonicClock.now()
+                playback.tap(answer)
+                send(EventLine("end", frame: nil, heard: now), to: me, in: &state)
+                return .none
+            case .stop(let target):
+                guard stop(Recipient(connection: connection, id: target), reason: "stopped", in: &state) else {
+                    return refuse("request \(target) is not active on this connection")
+                }
+                send(EventLine("end", frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
+                return .none
+            default:
+                break
+            }
+            if client.requests.count >= Self.maxActiveRequests {
+                return refuse("\(Self.maxActiveRequests) requests are already active on this connection")
+            }
+            switch request {
+            case .play(let lesson, let program, let seed):
+                state.connections[connection]?.requests[id] = .preparing(canceled: nil)
+                state.running += 1
+                return .prepare(lesson: lesson, program: program, seed: seed)
+            case .cues(let lesson, let program, let seed):
+                state.connections[connection]?.requests[id] = .listing(canceled: false)
+                state.running += 1
+                return .list(lesson: lesson, program: program, seed: seed)
+            case .subscribe(let playback):
+                if playback == "next" {
+                    state.waitingForNext.append(me)
+                    state.connections[connection]?.requests[id] = .subscribed(nil)
+                    return .none
+                }
+                guard state.playbacks[playback] != nil else {
+                    return refuse("no playback '\(playback)' is playing (name one from a begin event, or next)")
+                }
+                state.playbacks[playback]?.subscribers.append(me)
+                state.connections[connection]?.requests[id] = .subscribed(playback)
+                if let begin = state.playbacks[playback]?.begin { send(begin, to: me, in: &state) }
+                return .none
+            case .tap, .stop:
+                return .none
+            }
+        }
+        switch work {
+        case .none:
+            break
+        case .prepare(let lesson, let program, let seed):
+            Thread.detachNewThread { [self] in start(lesson: lesson, program: program, seed: seed, for: me) }
+        case .list(let lesson, let program, let seed):
+            Thread.detachNewThread { [self] in list(lesson: lesson, program: program, seed: seed, for: me) }
+        }
+    }
+
+    /// Sends a schedule's cues (without playing), at the pace the client reads them.
+    private func list(lesson: String, program: Program, seed: UInt64, for me: Recipient) {
+        defer { running(-1) }
+        let prepared: PreparedProgram
+        do throws(NarratorError) {
+            prepared = try library.load(lesson).prepare(program, seed: seed)
+        } catch {
+            finish(me, with: .error(error.description))
             return
         }
-        switch request {
-        case .play(let lesson, let program, let seed):
-            state.withLock { $0.connections[connection]?.requests[id] = .preparing }
-            running(+1)
-            Thread.detachNewThread { [self] in
-                start(lesson: lesson, program: program, seed: seed, for: me)
+        for cue in prepared.cues {
+            let line = EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue))
+            guard let outlet = state.withLock({ state -> (any EventOutlet)? in
+                guard case .listing(canceled: false)? = state.connections[me.connection]?.requests[me.id] else { return nil }
+                send(line, to: me, in: &state)
+                return state.connections[me.connection]?.outlet
+            }) else { break }
+            // A long schedule waits for the client to read, rather than filling memory.
+            var waited = 0
+            while outlet.backlog > 256 * 1024 && waited < 30_000 {
+                usleep(1000)
+                waited += 1
             }
-        case .cues(let lesson, let program, let seed):
-            running(+1)
-            Thread.detachNewThread { [self] in
-                defer { running(-1) }
-                do throws(NarratorError) {
-                    let prepared = try library.load(lesson).prepare(program, seed: seed)
-                    for cue in prepared.cues {
-                        reply(EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue)), to: connection, id: id)
-                    }
-                    reply(
-                        EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]),
-                        to: connection, id: id)
-                } catch {
-                    reply(.error(error.description), to: connection, id: id)
-                }
-            }
-        case .tap(let target, let answer):
-            let playback: Playback? = state.withLock { state in
-                guard case .playing(let name)? = state.connections[connection]?.requests[target] else { return nil }
-                return state.playbacks[name]?.playback
-            }
-            guard let playback else {
-                reply(.error("request \(target) is not playing on this connection"), to: connection, id: id)
-                return
-            }
-            let now = MonotonicClock.now()
-            playback.tap(answer)
-            reply(EventLine("end", frame: nil, heard: now), to: connection, id: id)
-        case .stop(let target):
-            let found = state.withLock { state in stop(Recipient(connection: connection, id: target), reason: "stopped", in: &state) }
-            if found {
-                reply(EventLine("end", frame: nil, heard: MonotonicClock.now()), to: connection, id: id)
-            } else {
-                reply(.error("request \(target) is not active on this connection"), to: connection, id: id)
-            }
-        case .subscribe(let playback):
-            subscribe(me, to: playback)
         }
+        let canceled = state.withLock { state in
+            if case .listing(canceled: true)? = state.connections[me.connection]?.requests[me.id] { return true }
+            return false
+        }
+        finish(
+            me,
+            with: canceled
+                ? EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(state.withLock { $0.stopping } ? "daemon stopping" : "stopped")])
+                : EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]))
     }
 
     /// A message that is not a request at all (too long, not text): an error event, no id.
@@ -199,7 +259,17 @@ public final class NarratorService: Sendable {
         state.withLock { state in drop(connection, in: &state) }
     }
 
-    /// Ends `request` (a playback, or a subscription); false when it is not active.
+    /// The client will send no more requests (it closed its side for writing): the connection
+    /// closes once its last request has had its terminal event.
+    func inputEnded(_ connection: Int) {
+        state.withLock { state in
+            state.connections[connection]?.inputEnded = true
+            closeIfDone(connection, in: &state)
+        }
+    }
+
+    /// Ends `request`; false when it is not active. A playback is stopped (its terminal
+    /// `canceled` follows from its cue thread), a subscription ends with `canceled` now.
     private func stop(_ request: Recipient, reason: String, in state: inout State) -> Bool {
         switch state.connections[request.connection]?.requests[request.id] {
         case .playing(let name)?:
@@ -211,31 +281,34 @@ public final class NarratorService: Sendable {
             } else {
                 state.waitingForNext.removeAll { $0 == request }
             }
-            send(EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), to: request, in: &state)
-            state.connections[request.connection]?.requests[request.id] = nil
-        case .preparing?:
-            // Stopped as soon as it starts (`start` sees the request gone).
-            state.connections[request.connection]?.requests[request.id] = nil
+            finish(request, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+        case .preparing(nil)?:
+            state.connections[request.connection]?.requests[request.id] = .preparing(canceled: reason)
+        case .listing(false)?:
+            state.connections[request.connection]?.requests[request.id] = .listing(canceled: true)
+        case .preparing?, .listing?:
+            break  // already stopping
         case nil:
             return false
         }
         return true
     }
 
-    private func subscribe(_ me: Recipient, to playback: String) {
-        let problem: String? = state.withLock { state in
-            if playback == "next" {
-                state.waitingForNext.append(me)
-                state.connections[me.connection]?.requests[me.id] = .subscribed(nil)
-                return nil
-            }
-            guard state.playbacks[playback] != nil else { return "no playback '\(playback)' is playing (name one from a begin event, or next)" }
-            state.playbacks[playback]?.subscribers.append(me)
-            state.connections[me.connection]?.requests[me.id] = .subscribed(playback)
-            if let begin = state.playbacks[playback]?.begin { send(begin, to: me, in: &state) }
-            return nil
-        }
-        if let problem { reply(.error(problem), to: me.connection, id: me.id) }
+    /// Sends `request` its terminal event; it is no longer active.
+    private func finish(_ request: Recipient, with line: EventLine, in state: inout State) {
+        send(line, to: request, in: &state)
+        state.connections[request.connection]?.requests[request.id] = nil
+        closeIfDone(request.connection, in: &state)
+    }
+
+    private func finish(_ request: Recipient, with line: EventLine) {
+        state.withLock { state in finish(request, with: line, in: &state) }
+    }
+
+    private func closeIfDone(_ connection: Int, in state: inout State) {
+        guard let client = state.connections[connection], client.inputEnded, client.requests.isEmpty else { return }
+        state.connections[connection] = nil
+        client.outlet.finish()
     }
 
     // MARK: Playback
@@ -258,7 +331,7 @@ public final class NarratorService: Sendable {
                 case let error as PlaybackError: .error("audio device '\(error.device)': \(error.message)", fields: ["code": .string(error.code)])
                 default: .error("\(error)")
                 }
-            finishPreparing(owner, with: line)
+            finish(owner, with: line)
             return
         }
         state.withLock { state in
@@ -266,13 +339,14 @@ public final class NarratorService: Sendable {
             let name = "p\(state.lastPlayback)"
             forwarder.name = name
             var entry = Entry(owner: owner, playback: playback)
-            let stillWanted: Bool
-            if case .preparing? = state.connections[owner.connection]?.requests[owner.id] { stillWanted = true } else { stillWanted = false }
-            if stillWanted { state.connections[owner.connection]?.requests[owner.id] = .playing(name) }
-            if !stillWanted || state.stopping {
-                entry.cancelReason = state.stopping ? "daemon stopping" : "stopped"
-                playback.stop()
+            switch state.connections[owner.connection]?.requests[owner.id] {
+            case .preparing(let canceled)?:
+                state.connections[owner.connection]?.requests[owner.id] = .playing(name)
+                entry.cancelReason = canceled
+            default:
+                entry.cancelReason = "client disconnected"  // the connection has gone
             }
+            if entry.cancelReason != nil { playback.stop() }
             state.playbacks[name] = entry
         }
         forwarder.started.signal()
@@ -282,17 +356,7 @@ public final class NarratorService: Sendable {
                                                   heard: forwarder.last?.heard ?? MonotonicClock.now(), fields: ["playback": .string(name)])
         state.withLock { state in
             guard let entry = state.playbacks.removeValue(forKey: name) else { return }
-            for recipient in [entry.owner] + entry.subscribers {
-                send(end, to: recipient, in: &state)
-                state.connections[recipient.connection]?.requests[recipient.id] = nil
-            }
-        }
-    }
-
-    private func finishPreparing(_ owner: Recipient, with line: EventLine) {
-        state.withLock { state in
-            send(line, to: owner, in: &state)
-            state.connections[owner.connection]?.requests[owner.id] = nil
+            for recipient in [entry.owner] + entry.subscribers { finish(recipient, with: end, in: &state) }
         }
     }
 
@@ -406,8 +470,8 @@ public final class NarratorService: Sendable {
                 state.playbacks[name]?.subscribers.removeAll { $0 == request }
             case .subscribed(nil):
                 state.waitingForNext.removeAll { $0 == request }
-            case .preparing:
-                break  // `start` finds the request gone and stops the playback at once
+            case .preparing, .listing:
+                break  // `start` and `list` find the request gone and stop
             }
         }
         client.outlet.finish()
@@ -453,6 +517,9 @@ public final class ClientConnection: Sendable {
         service.refuse("binary message; requests are JSON text", to: number)
     }
 
+    /// The client will send nothing more; the connection closes once its requests have ended.
+    public func inputEnded() { service.inputEnded(number) }
+
     /// The client has gone: its playbacks stop (`canceled`, reason "client disconnected").
     public func disconnect() { service.disconnect(number) }
 }
@@ -462,24 +529,10 @@ public final class ClientConnection: Sendable {
 public protocol EventOutlet: Sendable {
     /// Queues one line (ending in a newline). False when the client has fallen too far behind.
     func send(_ line: String) -> Bool
+    /// Bytes queued and not yet written.
+    var backlog: Int { get }
     /// Nothing more will be sent: close once what is queued has gone out.
     func finish()
-}
-
-/// An outlet read as an AsyncStream, for transports whose writes are async (WebSocket).
-public struct StreamOutlet: EventOutlet {
-    private let continuation: AsyncStream<String>.Continuation
-
-    /// The outlet and the lines it queues; at most `limit` unread lines.
-    public static func make(limit: Int = 4096) -> (StreamOutlet, AsyncStream<String>) {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingOldest(limit))
-        return (StreamOutlet(continuation: continuation), stream)
-    }
-
-    public func send(_ line: String) -> Bool {
-        if case .dropped = continuation.yield(line) { return false }
-        return true
-    }
-
-    public func finish() { continuation.finish() }
+    /// Returns once the connection has closed after `finish` (or a few seconds have passed).
+    func closed() async
 }

@@ -14,6 +14,9 @@ struct UnixSocketServer: Service {
     /// daemon that died is replaced; one that a live daemon answers on, or any other kind of
     /// file, is an error.
     static func bind(path: String, service: NarratorService) async throws -> UnixSocketServer {
+        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
+            throw NarratorError(file: path, "socket path too long (at most \(MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1) bytes)")
+        }
         try claim(path)
         let limit = service.configuration.maxMessageBytes
         // Created 0600 from the start (no window in which others could connect): umask is
@@ -22,7 +25,7 @@ struct UnixSocketServer: Service {
         defer { umask(oldMask) }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
-            .childChannelOption(.writeBufferWaterMark, value: .init(low: 256 * 1024, high: 1024 * 1024))
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLength: limit)))
@@ -74,14 +77,7 @@ private final class ClientHandler: ChannelInboundHandler, Sendable {
     private let connection: ClientConnection
 
     init(service: NarratorService, channel: any Channel) {
-        connection = service.connect(
-            ChannelOutlet(channel: channel, framing: .lines) {
-                // Half-close once what is queued has been written; the client sees EOF.
-                channel.eventLoop.execute {
-                    channel.close(mode: .output, promise: nil)
-                    channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
-                }
-            })
+        connection = service.connect(ChannelOutlet(channel: channel, framing: .lines))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -89,6 +85,13 @@ private final class ClientHandler: ChannelInboundHandler, Sendable {
         case .line(let buffer): connection.receive(Data(buffer.readableBytesView))
         case .oversized(let bytes): connection.refuseOversized(bytes: bytes)
         }
+    }
+
+    /// The client closed its side for writing (`printf … | socat`): no more requests, but the
+    /// answers to those it sent still go out.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { connection.inputEnded() }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

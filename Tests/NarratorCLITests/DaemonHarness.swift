@@ -21,9 +21,10 @@ enum Clients {
         return (result.status, try ReceivedEvent.parse(result.stdout), result.stderr)
     }
 
-    /// Lines through socat, the way a shell script would talk to the daemon; what came back.
-    static func socat(_ daemon: Daemon, input: String, wait: Double = 3) throws -> ProcessResult {
-        let script = "{ cat \"$1\"; sleep \(wait); } | socat -t 5 - UNIX-CONNECT:\"$2\""
+    /// Lines through socat, the way a shell script would talk to the daemon: it sends them and
+    /// closes its side; the daemon closes the connection once each has had its terminal event.
+    static func socat(_ daemon: Daemon, input: String) throws -> ProcessResult {
+        let script = "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\""
         let file = daemon.dir.write("socat-in-\(UUID().uuidString.prefix(8)).txt", input)
         return try NarratorTestSupport.run("/bin/sh", ["-c", script, "sh", file, daemon.socket])
     }

@@ -199,7 +199,7 @@ struct DaemonLiveTests {
         var noise = Data((0..<4096).map { _ in UInt8.random(in: 0...255) })
         noise += Data("\n{\"id\": \"still-here\", \"op\": \"cues\", \"lesson\": \"live.json\", \"chain\": \"live\"}\n".utf8)
         let garbage = try NarratorTestSupport.run(
-            "/bin/sh", ["-c", "{ cat \"$1\"; sleep 1; } | socat -t 5 - UNIX-CONNECT:\"$2\"", "sh", dir.write("noise.bin", data: noise), daemon.socket])
+            "/bin/sh", ["-c", "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\"", "sh", dir.write("noise.bin", data: noise), daemon.socket])
         #expect(try ReceivedEvent.parse(garbage.stdout).last?.id == "still-here", "the garbage connection stayed up")
 
         let watched = try ReceivedEvent.parse(String(decoding: watcherOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))

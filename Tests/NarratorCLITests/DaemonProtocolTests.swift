@@ -17,7 +17,7 @@ struct DaemonProtocolTests {
         defer { dir.remove() }
         let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
         defer { daemon.stop() }
-        let reply = try Clients.socat(daemon, input: #"{"id": 7, "op": "cues", "lesson": "sample.json", "chain": "correct", "seed": 7}"# + "\n", wait: 1)
+        let reply = try Clients.socat(daemon, input: #"{"id": 7, "op": "cues", "lesson": "sample.json", "chain": "correct", "seed": 7}"# + "\n")
         let events = try ReceivedEvent.parse(reply.stdout)
         let sheet = try run(Repo.narrator, ["cues", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
@@ -33,7 +33,16 @@ struct DaemonProtocolTests {
     @Test func badRequestsGetAnErrorAndTheConnectionStays() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        // A library with a symbolic link inside that leads out of it.
+        let library = dir.file("library")
+        try FileManager.default.createDirectory(atPath: library, withIntermediateDirectories: true)
+        // The sample lesson itself, its paths made absolute so that it loads from here.
+        let sample = try String(contentsOfFile: Self.library + "/sample.json", encoding: .utf8)
+            .replacingOccurrences(of: "\"../../Audio/", with: "\"" + Repo.path("Audio") + "/")
+            .replacingOccurrences(of: "\"timings\": \"", with: "\"timings\": \"" + Self.library + "/")
+        dir.write("library/sample.json", sample)
+        try FileManager.default.createSymbolicLink(atPath: library + "/escape.json", withDestinationPath: Repo.path("Package.swift"))
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
         defer { daemon.stop() }
         var garbage = Data([0xff, 0xfe, 0x00, 0x01, 0x80, 0x0a])  // not UTF-8, then a newline
         garbage += Data("not json\n".utf8)
@@ -44,26 +53,56 @@ struct DaemonProtocolTests {
         garbage += Data(#"{"id": 4, "op": "play", "lesson": "/etc/passwd", "chain": "x"}"# .utf8) + Data([0x0a])
         garbage += Data(#"{"id": 5, "op": "play", "lesson": "sample.json", "chain": "nope"}"# .utf8) + Data([0x0a])
         garbage += Data(#"{"id": 6, "op": "stop", "request": 99}"# .utf8) + Data([0x0a])
+        garbage += Data(#"{"id": 7, "op": "cues", "lesson": "escape.json", "chain": "x"}"# .utf8) + Data([0x0a])
         garbage += Data(repeating: UInt8(ascii: "x"), count: 200_000) + Data([0x0a])
         garbage += Data(#"{"id": "ok", "op": "cues", "lesson": "sample.json", "chain": "correct"}"# .utf8) + Data([0x0a])
         let file = dir.write("garbage.bin", data: garbage)
-        let reply = try run("/bin/sh", ["-c", "{ cat \"$1\"; sleep 1; } | socat -t 5 - UNIX-CONNECT:\"$2\"", "sh", file, daemon.socket])
+        let reply = try run("/bin/sh", ["-c", "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\"", "sh", file, daemon.socket])
         let events = try ReceivedEvent.parse(reply.stdout)
         let errors = events.filter { $0.event == "error" }
         let messages = errors.map { "\($0.id): \($0.fields["message"] as? String ?? "")" }
-        #expect(errors.count == 10, "\(messages)")
+        #expect(errors.count == 11, "\(messages)")
         func said(_ id: String, _ text: String) -> Bool { messages.contains { $0.hasPrefix("\(id): ") && $0.contains(text) } }
         #expect(said("null", "not valid JSON"))
         #expect(said("null", "id: missing key"))
         #expect(said("1", "unknown op 'dance'"))
         #expect(said("2", "chain: expected a string"))
         #expect(said("3", "outside the lesson library"))
-        #expect(said("4", "not a path inside the lesson library"))
+        #expect(said("4", "outside the lesson library"))
         #expect(said("5", "nope"))
         #expect(said("6", "not active"))
+        #expect(said("7", "outside the lesson library"))
         #expect(said("null", "over the 65536-byte limit"))
         #expect(events.last?.id == "ok" && events.last?.event == "end", "the connection stayed up: \(reply.stdout.suffix(300))")
         #expect(daemon.stop() == 0)
+    }
+
+    /// A play stopped while it is still being prepared keeps its id until its one terminal
+    /// event: a new request with the same id is refused meanwhile, and the playback, once open,
+    /// is stopped at once. The client's half-close (socat at the end of its input) lets every
+    /// answer out, then the daemon closes.
+    @Test func stopWhilePreparingEndsThatRequestOnce() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let started = Date()
+        let reply = try Clients.socat(
+            daemon,
+            input: """
+                {"id": "a", "op": "play", "lesson": "sample.json", "chain": "correct"}
+                {"id": "s", "op": "stop", "request": "a"}
+                {"id": "a", "op": "play", "lesson": "sample.json", "chain": "correct"}
+
+                """)
+        let events = try ReceivedEvent.parse(reply.stdout)
+        #expect(Date().timeIntervalSince(started) < 10, "the daemon closed once every request had ended")
+        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.event) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
+        #expect(terminal.count == 3, "\(terminal)")
+        #expect(terminal.contains { $0.hasPrefix("s end") })
+        #expect(terminal.contains { $0.hasPrefix("a error") && $0.contains("still active") })
+        #expect(terminal.contains("a canceled stopped"))
+        #expect(!events.contains { $0.event == "cue" }, "stopped before anything was heard")
     }
 
     @Test func socketIsPrivateAndItsFileIsManaged() throws {
@@ -81,7 +120,7 @@ struct DaemonProtocolTests {
         daemon.crash()
         #expect(FileManager.default.fileExists(atPath: daemon.socket))
         try daemon.start()
-        let reply = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct"}"# + "\n", wait: 0.5)
+        let reply = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct"}"# + "\n")
         #expect(try ReceivedEvent.parse(reply.stdout).last?.event == "end")
         // Stopped, it removes it.
         #expect(daemon.stop() == 0)
