@@ -37,14 +37,17 @@ public final class Daemon: @unchecked Sendable {
     /// Starts (again), and waits until both transports accept clients.
     public func start() throws {
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        // stderr is kept across restarts: what an earlier run said still matters.
+        if !FileManager.default.fileExists(atPath: stderrPath) { _ = FileManager.default.createFile(atPath: stderrPath, contents: nil) }
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--library", library, "--socket", socket, "--listen", "127.0.0.1:0", "--token", token] + extra
         if let environment { process.environment = environment }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        let errors = FileHandle(forWritingAtPath: stderrPath)
+        errors?.seekToEndOfFile()
+        process.standardError = errors
         try process.run()
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {

@@ -7,9 +7,9 @@ Usage:
       Sends each request (verbatim: garbage too), prints every event it gets as a JSON line with "received" (its
       CLOCK_MONOTONIC nanoseconds on arrival) added, and exits 0 once every request has had
       its terminal event (end, canceled or error; one each, whatever was sent). --retry S: keep trying to connect for S
-      seconds. --expect-restart: if the connection closes before that, reconnect (within
-      --retry) and send again the requests that had no terminal event; a line
-      {"client": "reconnected"} marks the moment.
+      seconds. --expect-restart: if the connection closes before that, reconnect (for up to
+      --retry seconds from the first close) and send again the requests that had no terminal
+      event; lines {"client": "closed"} and {"client": "reconnected"} mark each attempt.
   narrator_client.py load (--ws URL --token T | --unix PATH) --clients N [--first K] [--ready FILE]
       Opens N connections, each subscribed to the next playback; prints every event
       each receives (with "client", numbered from K, and "received") until each has had its
@@ -115,6 +115,7 @@ async def run(args, transport):
     await connect(transport, args.retry)
     for text in requests:
         await transport.send(text)
+    restart_deadline = None
     while outstanding > 0:
         try:
             message = await transport.receive()
@@ -122,8 +123,15 @@ async def run(args, transport):
             emit({"client": "closed"}, received=time.monotonic_ns())
             if not args.expect_restart:
                 return 1
-            args.expect_restart = False
-            await connect(transport, args.retry)
+            # A connection made while the old daemon was dying can be closed at once: keep
+            # trying until the retry window from the first close has passed.
+            if restart_deadline is None:
+                restart_deadline = time.monotonic() + args.retry
+            remaining = restart_deadline - time.monotonic()
+            if remaining <= 0:
+                return 1
+            await asyncio.sleep(0.05)
+            await connect(transport, remaining)
             emit({"client": "reconnected"}, received=time.monotonic_ns())
             outstanding = len(pending)
             for text in pending.values():
