@@ -293,6 +293,128 @@ def make_sentence():
     return samples, words
 
 
+def make_timing_samples(words, n):
+    """The sentence's timings in the formats aligners and subtitle tools write, each written
+    from its format's specification with the times that tool would print, and a truth file
+    per sample: the frames those printed times mean at 48 kHz (exact decimal arithmetic)."""
+    from fractions import Fraction
+    import math
+
+    def frames_of(text):
+        value = Fraction(text) * RATE
+        return math.floor(value + Fraction(1, 2))
+
+    def ms3(frame):
+        return f"{frame_to_ms(frame) / 1000:.3f}"
+
+    def hms(frame, comma=False):
+        ms = frame_to_ms(frame)
+        text = vtt_time(ms)
+        return text.replace(".", ",") if comma else text
+
+    def truth(rel, items):
+        write_json(rel, {"sampleRate": RATE, "words": [{"text": t, "startFrame": a, "endFrame": b} for t, a, b in items]})
+
+    base = "Timings/fixtures/formats/"
+    ms_words = [(t, frames_of(ms3(a)), frames_of(ms3(b))) for t, a, b in words]
+
+    # SubRip: one cue per word, hh:mm:ss,mmm.
+    write_text(base + "sentence.srt", "".join(
+        f"{i + 1}\n{hms(a, True)} --> {hms(b, True)}\n{t}\n\n" for i, (t, a, b) in enumerate(words)))
+    truth(base + "sentence.srt.truth.json", ms_words)
+
+    # Praat TextGrid as the Montreal Forced Aligner writes it: a words tier covering the
+    # whole file (pauses as empty intervals) and a phones tier; long and short text formats.
+    total = sec(n)
+    intervals = []
+    cursor = "0"
+    for t, a, b in words:
+        if sec(a) != cursor:
+            intervals.append((cursor, sec(a), ""))
+        intervals.append((sec(a), sec(b), t))
+        cursor = sec(b)
+    if cursor != total:
+        intervals.append((cursor, total, ""))
+    phones = [(sec(a), sec(b), t.upper()[:2]) for t, a, b in words]
+    tiers = [("words", intervals), ("phones", phones)]
+    long = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0 ", f"xmax = {total} ",
+            "tiers? <exists> ", f"size = {len(tiers)} ", "item []: "]
+    for number, (name, items) in enumerate(tiers, 1):
+        long += [f"    item [{number}]:", '        class = "IntervalTier" ', f'        name = "{name}" ',
+                 "        xmin = 0 ", f"        xmax = {total} ", f"        intervals: size = {len(items)} "]
+        for k, (a, b, t) in enumerate(items, 1):
+            long += [f"        intervals [{k}]:", f"            xmin = {a} ", f"            xmax = {b} ",
+                     f'            text = "{t}" ']
+    write_text(base + "sentence.TextGrid", "\n".join(long) + "\n")
+    short = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "0", total, "<exists>", str(len(tiers))]
+    for name, items in tiers:
+        short += ['"IntervalTier"', f'"{name}"', "0", total, str(len(items))]
+        for a, b, t in items:
+            short += [a, b, f'"{t}"']
+    write_text(base + "sentence.short.TextGrid", "\n".join(short) + "\n")
+    truth(base + "sentence.TextGrid.truth.json", words)
+
+    # aeneas sync maps: fragments cover the file, each ending where the next begins;
+    # times printed to the millisecond.
+    bounds = [0] + [a for _, a, _ in words[1:]] + [n]
+    fragments = [(f"f{k + 1:06d}", t, bounds[k], bounds[k + 1]) for k, (t, _, _) in enumerate(words)]
+    aeneas_truth = [(t, frames_of(ms3(a)), frames_of(ms3(b))) for _, t, a, b in fragments]
+    doc = {"fragments": [{"begin": ms3(a), "children": [], "end": ms3(b), "id": i, "language": "eng", "lines": [t]}
+                         for i, t, a, b in fragments]}
+    write_text(base + "sentence.aeneas.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_text(base + "sentence.csv", "".join(f'{i},{ms3(a)},{ms3(b)},"{t}"\n' for i, t, a, b in fragments))
+    write_text(base + "sentence.tsv", "".join(f"{ms3(a)}\t{ms3(b)}\t{i}\n" for i, t, a, b in fragments))
+    truth(base + "sentence.aeneas.truth.json", aeneas_truth)
+    truth(base + "sentence.tsv.truth.json", [(i, a, b) for (i, _, _, _), (_, a, b) in zip(fragments, aeneas_truth)])
+    pars = "".join(
+        f'   <par id="par{k + 1:06d}">\n    <text src="sentence.xhtml#{i}"/>\n'
+        f'    <audio clipBegin="{hms(a)}" clipEnd="{hms(b)}" src="../../../Audio/fixtures/sentence.wav"/>\n   </par>\n'
+        for k, (i, t, a, b) in enumerate(fragments))
+    write_text(base + "sentence.aeneas.smil",
+               '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+               '<smil xmlns="http://www.w3.org/ns/SMIL" xmlns:epub="http://www.idpf.org/2007/ops" version="3.0">\n'
+               ' <body>\n  <seq id="seq000001" epub:textref="sentence.xhtml">\n' + pars + "  </seq>\n </body>\n</smil>\n")
+    write_text(base + "sentence.xhtml",
+               '<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">\n'
+               " <head><title>sentence</title></head>\n <body>\n  <p>"
+               + " ".join(f'<span id="{i}">{t}</span>' for i, t, _, _ in fragments) + "</p>\n </body>\n</html>\n")
+
+    # EPUB 3 Media Overlays, with each SMIL clock-value form: full clock, partial clock,
+    # timecount in s and in ms.
+    forms = [lambda f: hms(f), lambda f: "%d:%06.3f" % divmod(frame_to_ms(f) / 1000, 60), lambda f: ms3(f) + "s",
+             lambda f: f"{frame_to_ms(f)}ms"]
+    pars = "".join(
+        f'      <par id="w{k + 1}">\n        <text src="page.xhtml#word{k + 1}"/>\n'
+        f'        <audio src="audio/sentence.mp4" clipBegin="{forms[k % 4](a)}" clipEnd="{forms[(k + 1) % 4](b)}"/>\n      </par>\n'
+        for k, (t, a, b) in enumerate(words))
+    write_text(base + "epub/chapter.smil",
+               '<?xml version="1.0" encoding="UTF-8"?>\n'
+               '<smil xmlns="http://www.w3.org/ns/SMIL" xmlns:epub="http://www.idpf.org/2007/ops" version="3.0">\n'
+               '  <body>\n    <seq epub:textref="page.xhtml#p1" epub:type="bodymatter chapter">\n' + pars + "    </seq>\n  </body>\n</smil>\n")
+    write_text(base + "epub/page.xhtml",
+               '<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE html>\n'
+               '<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops">\n'
+               "  <head><title>A sentence</title></head>\n  <body>\n    <p id=\"p1\">"
+               + " ".join(f'<span id="word{k + 1}">{t}</span>' for k, (t, _, _) in enumerate(words))
+               + "</p>\n  </body>\n</html>\n")
+    truth(base + "epub/chapter.smil.truth.json", ms_words)
+
+    # Gentle: times to the hundredth (its 10 ms frames), offsets into the transcript, and a
+    # transcript word it did not find in the audio (no times: skipped and reported).
+    transcript = " ".join(t for t, _, _ in words) + " indeed"
+    entries = []
+    offset = 0
+    for t, a, b in words:
+        start, end = "%.2f" % (a / RATE), "%.2f" % (b / RATE)
+        entries.append({"alignedWord": t, "case": "success", "end": Raw(end), "endOffset": offset + len(t),
+                        "phones": [{"duration": Raw("%.2f" % ((b - a) / RATE)), "phone": t[0] + "_B"}],
+                        "start": Raw(start), "startOffset": offset, "word": t})
+        offset += len(t) + 1
+    entries.append({"case": "not-found-in-audio", "endOffset": offset + 6, "startOffset": offset, "word": "indeed"})
+    write_json(base + "sentence.gentle.json", {"transcript": transcript, "words": entries})
+    truth(base + "sentence.gentle.truth.json", [(t, frames_of("%.2f" % (a / RATE)), frames_of("%.2f" % (b / RATE))) for t, a, b in words])
+
+
 def make_formats():
     src = os.path.join(ROOT, "Audio/fixtures/sentence.wav")
     variants = [
@@ -601,7 +723,8 @@ def main():
     os.chdir(ROOT)
     with tempfile.TemporaryDirectory(prefix="narrator-fixtures-") as tmp:
         TMP = tmp
-        make_sentence()
+        sentence, sentence_words = make_sentence()
+        make_timing_samples(sentence_words, len(sentence))
         make_formats()
         make_impulses()
         make_lesson()

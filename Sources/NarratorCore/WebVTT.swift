@@ -108,4 +108,42 @@ enum WebVTT {
             .replacingOccurrences(of: "&rlm;", with: "")
             .replacingOccurrences(of: "&amp;", with: "&")
     }
+
+    /// WebVTT with karaoke timestamps: a cue per phrase (ended by . ! ? or a pause of 0.5 s or
+    /// more, at most 12 words), each word after the first marked `<hh:mm:ss.mmm>` at its start;
+    /// a pause inside a cue is marked at the word's end, so that readers (and `parse`) end each
+    /// word where it ends. Times are rounded to the millisecond.
+    static func write(_ words: [WordTiming], rate: Int) -> String {
+        func stamp(_ frame: Int) -> String {
+            let millis = Int((Double(frame) * 1000 / Double(rate)).rounded())
+            return String(format: "%02d:%02d:%02d.%03d", millis / 3_600_000, millis / 60000 % 60, millis / 1000 % 60, millis % 1000)
+        }
+        var cues: [[WordTiming]] = []
+        for word in words {
+            if let last = cues.last?.last, let count = cues.last?.count, count < 12,
+                !(last.text.last.map { ".!?".contains($0) } ?? false), word.startFrame - last.endFrame < rate / 2
+            {
+                cues[cues.count - 1].append(word)
+            } else {
+                cues.append([word])
+            }
+        }
+        var out = "WEBVTT\n\n"
+        for (number, cue) in cues.enumerated() {
+            out += "\(number + 1)\n\(stamp(cue[0].startFrame)) --> \(stamp(cue.last!.endFrame))\n"
+            for (position, word) in cue.enumerated() {
+                if position > 0 {
+                    if cue[position - 1].endFrame < word.startFrame { out += "<\(stamp(cue[position - 1].endFrame))> " }
+                    out += "<\(stamp(word.startFrame))>"
+                }
+                out += escape(word.text) + (position + 1 < cue.count ? " " : "")
+            }
+            out += "\n\n"
+        }
+        return out
+    }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+    }
 }

@@ -27,34 +27,14 @@ public enum WordTimings {
         var place: String
     }
 
-    /// The formats, chosen by file extension.
-    public static let extensions = ["json", "txt", "vtt"]
-
-    /// Reads `path` and returns its words in frames at `rate`, checked for order and overlap.
+    /// Reads `path` (any format `read` knows) and returns its words in frames at `rate`,
+    /// checked for order and overlap.
     public static func load(path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NarratorError(file: path, FileProblem.describe(path: path))
-        }
-        return try parse(data, path: path, rate: rate)
+        try read(path: path, rate: rate).words
     }
 
     public static func parse(_ data: Data, path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
-        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
-        let entries: [Entry]
-        switch ext {
-        case "json":
-            entries = try parseJSON(data, path: path)
-        case "txt", "vtt":
-            guard let text = String(data: data, encoding: .utf8) else {
-                throw NarratorError(file: path, "not UTF-8 text")
-            }
-            entries = ext == "txt" ? try parseAudacity(text, path: path) : try WebVTT.parse(text, path: path)
-        default:
-            throw NarratorError(
-                file: path, "unknown timing format '.\(ext)' (expected .\(extensions.joined(separator: ", .")))")
-        }
-        return try frames(entries, path: path, rate: rate)
+        try read(data, path: path, rate: rate).words
     }
 
     /// Converts to frames and checks: each word ends at or after its start, starts at or after

@@ -1,0 +1,246 @@
+import Foundation
+
+/// The timing formats Narrator reads (from aligners, subtitle tools, Audacity, EPUB) and
+/// writes (for web players, captions, EPUB, and its own canonical JSON).
+public enum TimingFormat: String, Sendable, CaseIterable {
+    /// `{"words": [{"text", "start", "end"}]}`, seconds: Narrator's own.
+    case json
+    /// Audacity labels: `start<TAB>end<TAB>text`.
+    case audacity
+    case webvtt
+    case srt
+    /// Praat TextGrid (long or short text), the `words` tier.
+    case textgrid
+    /// aeneas sync maps.
+    case aeneasJSON = "aeneas-json"
+    case aeneasCSV = "aeneas-csv"
+    case aeneasTSV = "aeneas-tsv"
+    /// SMIL: EPUB 3 Media Overlays, aeneas's SMIL.
+    case smil
+    /// Gentle's JSON: words it did not find in the audio are skipped and reported.
+    case gentle
+
+    /// The formats `timings convert` writes, by the output's extension.
+    public static let writable: [String: TimingFormat] = ["json": .json, "vtt": .webvtt, "srt": .srt, "smil": .smil]
+
+    /// The format of `path`: by its extension, and for `.json` by what the document holds.
+    public static func detect(path: String, data: Data) throws(NarratorError) -> TimingFormat {
+        let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+        switch ext {
+        case "txt": return .audacity
+        case "vtt": return .webvtt
+        case "srt": return .srt
+        case "textgrid": return .textgrid
+        case "csv": return .aeneasCSV
+        case "tsv": return .aeneasTSV
+        case "smil": return .smil
+        case "json":
+            guard case .object(let members) = try JSONValue.parse(data, file: path) else {
+                throw NarratorError(file: path, "expected a JSON object")
+            }
+            if members["fragments"] != nil { return .aeneasJSON }
+            if members["transcript"] != nil { return .gentle }
+            if case .array(let words)? = members["words"], case .object(let first)? = words.first,
+                first["case"] != nil || first["alignedWord"] != nil
+            {
+                return .gentle
+            }
+            return .json
+        default:
+            throw NarratorError(
+                file: path,
+                "unknown timing format '.\(ext)' (expected .json, .txt, .vtt, .srt, .TextGrid, .csv, .tsv or .smil)")
+        }
+    }
+}
+
+/// Words read from a timing file, and what the reader had to leave out or guess.
+public struct TimingImport: Sendable {
+    public var format: TimingFormat
+    public var words: [WordTiming]
+    /// Words skipped (Gentle's not found), texts that could not be resolved (SMIL): for the author.
+    public var notes: [String]
+}
+
+extension WordTimings {
+    /// Reads a timing file in any format Narrator imports, in frames at `rate`, checked for
+    /// order and overlap.
+    public static func read(path: String, rate: Int) throws(NarratorError) -> TimingImport {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw NarratorError(file: path, FileProblem.describe(path: path))
+        }
+        return try read(data, path: path, rate: rate)
+    }
+
+    public static func read(_ data: Data, path: String, rate: Int) throws(NarratorError) -> TimingImport {
+        let format = try TimingFormat.detect(path: path, data: data)
+        var notes: [String] = []
+        let entries: [Entry]
+        switch format {
+        case .json: entries = try parseJSON(data, path: path)
+        case .aeneasJSON: entries = try parseAeneasJSON(data, path: path)
+        case .gentle: (entries, notes) = try parseGentle(data, path: path)
+        case .smil: (entries, notes) = try SMIL.parse(data, path: path)
+        case .audacity, .aeneasTSV: entries = try parseAudacity(try text(data, path: path), path: path)
+        case .webvtt: entries = try WebVTT.parse(try text(data, path: path), path: path)
+        case .srt: entries = try SubRip.parse(try text(data, path: path), path: path)
+        case .textgrid: entries = try TextGrid.parse(try text(data, path: path), path: path)
+        case .aeneasCSV: entries = try parseAeneasCSV(try text(data, path: path), path: path)
+        }
+        return TimingImport(format: format, words: try frames(entries, path: path, rate: rate), notes: notes)
+    }
+
+    /// UTF-8, or UTF-16 with its byte-order mark (Praat writes either).
+    static func text(_ data: Data, path: String) throws(NarratorError) -> String {
+        if data.starts(with: [0xFF, 0xFE]) || data.starts(with: [0xFE, 0xFF]), let text = String(data: data, encoding: .utf16) {
+            return text
+        }
+        guard let text = String(data: data, encoding: .utf8) else { throw NarratorError(file: path, "not UTF-8 text") }
+        return text
+    }
+
+    /// `{"fragments": [{"begin": "0.000", "end": "1.234", "id": "f000001", "lines": ["text"]}]}`
+    /// (aeneas writes the times as strings; numbers are accepted too).
+    static func parseAeneasJSON(_ data: Data, path: String) throws(NarratorError) -> [Entry] {
+        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+        var entries: [Entry] = []
+        for fragment in try root.object().required("fragments", in: root).array() {
+            let fields = try fragment.object()
+            func time(_ key: String) throws(NarratorError) -> Double {
+                let cursor = try fields.required(key, in: fragment)
+                switch cursor.value {
+                case .number(let number): return number
+                case .string(let text):
+                    guard let number = Double(text) else { throw cursor.fail("expected seconds, got '\(text)'") }
+                    return number
+                default: throw cursor.fail("expected seconds")
+                }
+            }
+            let lines = try fields["lines"]?.array().map { line throws(NarratorError) in try line.string() } ?? []
+            let id = try fields["id"]?.string() ?? ""
+            let text = lines.joined(separator: " ").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            let word = text.isEmpty ? id : text
+            entries.append(Entry(text: word, start: try time("begin"), end: try time("end"), place: "\(fragment.path) '\(word)'"))
+        }
+        return entries
+    }
+
+    /// `id,begin,end,"text"` per line (RFC 4180 quoting).
+    static func parseAeneasCSV(_ text: String, path: String) throws(NarratorError) -> [Entry] {
+        var entries: [Entry] = []
+        for (number, line) in lines(of: text).enumerated() where !line.allSatisfy(\.isWhitespace) {
+            let place = "line \(number + 1)"
+            guard let fields = csvFields(String(line)), fields.count >= 3 else {
+                throw NarratorError(file: path, place: place, "expected id,begin,end,\"text\"")
+            }
+            guard let start = Double(fields[1].trimmingCharacters(in: .whitespaces)), let end = Double(fields[2].trimmingCharacters(in: .whitespaces)) else {
+                throw NarratorError(file: path, place: place, "begin and end must be numbers of seconds")
+            }
+            let text = fields.count > 3 ? fields[3...].joined(separator: ",").split(whereSeparator: \.isWhitespace).joined(separator: " ") : ""
+            let word = text.isEmpty ? fields[0] : text
+            entries.append(Entry(text: word, start: start, end: end, place: "\(place) '\(word)'"))
+        }
+        return entries
+    }
+
+    /// One CSV record's fields; nil for an unclosed quote.
+    static func csvFields(_ line: String) -> [String]? {
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
+        var characters = line.makeIterator()
+        var pending: Character? = nil
+        while let character = pending ?? characters.next() {
+            pending = nil
+            if quoted {
+                if character == "\"" {
+                    let following = characters.next()
+                    if following == "\"" { field.append("\"") } else { quoted = false; pending = following }
+                } else {
+                    field.append(character)
+                }
+            } else if character == "\"" {
+                quoted = true
+            } else if character == "," {
+                fields.append(field)
+                field = ""
+            } else {
+                field.append(character)
+            }
+        }
+        if quoted { return nil }
+        fields.append(field)
+        return fields
+    }
+
+    /// Gentle: `{"transcript": …, "words": [{"word", "case", "start", "end", …}]}`. Words whose
+    /// case is not "success" (not-found-in-audio, not-found-in-transcript) have no times:
+    /// skipped, and named in the notes.
+    static func parseGentle(_ data: Data, path: String) throws(NarratorError) -> ([Entry], [String]) {
+        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+        var entries: [Entry] = []
+        var skipped: [String] = []
+        for word in try root.object().required("words", in: root).array() {
+            let fields = try word.object()
+            let text = try fields.required("word", in: word).string()
+            let outcome = try fields["case"]?.string() ?? "success"
+            guard outcome == "success" else {
+                skipped.append("\(word.path) '\(text)' (\(outcome))")
+                continue
+            }
+            entries.append(
+                Entry(
+                    text: text, start: try fields.required("start", in: word).number(),
+                    end: try fields.required("end", in: word).number(), place: "\(word.path) '\(text)'"))
+        }
+        let notes = skipped.isEmpty ? [] : ["\(path): skipped \(skipped.count) word\(skipped.count == 1 ? "" : "s") Gentle did not align: " + skipped.joined(separator: ", ")]
+        return (entries, notes)
+    }
+
+    /// Narrator's canonical JSON, seconds to the microsecond (exact to the frame at any rate
+    /// up to 500 kHz).
+    public static func writeJSON(_ words: [WordTiming], rate: Int) -> String {
+        let lines = words.map { word in
+            String(format: "{\"text\": %@, \"start\": %.6f, \"end\": %.6f}", quotedJSON(word.text), Double(word.startFrame) / Double(rate), Double(word.endFrame) / Double(rate))
+        }
+        return "{\"words\": [\n  " + lines.joined(separator: ",\n  ") + "\n]}\n"
+    }
+
+    static func quotedJSON(_ text: String) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
+        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
+    }
+
+    /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;
+    /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
+    /// Files appear complete or not at all.
+    public static func write(_ words: [WordTiming], rate: Int, to path: String, audio: String? = nil) throws(NarratorError) {
+        let url = URL(fileURLWithPath: path)
+        let ext = url.pathExtension.lowercased()
+        guard let format = TimingFormat.writable[ext] else {
+            throw NarratorError(file: path, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+        }
+        var files: [(String, String)] = []
+        switch format {
+        case .json: files = [(path, writeJSON(words, rate: rate))]
+        case .webvtt: files = [(path, WebVTT.write(words, rate: rate))]
+        case .srt: files = [(path, SubRip.write(words, rate: rate))]
+        case .smil:
+            let page = url.deletingPathExtension().lastPathComponent + ".xhtml"
+            let (smil, xhtml) = SMIL.write(words, rate: rate, page: page, audio: audio ?? url.deletingPathExtension().lastPathComponent + ".wav")
+            files = [(url.deletingLastPathComponent().appendingPathComponent(page).path, xhtml), (path, smil)]
+        default: break
+        }
+        for (file, text) in files {
+            let temporary = file + ".partial-\(getpid())"
+            guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)) else {
+                throw NarratorError(file: file, "cannot write: \(FileProblem.describe(path: url.deletingLastPathComponent().path))")
+            }
+            guard rename(temporary, file) == 0 else {
+                unlink(temporary)
+                throw NarratorError(file: file, "cannot write: \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
