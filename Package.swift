@@ -29,6 +29,9 @@ let package = Package(
         .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
             providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(
+            name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
@@ -39,6 +42,8 @@ let package = Package(
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
+        // Scratch narration: libespeak-ng speech with its word events as timings.
+        .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(
@@ -57,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "narrator",
             dependencies: [
-                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService",
+                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService", "NarratorSynth",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),

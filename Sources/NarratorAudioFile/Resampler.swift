@@ -5,8 +5,8 @@ import NarratorCore
 /// A whole clip is converted in one pass, so soxr's filter delay is compensated inside it:
 /// frame k of the input lands at round(k × to / from) of the output, and N input frames
 /// become round(N × to / from) output frames.
-enum Resampler {
-    static func convert(
+public enum Resampler {
+    public static func convert(
         _ samples: [Float], channels: Int, from inputRate: Int, to outputRate: Int, file: String
     ) throws(NarratorError) -> [Float] {
         let inputFrames = samples.count / channels

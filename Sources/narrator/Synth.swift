@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+import NarratorSynth
+
+struct Synth: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Scratch narration: speak a text with libespeak-ng, with word timings from its word events.",
+        discussion: """
+            Writes the speech (mono, 16-bit WAV at --rate) and its word timings (by the extension: \
+            .json, .vtt, .srt or .smil), each word starting at the sample where espeak-ng starts it \
+            and ending where its sound ends, so that a lesson can be built and tested before the \
+            voice is recorded.
+
+            Example:
+              narrator synth "A round fruit that grows on trees." --output apple.wav --timings apple.json
+            """)
+
+    @Argument(help: "What to say.")
+    var text: String
+
+    @Option(help: "The WAV file to write.")
+    var output: String
+
+    @Option(help: "The word timings to write (.json, .vtt, .srt or .smil).")
+    var timings: String
+
+    @Option(help: "The espeak-ng voice (espeak-ng --voices lists them).")
+    var voice = "en"
+
+    @Option(help: "The sample rate of the output (espeak-ng's own is resampled with libsoxr).")
+    var rate = 48000
+
+    func validate() throws {
+        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            let speech = try Synthesizer.speak(text, voice: voice, rate: rate)
+            let writer = try SoundFileWriter(path: output, sampleRate: speech.sampleRate, channels: 1, format: .s16)
+            do throws(NarratorError) {
+                try speech.samples.withUnsafeBufferPointer { samples throws(NarratorError) in
+                    var offset = 0
+                    while offset < samples.count {
+                        let count = min(8192, samples.count - offset)
+                        try writer.write(UnsafeBufferPointer(rebasing: samples[offset..<offset + count]), frames: count)
+                        offset += count
+                    }
+                }
+                try WordTimings.write(speech.words, rate: speech.sampleRate, to: timings)
+                try writer.finish()
+            } catch {
+                writer.abandon()
+                throw error
+            }
+            print("\(output): \(speech.samples.count) frames at \(speech.sampleRate) Hz, \(speech.words.count) words → \(timings)")
+        }
+    }
+}
