@@ -151,9 +151,6 @@ enum Scalar: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
 struct EventLine: Sendable {
     /// The members after `"id":…,`, with the closing brace.
     private let body: String
-    let isTerminal: Bool
-
-    static let terminalEvents: Set<String> = ["end", "canceled", "error"]
 
     /// `event`: begin, cue, underrun, end, canceled, error. `frame` and `heard` (CLOCK_MONOTONIC
     /// nanoseconds) are always present, null where they do not apply.
@@ -163,7 +160,6 @@ struct EventLine: Sendable {
         members["frame"] = frame.map { .int(Int64($0)) } ?? .null
         members["heard"] = heard.map { .int($0) } ?? .null
         body = members.keys.sorted().map { Self.quoted($0) + ":" + members[$0]!.json }.joined(separator: ",") + "}"
-        isTerminal = Self.terminalEvents.contains(event)
     }
 
     static func error(_ message: String, fields: [String: Scalar] = [:]) -> EventLine {

@@ -108,3 +108,31 @@ public struct ReceivedEvent: @unchecked Sendable {
     }
 }
 
+
+/// A client of the daemon running in the background (`Tests/clients/narrator_client.py`
+/// through `python3`); its events are read once it has ended.
+public final class DaemonClient: @unchecked Sendable {
+    public static let script = Repo.path("Tests/clients/narrator_client.py")
+    public let process = Process()
+    private let output = Pipe()
+
+    /// Starts `narrator_client.py ARGUMENTS`; `keepOutput: false` discards what it prints.
+    public init(_ arguments: [String], keepOutput: Bool = true) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.script] + arguments
+        process.standardOutput = keepOutput ? output : FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits for it to end: its exit status and the events it printed.
+    public func finish() throws -> (status: Int32, events: [ReceivedEvent]) {
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, try ReceivedEvent.parse(String(decoding: data, as: UTF8.self)))
+    }
+
+    public func kill() {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}

@@ -22,60 +22,38 @@ guard arguments.count >= 2 else {
 let narrator = arguments[1]
 let clients = arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50
 let processes = 5
-let client = Repo.path("Tests/clients/narrator_client.py")
+let client = DaemonClient.script
 let library = Repo.path("Timings/lessons")
 let work = TempDir()
 defer { work.remove() }
 
-func report(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("bench: \(message)\n".utf8))
-    exit(1)
-}
-
-func percentiles(_ values: [Double]) -> String {
-    guard !values.isEmpty else { return "n/a" }
-    let sorted = values.sorted()
-    func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))] }
-    return String(format: "p50 %.3f ms, p99 %.3f ms, max %.3f ms (n=%d)", at(0.5), at(0.99), sorted.last!, sorted.count)
-}
-
 let chain = ["--chain", "correct", "--seed", "7", "--repeat", "4"]
 let request = #"{"id": "owner", "op": "play", "lesson": "sample.json", "chain": "correct", "seed": 7, "repeat": 4}"#
 let rendered = try! run(narrator, ["render", library + "/sample.json"] + chain + ["--output", work.file("reference.wav")])
-guard rendered.status == 0, let reference = try? WAVFile(path: work.file("reference.wav")).int16Samples else { fail("render: \(rendered.stderr)") }
+guard rendered.status == 0, let reference = try? WAVFile(path: work.file("reference.wav")).int16Samples else { Bench.fail("render: \(rendered.stderr)") }
 
-report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) Python processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
+Bench.report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) Python processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
 for transport in ["unix", "ws"] {
-    guard let server = try? PulseTestServer() else { fail("cannot start the PulseAudio test server") }
+    guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
-    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator) else { fail("cannot start narrator serve") }
-    var loads: [(Process, Pipe, String)] = []
+    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator) else { Bench.fail("cannot start narrator serve") }
+    var loads: [(DaemonClient, String)] = []
     for group in 0..<processes {
         let ready = dir.file("ready-\(group)")
-        let load = Process()
-        load.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let way = transport == "unix" ? ["--unix", daemon.socket] : ["--ws", daemon.url, "--token", daemon.token, "--fast"]
-        load.arguments = ["python3", client, "load"] + way + ["--clients", "\(clients / processes)", "--first", "\(group * clients / processes)", "--ready", ready]
-        let output = Pipe()
-        load.standardOutput = output
-        try! load.run()
-        loads.append((load, output, ready))
+        guard let load = try? DaemonClient(["load"] + way + ["--clients", "\(clients / processes)", "--first", "\(group * clients / processes)", "--ready", ready])
+        else { Bench.fail("cannot start the load clients") }
+        loads.append((load, ready))
     }
     let deadline = Date().addingTimeInterval(60)
-    while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.2) }) && Date() < deadline { usleep(20_000) }
+    while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.1) }) && Date() < deadline { usleep(20_000) }
     let owner = try! runTool("python3", [client, "run", "--unix", daemon.socket, request])
-    var output = Data()
-    for (load, pipe, _) in loads {
-        output += pipe.fileHandleForReading.readDataToEndOfFile()
-        load.waitUntilExit()
-    }
+    var events: [ReceivedEvent] = []
+    for (load, _) in loads { events += (try? load.finish().events) ?? [] }
     daemon.stop()
-    guard owner.status == 0, let events = try? ReceivedEvent.parse(String(decoding: output, as: UTF8.self)),
-        let ownerEvents = try? ReceivedEvent.parse(owner.stdout),
+    guard owner.status == 0, let ownerEvents = try? ReceivedEvent.parse(owner.stdout),
         let recording = try? server.recording(), let alignment = recording.locate(reference, channels: 2)
-    else { fail("\(transport): the run failed: \(owner.stderr) \(daemon.stderr)\n\(server.logTail())") }
+    else { Bench.fail("\(transport): the run failed: \(owner.stderr) \(daemon.stderr)\n\(server.logTail())") }
     server.stop()
     dir.remove()
 
@@ -95,7 +73,7 @@ for transport in ["unix", "ws"] {
         let mine = events.filter { ($0.fields["client"] as? Int) == number }
         return mine.filter { $0.event == "cue" }.count == expected && mine.filter(\.isTerminal).count == 1
     }.count
-    report("\(transport == "unix" ? "Unix socket" : "WebSocket  "): received − heard \(percentiles(lateness)); \(early) more than 1 ms early; "
+    Bench.report("\(transport == "unix" ? "Unix socket" : "WebSocket  "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
         + "\(complete)/\(clients) clients got all \(expected) cues and one terminal event")
-    report("             the daemon's heard stamps vs heard: \(percentiles(stamps)); recording holds the render: \(alignment.isComplete && alignment.gaps.isEmpty)")
+    Bench.report("             the daemon's heard stamps vs heard: \(Bench.percentiles(stamps)); recording holds the render: \(alignment.isComplete && alignment.gaps.isEmpty)")
 }

@@ -22,18 +22,10 @@ let lesson = Repo.path("Timings/lessons/sample.json")
 let work = TempDir()
 defer { work.remove() }
 
-/// A line to stdout at once (a pipe would otherwise hold it until the end).
-func report(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
-
 func now() -> Int64 {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
     return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-}
-
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("bench: \(message)\n".utf8))
-    exit(1)
 }
 
 func events(_ path: String) -> [[String: Any]] {
@@ -42,13 +34,6 @@ func events(_ path: String) -> [[String: Any]] {
 }
 
 func int64(_ value: Any?) -> Int64 { (value as? NSNumber)?.int64Value ?? 0 }
-
-func percentiles(_ values: [Double]) -> String {
-    guard !values.isEmpty else { return "n/a" }
-    let sorted = values.sorted()
-    func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))] }
-    return String(format: "p50 %.3f ms, p99 %.3f ms, max %.3f ms (n=%d)", at(0.5), at(0.99), sorted.last!, sorted.count)
-}
 
 /// |delivered − heard| for each cue the recording pins to one frame; and (signed) the latest.
 func deliveryErrors(_ events: [[String: Any]], _ recording: Recording, _ alignment: Alignment) -> (abs: [Double], late: Double, early: Double) {
@@ -69,7 +54,7 @@ func deliveryErrors(_ events: [[String: Any]], _ recording: Recording, _ alignme
 
 func render(_ chainArguments: [String], to path: String) -> [Int16] {
     let result = try! run(narrator, ["render", lesson] + chainArguments + ["--output", path])
-    guard result.status == 0, let wav = try? WAVFile(path: path) else { fail("render: \(result.stderr)") }
+    guard result.status == 0, let wav = try? WAVFile(path: path) else { Bench.fail("render: \(result.stderr)") }
     return wav.int16Samples
 }
 
@@ -84,24 +69,24 @@ func childCPUSeconds() -> Double {
 func play(_ chainArguments: [String], extra: [String] = [], reference: [Int16], label: String)
     -> (events: [[String: Any]], recording: Recording, alignment: Alignment, launched: Int64, cpu: Double)
 {
-    guard let server = try? PulseTestServer() else { fail("cannot start the PulseAudio test server") }
+    guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     defer { server.stop() }
     let eventsPath = work.file("\(label).jsonl")
     let cpuBefore = childCPUSeconds()
     let launched = now()
     guard let player = try? server.startClient(narrator, ["play", lesson] + chainArguments + extra + ["--events", eventsPath])
-    else { fail("cannot start narrator play") }
+    else { Bench.fail("cannot start narrator play") }
     player.waitUntilExit()
     let cpu = childCPUSeconds() - cpuBefore
-    guard player.terminationStatus == 0 else { fail("\(label): narrator play exited \(player.terminationStatus)\n\(server.logTail())") }
+    guard player.terminationStatus == 0 else { Bench.fail("\(label): narrator play exited \(player.terminationStatus)\n\(server.logTail())") }
     guard let recording = try? server.recording(), let alignment = recording.locate(reference, channels: 2) else {
-        fail("\(label): the render was not found in the recording")
+        Bench.fail("\(label): the render was not found in the recording")
     }
     return (events(eventsPath), recording, alignment, launched, cpu)
 }
 
-report("Live playback benchmark (\(narrator)), through ALSA's pulse plugin into a private PulseAudio pipe sink")
-report("")
+Bench.report("Live playback benchmark (\(narrator)), through ALSA's pulse plugin into a private PulseAudio pipe sink")
+Bench.report("")
 
 // 1. Cue delivery, start latency, CPU per second of audio: the sample chain, 8 times (~34 s).
 do {
@@ -113,30 +98,30 @@ do {
     let start = run.events.first { $0["type"] as? String == "start" } ?? [:]
     let firstWrite = int64(start["firstWriteClock"])
     let firstHeard = Int64(run.recording.audibleTime(ofFrame: run.alignment.startFrame))
-    report("cue delivery, |delivered − heard|: \(percentiles(errors))")
-    report(String(format: "  latest delivery %.3f ms after heard; earliest %.3f ms before heard", late, early))
-    report("  recording holds the render sample for sample: \(run.alignment.isComplete && run.alignment.gaps.isEmpty)")
-    report("  audible clock fit: \(run.recording.clock.residualsMs), \(String(format: "%.1f", run.recording.clock.slopePPM)) ppm")
-    report(String(format: "start latency: command → first frame written %.1f ms; command → first frame heard %.1f ms",
+    Bench.report("cue delivery, |delivered − heard|: \(Bench.percentiles(errors))")
+    Bench.report(String(format: "  latest delivery %.3f ms after heard; earliest %.3f ms before heard", late, early))
+    Bench.report("  recording holds the render sample for sample: \(run.alignment.isComplete && run.alignment.gaps.isEmpty)")
+    Bench.report("  audible clock fit: \(run.recording.clock.residualsMs), \(String(format: "%.1f", run.recording.clock.slopePPM)) ppm")
+    Bench.report(String(format: "start latency: command → first frame written %.1f ms; command → first frame heard %.1f ms",
                  Double(firstWrite - run.launched) / 1e6, Double(firstHeard - run.launched) / 1e6))
-    report("  negotiated: period \(start["periodFrames"] ?? "?") frames, buffer \(start["bufferFrames"] ?? "?") frames, measured delay \(start["latencyMs"] ?? "?") ms, real-time priority: \(start["realtime"] ?? "?")")
-    report(String(format: "CPU: %.3f s for %.1f s of audio = %.2f ms of CPU per second of audio (%.2f%% of one core), whole process",
+    Bench.report("  negotiated: period \(start["periodFrames"] ?? "?") frames, buffer \(start["bufferFrames"] ?? "?") frames, measured delay \(start["latencyMs"] ?? "?") ms, real-time priority: \(start["realtime"] ?? "?")")
+    Bench.report(String(format: "CPU: %.3f s for %.1f s of audio = %.2f ms of CPU per second of audio (%.2f%% of one core), whole process",
                  run.cpu, seconds, run.cpu / seconds * 1000, run.cpu / seconds * 100))
 }
-report("")
+Bench.report("")
 
 // 2. Peak memory while playing a music bed: 1 minute and 60 minutes (streamed; 20 s played).
 do {
     for minutes in [1, 60] {
         let bed = work.file("bed-\(minutes).wav")
         let made = try! runTool("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", bed, "synth", "\(minutes * 60)", "sine", "220", "vol", "0.1"])
-        guard made.status == 0 else { fail("sox: \(made.stderr)") }
+        guard made.status == 0 else { Bench.fail("sox: \(made.stderr)") }
         let bedLesson = work.write(
             "bed-\(minutes).json",
             "{\"sampleRate\": 48000, \"channels\": 2, \"clips\": {\"bed\": {\"file\": \"\(bed)\"}}, \"chains\": {\"bed\": [{\"clip\": \"bed\"}]}}")
-        guard let server = try? PulseTestServer() else { fail("cannot start the PulseAudio test server") }
+        guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
         guard let player = try? server.startClient(narrator, ["play", bedLesson, "--chain", "bed", "--events", work.file("bed.jsonl")])
-        else { fail("cannot start narrator play") }
+        else { Bench.fail("cannot start narrator play") }
         Thread.sleep(forTimeInterval: 20)
         let status = (try? String(contentsOfFile: "/proc/\(player.processIdentifier)/status", encoding: .utf8)) ?? ""
         let peak = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }.map(String.init) ?? "VmHWM: ?"
@@ -144,17 +129,17 @@ do {
         player.waitUntilExit()
         server.stop()
         let size = (try? FileManager.default.attributesOfItem(atPath: bed)[.size] as? Int) ?? 0
-        report("peak memory playing a \(minutes)-minute bed (\(size / 1_000_000) MB WAV, 44.1 kHz resampled live), 20 s in: "
+        Bench.report("peak memory playing a \(minutes)-minute bed (\(size / 1_000_000) MB WAV, 44.1 kHz resampled live), 20 s in: "
             + peak.replacingOccurrences(of: "VmHWM:", with: "").trimmingCharacters(in: .whitespaces)
             + " (exit \(player.terminationStatus) after Ctrl-C)")
         try? FileManager.default.removeItem(atPath: bed)
     }
 }
-report("")
+Bench.report("")
 
 // 3. Underruns under stress-ng --cpu 4, at 50 and 100 ms.
 do {
-    guard PulseTestServer.findExecutable("stress-ng") != nil else { fail("stress-ng not found (apt-get install stress-ng)") }
+    guard PulseTestServer.findExecutable("stress-ng") != nil else { Bench.fail("stress-ng not found (apt-get install stress-ng)") }
     let repeats = max(1, Int((Double(stressSeconds) / 4.12).rounded(.up)))
     let chain = ["--chain", "correct", "--seed", "7", "--repeat", "\(repeats)"]
     let reference = render(chain, to: work.file("stress.wav"))
@@ -168,7 +153,7 @@ do {
         stress.waitUntilExit()
         let underruns = run.events.filter { $0["type"] as? String == "underrun" }.count
         let (errors, _, _) = deliveryErrors(run.events, run.recording, run.alignment)
-        report(String(format: "under stress-ng --cpu 4, %d ms latency, %.0f s: %d underruns, %d gaps in the recording; cue delivery %@",
-                     latency, Double(reference.count / 2) / 48000, underruns, run.alignment.gaps.count, percentiles(errors)))
+        Bench.report(String(format: "under stress-ng --cpu 4, %d ms latency, %.0f s: %d underruns, %d gaps in the recording; cue delivery %@",
+                     latency, Double(reference.count / 2) / 48000, underruns, run.alignment.gaps.count, Bench.percentiles(errors)))
     }
 }

@@ -7,7 +7,7 @@ import Testing
 #endif
 
 enum Clients {
-    static let python = Repo.path("Tests/clients/narrator_client.py")
+    static let python = DaemonClient.script
     static let browser = Repo.path("Tests/clients/read_along_browser.py")
 
     static var havePythonWebSockets: Bool {

@@ -118,32 +118,22 @@ struct DaemonLiveTests {
         defer { daemon.stop() }
         // 5 processes of 10 clients each: one Python loop for all 50 would queue their messages
         // behind one another and measure itself.
-        var loads: [(Process, Pipe, String)] = []
+        var loads: [(DaemonClient, String)] = []
         for group in 0..<5 {
             let ready = dir.file("subscribed-\(group)")
-            let load = Process()
-            load.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            load.arguments = [
-                "python3", Clients.python, "load", "--unix", daemon.socket, "--clients", "10",
-                "--first", "\(group * 10)", "--ready", ready,
-            ]
-            let output = Pipe()
-            load.standardOutput = output
-            try load.run()
-            loads.append((load, output, ready))
+            loads.append((try DaemonClient(["load", "--unix", daemon.socket, "--clients", "10", "--first", "\(group * 10)", "--ready", ready]), ready))
         }
         let deadline = Date().addingTimeInterval(30)
-        while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.2) }) && Date() < deadline { usleep(20_000) }
-        try #require(loads.allSatisfy { FileManager.default.fileExists(atPath: $0.2) }, "the 50 clients did not subscribe")
+        while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.1) }) && Date() < deadline { usleep(20_000) }
+        try #require(loads.allSatisfy { FileManager.default.fileExists(atPath: $0.1) }, "the 50 clients did not subscribe")
         let owner = try Clients.run(daemon, [Self.play])
-        var loadOutput = Data()
-        for (load, output, _) in loads {
-            loadOutput += output.fileHandleForReading.readDataToEndOfFile()
-            load.waitUntilExit()
-            #expect(load.terminationStatus == 0)
+        var subscribed: [ReceivedEvent] = []
+        for (load, _) in loads {
+            let (status, events) = try load.finish()
+            #expect(status == 0)
+            subscribed += events
         }
         #expect(owner.status == 0, "\(owner.stderr)")
-        let subscribed = try ReceivedEvent.parse(String(decoding: loadOutput, as: UTF8.self))
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
 
@@ -173,42 +163,25 @@ struct DaemonLiveTests {
         let daemon = try Daemon(dir: dir, library: dir.path, server: server)
         defer { daemon.stop() }
         // B plays and a watcher subscribes to the next playback: A's.
-        let other = Process()
-        other.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        other.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, Self.play.replacingOccurrences(of: "\"a\"", with: "\"b\"")]
-        let otherOutput = Pipe()
-        other.standardOutput = otherOutput
-        try other.run()
+        let other = try DaemonClient(["run", "--unix", daemon.socket, Self.play.replacingOccurrences(of: "\"a\"", with: "\"b\"")])
         // The watcher subscribes once B has begun, so that the next playback is A's.
         usleep(2_000_000)
-        let watcher = Process()
-        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        watcher.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, #"{"id": "w", "op": "subscribe", "playback": "next"}"#]
-        let watcherOutput = Pipe()
-        watcher.standardOutput = watcherOutput
-        try watcher.run()
+        let watcher = try DaemonClient(["run", "--unix", daemon.socket, #"{"id": "w", "op": "subscribe", "playback": "next"}"#])
         usleep(700_000)
-        let victim = Process()
-        victim.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        victim.arguments = ["python3", Clients.python, "run", "--ws", daemon.url, "--token", daemon.token, Self.play]
-        victim.standardOutput = FileHandle.nullDevice
-        try victim.run()
+        let victim = try DaemonClient(["run", "--ws", daemon.url, "--token", daemon.token, Self.play], keepOutput: false)
         usleep(1_500_000)
-        kill(victim.processIdentifier, SIGKILL)
-        victim.waitUntilExit()
+        victim.kill()
         var noise = Data((0..<4096).map { _ in UInt8.random(in: 0...255) })
         noise += Data("\n{\"id\": \"still-here\", \"op\": \"cues\", \"lesson\": \"live.json\", \"chain\": \"live\"}\n".utf8)
         let garbage = try NarratorTestSupport.run(
             "/bin/sh", ["-c", "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\"", "sh", dir.write("noise.bin", data: noise), daemon.socket])
         #expect(try ReceivedEvent.parse(garbage.stdout).last?.id == "still-here", "the garbage connection stayed up")
 
-        let watched = try ReceivedEvent.parse(String(decoding: watcherOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        watcher.waitUntilExit()
+        let watched = try watcher.finish().events
         #expect(watched.first?.event == "begin", "\(watched.map(\.fields))")
         #expect(watched.last?.event == "canceled" && watched.last?.fields["reason"] as? String == "client disconnected", "\(watched.last?.fields ?? [:])")
-        let survivor = try ReceivedEvent.parse(String(decoding: otherOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        other.waitUntilExit()
-        #expect(other.terminationStatus == 0)
+        let (otherStatus, survivor) = try other.finish()
+        #expect(otherStatus == 0)
         #expect(survivor.filter(\.isTerminal).map(\.event) == ["end"], "B played to its end")
         #expect(survivor.filter { $0.event == "cue" }.count == (try Self.cueCount(dir)))
         #expect(daemon.stop() == 0)
@@ -226,36 +199,24 @@ struct DaemonLiveTests {
         let daemon = try Daemon(dir: dir, library: dir.path, server: server)
         defer { daemon.stop() }
 
-        let polite = Process()
-        polite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        polite.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, Self.play]
-        let politeOutput = Pipe()
-        polite.standardOutput = politeOutput
-        try polite.run()
+        let polite = try DaemonClient(["run", "--unix", daemon.socket, Self.play])
         usleep(1_500_000)
         let stopped = Date()
         #expect(daemon.stop() == 0)
         #expect(Date().timeIntervalSince(stopped) < 3, "stopped within 3 s")
-        let politeEvents = try ReceivedEvent.parse(String(decoding: politeOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        polite.waitUntilExit()
-        #expect(polite.terminationStatus == 0)
+        let (politeStatus, politeEvents) = try polite.finish()
+        #expect(politeStatus == 0)
         #expect(politeEvents.filter(\.isTerminal).map(\.event) == ["canceled"])
         #expect(politeEvents.last?.fields["reason"] as? String == "daemon stopping")
 
         try daemon.start()
-        let patient = Process()
-        patient.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        patient.arguments = ["python3", Clients.python, "run", "--unix", daemon.socket, "--expect-restart", "--retry", "20", Self.play]
-        let patientOutput = Pipe()
-        patient.standardOutput = patientOutput
-        try patient.run()
+        let patient = try DaemonClient(["run", "--unix", daemon.socket, "--expect-restart", "--retry", "20", Self.play])
         usleep(1_500_000)
         daemon.crash()
         usleep(500_000)
         try daemon.start()
-        let patientEvents = try ReceivedEvent.parse(String(decoding: patientOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-        patient.waitUntilExit()
-        #expect(patient.terminationStatus == 0)
+        let (patientStatus, patientEvents) = try patient.finish()
+        #expect(patientStatus == 0)
         // A connection attempt can land on the dying daemon's socket and be closed at once:
         // the client tries again; what counts is the last reconnection.
         let marks = patientEvents.compactMap { $0.fields["client"] as? String }
