@@ -9,6 +9,8 @@ What it makes (paths relative to the repo root):
                                               FLAC, Ogg Vorbis, 44.1 kHz, 22.05 kHz and stereo
   Audio/fixtures/impulses-{22050,44100,48000,96000}.wav
                                               1 s of zeros with four single-sample impulses
+  Audio/fixtures/markers-22050.wav            1 s of tone with WAV cue points and labl labels
+                                              (written here from the RIFF specification)
   Audio/lessons/...                           clips of a sample lesson (sfx, congrats,
                                               sight words, a Picture Dictionary entry)
   Timings/fixtures/...                        truth files (integer frames), canonical JSON,
@@ -449,6 +451,53 @@ def make_impulses():
     write_json("Timings/fixtures/impulses.truth.json", truth)
 
 
+def frames_at(frame, rate, target=RATE):
+    """frame at rate, in frames at target: round half up, in integers."""
+    return (2 * frame * target + rate) // (2 * rate)
+
+
+def add_markers(rel, markers):
+    """Append a `cue ` chunk and a LIST/adtl chunk of `labl` labels to the WAV at rel, as the
+    RIFF specification (and Audacity) lay them out. markers: [(frame, label)] in the order to
+    list them; an empty label gets no `labl` (a marker without a name)."""
+    path = out_path(rel)
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE" and len(data) % 2 == 0
+    cue = struct.pack("<I", len(markers))
+    adtl = b"adtl"
+    for ident, (frame, label) in enumerate(markers, 1):
+        # id, position, fccChunk, chunkStart, blockStart, sampleOffset
+        cue += struct.pack("<II4sIII", ident, frame, b"data", 0, 0, frame)
+        if label:
+            body = struct.pack("<I", ident) + label.encode() + b"\0"
+            adtl += b"labl" + struct.pack("<I", len(body)) + body + (b"\0" if len(body) % 2 else b"")
+    extra = b"cue " + struct.pack("<I", len(cue)) + cue
+    if len(adtl) > 4:
+        extra += b"LIST" + struct.pack("<I", len(adtl)) + adtl
+    body = data[12:] + extra
+    with open(path, "wb") as f:
+        f.write(b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WAVE" + body)
+    report(rel, f"{len(markers)} cue markers")
+
+
+def make_markers():
+    """A 22.05 kHz file whose cue points are listed out of order, one label with XML/JSON
+    specials, and a last marker without a label that ends the last word; its truth at 48 kHz."""
+    rate = 22050
+    rel = "Audio/fixtures/markers-22050.wav"
+    run([*SOX, "-n", "-r", str(rate), "-c", "1", "-b", "16", out_path(rel), "synth", "1", "sine", "440", "vol", "0.3"])
+    markers = [(11028, "sat"), (2205, "the"), (7000, 'cat & "dog"'), (16000, "")]
+    add_markers(rel, markers)
+    ordered = sorted(markers)
+    words = []
+    for i, (frame, label) in enumerate(ordered):
+        if label:
+            end = ordered[i + 1][0] if i + 1 < len(ordered) else rate
+            words.append({"text": label, "start": frames_at(frame, rate), "end": frames_at(end, rate)})
+    write_json("Timings/fixtures/markers.truth.json", {"rate": RATE, "frames": frames_at(rate, rate), "words": words})
+
+
 def shared_clips():
     """The clips the sample lessons share (paths relative to Timings/lessons/): the correct
     sound, the whoosh, the three congratulations, the sight-word sentence parts."""
@@ -593,13 +642,24 @@ def narration(rel, text, rate=11025):
     report(rel)
 
 
+def narration_samples(text, rate=11025):
+    """What narration() writes, as samples instead of a file."""
+    tmp = os.path.join(TMP, "narration-part.wav")
+    raw = os.path.join(TMP, "narration.wav")
+    run(["espeak-ng", *VOICE, "-w", raw, text])
+    run([*SOX, raw, "-r", str(rate), "-b", "16", "-c", "1", tmp, "rate", "-v", *TRIM])
+    return read_wav(tmp)[2]
+
+
 def make_app_lessons():
     """Sample lessons for every app of the product documents (shared/seeds), at 48 kHz."""
     aud = "../../Audio/lessons"
     apps = "Audio/lessons/apps"
 
-    def lesson(clips, chains, activities=None, pools=None):
+    def lesson(clips, chains, activities=None, pools=None, sprites=None):
         out = {"sampleRate": 48000, "channels": 2, "clips": clips}
+        if sprites:
+            out["sprites"] = sprites
         if pools:
             out["pools"] = pools
         out["chains"] = chains
@@ -616,36 +676,61 @@ def make_app_lessons():
     run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "6",
          "sine", "262", "sine", "330", "remix", "-", "tremolo", "2", "40", "vol", "0.25", "fade", "0.2", "6", "0.5"])
     report(rel)
-    rel = f"{apps}/meow.wav"
-    run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "0.5", "sine", "700-500",
-         "fade", "0.02", "0.5", "0.2", "vol", "0.5"])
-    report(rel)
-    rel = f"{apps}/hats-falling.wav"
-    run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", out_path(rel), "synth", "0.6", "sine", "400-120",
-         "fade", "0.01", "0.6", "0.3", "vol", "0.5"])
-    report(rel)
+    # The tap sounds as one howler.js sprite, the way a web build ships them (a WebM listed
+    # first for browsers, the WAV Narrator decodes after it).
+    parts = []
+    for effects in (["synth", "0.5", "sine", "700-500", "fade", "0.02", "0.5", "0.2", "vol", "0.5"],
+                    ["synth", "0.6", "sine", "400-120", "fade", "0.01", "0.6", "0.3", "vol", "0.5"]):
+        tmp = os.path.join(TMP, "sfx-part.wav")
+        run([*SOX, "-n", "-r", "11025", "-c", "1", "-b", "16", tmp, *effects])
+        parts.append(read_wav(tmp)[2])
+    hats_at = frames_at(750, 1000, 11025)
+    assert len(parts[0]) <= hats_at
+    write_wav(f"{apps}/hat-shop-sfx.wav", parts[0] + [0] * (hats_at - len(parts[0])) + parts[1], rate=11025)
+    write_json(f"{apps}/hat-shop-sfx.json", {"src": ["hat-shop-sfx.webm", "hat-shop-sfx.wav"],
+                                              "sprite": {"meow": [0, 500], "hats": [750, 600]}})
     write_json("Timings/lessons/homer-hat-shop.json", lesson(
         {"music": {"file": f"{aud}/apps/hat-shop-music.wav", "bus": "music"},
          "welcome-first": say("welcome-first", "Welcome to the hat shop! Put on your thinking cap. "
                               "Find a grownup to help you get set up, then tap the mirror."),
          "welcome-return": say("welcome-return", "Welcome back! Have you been here before? If so, tap your picture. "
                                "If not, tap an empty picture to get started!"),
-         "meow": {"file": f"{aud}/apps/meow.wav", "bus": "sfx"},
-         "hats": {"file": f"{aud}/apps/hats-falling.wav", "bus": "sfx"}},
+         },
         {"welcome-first": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-first"}, {"pulse": ["mirror"]}],
          "welcome-return": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-return"}, {"pulse": ["portraits"]}],
-         "meow": [{"clip": "meow"}], "hats": [{"clip": "hats"}]},
+         "meow": [{"clip": "sfx.meow"}], "hats": [{"clip": "sfx.hats"}]},
         {"hat-shop": {"intro": {"first-use": "welcome-first", "return-use": "welcome-return"},
-                      "sounds": {"cat": "meow", "hats": "hats"}, "polyphony": 2}}))
+                      "sounds": {"cat": "meow", "hats": "hats"}, "polyphony": 2}},
+        sprites={"sfx": {"map": f"{aud}/apps/hat-shop-sfx.json"}}))
 
-    # Learn with Homer: the main-menu popup, each line pulsing its icon as it is said
+    # Learn with Homer: the main-menu popup, each line pulsing its icon as it is said. The
+    # three lines are one file: as regions of it with pulses in the chain, or whole with the
+    # pulses as its cue markers (the way an author marks them in Audacity).
+    lines = [("icon-read", "Tap Read to read a book."), ("icon-games", "Tap Games to play a game."),
+             ("icon-library", "Tap Library to find more books.")]
+    menu, starts = [], []
+    for _, text in lines:
+        starts.append(len(menu))
+        menu += narration_samples(text)
+    menu_rel = f"{apps}/menu.wav"
+    write_wav(menu_rel, menu, rate=11025)
+    add_markers(menu_rel, [(start, icon) for start, (icon, _) in zip(starts, lines)])
+    # A region's seconds give the same frame as the marker: round(seconds x 48000).
+    for start in starts:
+        assert round(float(sec(start, 11025)) * RATE) == frames_at(start, 11025)
+    write_json("Timings/fixtures/menu.truth.json", {
+        "rate": RATE, "frames": frames_at(len(menu), 11025),
+        "pulses": [[icon, frames_at(start, 11025)] for start, (icon, _) in zip(starts, lines)]})
+    menu_file = f"{aud}/apps/menu.wav"
     write_json("Timings/lessons/homer-main-menu.json", lesson(
-        {"read": say("menu-read", "Tap Read to read a book."),
-         "games": say("menu-games", "Tap Games to play a game."),
-         "library": say("menu-library", "Tap Library to find more books.")},
+        {"read": {"file": menu_file, "end": Raw(sec(starts[1], 11025))},
+         "games": {"file": menu_file, "start": Raw(sec(starts[1], 11025)), "end": Raw(sec(starts[2], 11025))},
+         "library": {"file": menu_file, "start": Raw(sec(starts[2], 11025))},
+         "menu": {"file": menu_file, "markers": "pulses"}},
         {"popup": [{"pulse": ["icon-read"]}, {"clip": "read"}, {"pulse": ["icon-games"]}, {"clip": "games"},
-                   {"pulse": ["icon-library"]}, {"clip": "library"}]},
-        {"main-menu-popup": {"intro": "popup"}}))
+                   {"pulse": ["icon-library"]}, {"clip": "library"}],
+         "popup-markers": [{"clip": "menu"}]},
+        {"main-menu-popup": {"intro": "popup"}, "main-menu-markers": {"intro": "popup-markers"}}))
 
     # Picture Dictionary: the word popup (word, sound, definition read word by word, sound:
     # one file), with replay and close as taps
@@ -727,6 +812,7 @@ def main():
         make_timing_samples(sentence_words, len(sentence))
         make_formats()
         make_impulses()
+        make_markers()
         make_lesson()
         make_sight_words_activity()
         make_app_lessons()

@@ -30,6 +30,22 @@ public struct SndFileDecoder: AudioDecoder {
             path: path, channels: file.channels, frames: Frames.convert(announced, from: file.sampleRate, to: sampleRate))
     }
 
+    public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
+        let file = try SoundFileReader(path: path)
+        return file.cuePoints().map {
+            AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: file.sampleRate, to: sampleRate))
+        }
+    }
+
+    /// The words an audio file's labelled cue markers give, at `sampleRate`: what
+    /// `"markers": "words"` makes of a clip, and `narrator timings convert clip.wav …` writes.
+    public func markerWords(path: String, sampleRate: Int) throws(NarratorError) -> [WordTiming] {
+        let info = try AudioFileInfo(path: path)
+        return try WordTimings.fromMarkers(
+            markers(path: path, sampleRate: sampleRate),
+            audioFrames: Frames.convert(info.frames, from: info.sampleRate, to: sampleRate), path: path)
+    }
+
     public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
         let file = try SoundFileReader(path: path)
         // The cap holds at both rates, so a converted clip is never larger than maxSeconds.

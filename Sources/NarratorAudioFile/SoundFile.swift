@@ -97,6 +97,33 @@ final class SoundFileReader {
         max(0, Int(sf_readf_float(handle, buffer, sf_count_t(frames))))
     }
 
+    /// The file's cue points (WAV `cue ` with the `labl` labels of its `LIST`/`adtl` chunk, or
+    /// AIFF markers), in the file's own frames, in the order the file lists them. A point's
+    /// place is its sample offset in the data (its play-order position when the offset is 0,
+    /// as some editors write it).
+    func cuePoints() -> [AudioMarker] {
+        var count: UInt32 = 0
+        guard sf_command(handle, Int32(SFC_GET_CUE_COUNT), &count, Int32(MemoryLayout<UInt32>.size)) == SF_TRUE,
+            count > 0
+        else { return [] }
+        let points = Int(min(count, 65536))
+        let headerBytes = MemoryLayout<SF_CUES>.offset(of: \SF_CUES.cue_points)!
+        let stride = MemoryLayout<SF_CUE_POINT>.stride
+        let bytes = UnsafeMutableRawPointer.allocate(
+            byteCount: headerBytes + points * stride, alignment: MemoryLayout<SF_CUES>.alignment)
+        defer { bytes.deallocate() }
+        guard sf_command(handle, Int32(SFC_GET_CUE), bytes, Int32(headerBytes + points * stride)) == SF_TRUE else { return [] }
+        let got = min(points, Int(bytes.load(as: UInt32.self)))
+        return (0..<got).map { index in
+            var point = bytes.load(fromByteOffset: headerBytes + index * stride, as: SF_CUE_POINT.self)
+            let label = withUnsafeBytes(of: &point.name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            let frame = point.sample_offset != 0 ? Int(point.sample_offset) : Int(point.position)
+            return AudioMarker(label: label, frame: frame)
+        }
+    }
+
     /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
     /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
     /// which is how a truncated file or a header that lies is recognised.

@@ -82,10 +82,13 @@ public protocol AudioDecoder: Sendable {
     /// The file's description if it is long enough to be streamed instead of decoded into
     /// memory; nil to decode it. Reads the header only.
     func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile?
+    /// The file's cue markers, in frames at `sampleRate`, in the order the file lists them.
+    func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker]
 }
 
 extension AudioDecoder {
     public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? { nil }
+    public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { [] }
 }
 
 /// A clip ready to schedule: its audio and its words, in frames from the clip's first frame.
@@ -93,6 +96,9 @@ public struct PreparedClip: Sendable {
     public let id: String
     public let audio: ClipAudio
     public let words: [WordTiming]
+    /// Pulses from the file's cue markers (`"markers": "pulses"`), in frames from the clip's
+    /// first frame.
+    public var pulses: [AudioMarker] = []
 }
 
 /// The clips of a lesson that a chain can reach, decoded and with their timings checked
@@ -114,6 +120,7 @@ public struct ClipBank: Sendable {
         let rate = lesson.sampleRate
         var sources: [String: ClipSource] = [:]
         var timings: [String: [WordTiming]] = [:]
+        var markers: [String: [AudioMarker]] = [:]
         var clips: [String: PreparedClip] = [:]
         for id in clipIDs {
             guard let spec = lesson.clips[id] else {
@@ -150,9 +157,23 @@ public struct ClipBank: Sendable {
                     "region starts at or after the end of its audio (\(Frames.seconds(source.frames, rate: rate)) s)")
             }
 
-            var words: [WordTiming] = []
+            var fileMarkers: [AudioMarker] = []
+            if spec.markers != nil {
+                if let cached = markers[spec.file] {
+                    fileMarkers = cached
+                } else {
+                    fileMarkers = try decoder.markers(path: spec.file, sampleRate: rate)
+                    markers[spec.file] = fileMarkers
+                }
+                if let late = fileMarkers.first(where: { $0.frame > source.frames }) {
+                    throw NarratorError(
+                        file: spec.file, place: "marker '\(late.label)'",
+                        "at \(Frames.seconds(late.frame, rate: rate)) s, past the end of the audio (\(Frames.seconds(source.frames, rate: rate)) s)")
+                }
+            }
+
+            var fileWords: [WordTiming] = []
             if let timingPath = spec.timings {
-                let fileWords: [WordTiming]
                 if let cached = timings[timingPath] {
                     fileWords = cached
                 } else {
@@ -164,21 +185,29 @@ public struct ClipBank: Sendable {
                         file: timingPath, place: "word \(late.index) '\(late.text)'",
                         "ends at \(Frames.seconds(late.endFrame, rate: rate)) s, past the end of its audio \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
                 }
-                // Timings stay in the file's time: shift by the region start. Words outside the
-                // region are dropped; a word the region cuts keeps its part inside.
-                words = fileWords.compactMap { word in
-                    let inside = word.startFrame == word.endFrame
-                        ? word.startFrame >= first && word.startFrame < last
-                        : word.startFrame < last && word.endFrame > first
-                    guard inside else { return nil }
-                    var shifted = word
-                    shifted.startFrame = max(word.startFrame, first) - first
-                    shifted.endFrame = min(word.endFrame, last) - first
-                    return shifted
-                }
+            } else if spec.markers == .words {
+                fileWords = try WordTimings.fromMarkers(fileMarkers, audioFrames: source.frames, path: spec.file)
             }
+            // Timings stay in the file's time: shift by the region start. Words outside the
+            // region are dropped; a word the region cuts keeps its part inside.
+            let words = fileWords.compactMap { word -> WordTiming? in
+                let inside = word.startFrame == word.endFrame
+                    ? word.startFrame >= first && word.startFrame < last
+                    : word.startFrame < last && word.endFrame > first
+                guard inside else { return nil }
+                var shifted = word
+                shifted.startFrame = max(word.startFrame, first) - first
+                shifted.endFrame = min(word.endFrame, last) - first
+                return shifted
+            }
+            let pulses = spec.markers == .pulses
+                ? fileMarkers.filter { !$0.label.isEmpty && $0.frame >= first && $0.frame < last }
+                    .map { AudioMarker(label: $0.label, frame: $0.frame - first) }
+                    .sorted { $0.frame < $1.frame }
+                : []
             clips[id] = PreparedClip(
-                id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words)
+                id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words,
+                pulses: pulses)
         }
         return ClipBank(lesson: lesson, clips: clips)
     }

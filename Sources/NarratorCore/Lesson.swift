@@ -28,6 +28,20 @@ public struct Lesson: Sendable {
         public let end: Double?
         /// The bus it plays on: `voice` (the default) ducks `music`.
         public let bus: Bus
+        /// What the audio file's own cue markers are: the clip's words, or pulses.
+        public var markers: MarkerUse? = nil
+        /// What the clip says, for `narrator validate` to check the timings' words against.
+        public var transcript: String? = nil
+        /// The sprite map the clip comes from (`"sprites"`), resolved.
+        public var spriteMap: String? = nil
+    }
+
+    /// What a clip's cue markers (WAV `cue ` points and their `labl` labels) mean.
+    public enum MarkerUse: String, Sendable, Equatable {
+        /// Each labelled marker starts a word, which ends at the next marker.
+        case words
+        /// Each labelled marker is a pulse of the target it names.
+        case pulses
     }
 
     /// What a clip is, for the mix: narration, a sound effect, or music kept under the voice.
@@ -90,7 +104,7 @@ public struct Lesson: Sendable {
     /// Parses lesson JSON; `directory` is where relative paths start.
     public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
         let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "pools", "chains", "activities", "ducking"])
+        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking"])
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
@@ -100,20 +114,43 @@ public struct Lesson: Sendable {
 
         var clips: [String: ClipSpec] = [:]
         for (id, entry) in try top.required("clips", in: root).object() {
-            let fields = try entry.object(allowing: ["file", "timings", "start", "end", "bus"])
-            var bus = Bus.voice
-            if let busCursor = fields["bus"] {
-                guard let named = Bus(rawValue: try busCursor.string()) else { throw busCursor.fail("expected \"voice\", \"sfx\" or \"music\"") }
-                bus = named
-            }
+            let fields = try entry.object(allowing: ["file", "timings", "start", "end", "bus", "markers", "transcript"])
+            let bus = try fields["bus"].map { c throws(NarratorError) in try parseBus(c) } ?? .voice
             let file = try fields.required("file", in: entry).string()
             let timings = try fields["timings"].map { c throws(NarratorError) in try c.string() }
             let start = try fields["start"].map { c throws(NarratorError) in try c.number() }
             let end = try fields["end"].map { c throws(NarratorError) in try c.number() }
             if let start, start < 0 { throw fields["start"]!.fail("must not be negative") }
             if let end, end <= (start ?? 0) { throw fields["end"]!.fail("must be after start") }
+            var markers: MarkerUse?
+            if let markersCursor = fields["markers"] {
+                guard let use = MarkerUse(rawValue: try markersCursor.string()) else {
+                    throw markersCursor.fail("expected \"words\" or \"pulses\"")
+                }
+                if use == .words, timings != nil { throw markersCursor.fail("a clip's words come from its markers or its timings, not both") }
+                markers = use
+            }
+            let transcript = try fields["transcript"].map { c throws(NarratorError) in try c.string() }
             clips[id] = ClipSpec(
-                id: id, file: resolve(file), timings: timings.map(resolve), start: start, end: end, bus: bus)
+                id: id, file: resolve(file), timings: timings.map(resolve), start: start, end: end, bus: bus,
+                markers: markers, transcript: transcript)
+        }
+
+        if let spritesCursor = top["sprites"] {
+            for (prefix, entry) in try spritesCursor.object() {
+                let fields = try entry.object(allowing: ["map", "file", "bus"])
+                let mapCursor = try fields.required("map", in: entry)
+                let map = try SpriteMap.load(path: resolve(try mapCursor.string()))
+                let file: String
+                if let fileCursor = fields["file"] { file = resolve(try fileCursor.string()) } else { file = try map.audioFile() }
+                let bus = try fields["bus"].map { c throws(NarratorError) in try parseBus(c) } ?? .sfx
+                for sprite in map.sprites {
+                    let id = "\(prefix).\(sprite.name)"
+                    if clips[id] != nil { throw entry.fail("sprite clip '\(id)' is also in \"clips\"") }
+                    clips[id] = ClipSpec(
+                        id: id, file: file, timings: nil, start: sprite.start, end: sprite.end, bus: bus, spriteMap: map.path)
+                }
+            }
         }
 
         var pools: [String: Pool] = [:]
@@ -175,6 +212,11 @@ public struct Lesson: Sendable {
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking)
+    }
+
+    private static func parseBus(_ cursor: JSONCursor) throws(NarratorError) -> Bus {
+        guard let bus = Bus(rawValue: try cursor.string()) else { throw cursor.fail("expected \"voice\", \"sfx\" or \"music\"") }
+        return bus
     }
 
     private static func parseItem(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> ChainItem {

@@ -154,6 +154,9 @@ public enum Scheduler {
                         frame: frame + word.startFrame,
                         kind: .word(clip: clipID, index: word.index, text: word.text, endFrame: frame + word.endFrame)))
             }
+            for pulse in clip.pulses {
+                cues.append(Cue(frame: frame + pulse.frame, kind: .pulse(target: pulse.label)))
+            }
             frame += clip.audio.frames
             cues.append(Cue(frame: frame, kind: .clipEnd(clip: clipID, pool: pool)))
         }

@@ -19,6 +19,8 @@ public enum TimingFormat: String, Sendable, CaseIterable {
     case smil
     /// Gentle's JSON: words it did not find in the audio are skipped and reported.
     case gentle
+    /// Labelled cue markers inside an audio file (read through libsndfile, in NarratorAudioFile).
+    case markers
 
     /// The formats `timings convert` writes, by the output's extension.
     public static let writable: [String: TimingFormat] = ["json": .json, "vtt": .webvtt, "srt": .srt, "smil": .smil]
@@ -60,6 +62,12 @@ public struct TimingImport: Sendable {
     public var words: [WordTiming]
     /// Words skipped (Gentle's not found), texts that could not be resolved (SMIL): for the author.
     public var notes: [String]
+
+    public init(format: TimingFormat, words: [WordTiming], notes: [String] = []) {
+        self.format = format
+        self.words = words
+        self.notes = notes
+    }
 }
 
 extension WordTimings {
@@ -87,6 +95,7 @@ extension WordTimings {
         case .srt: entries = try SubRip.parse(try text(data, path: path), path: path)
         case .textgrid: entries = try TextGrid.parse(try text(data, path: path), path: path)
         case .aeneasCSV: entries = try parseAeneasCSV(try text(data, path: path), path: path)
+        case .markers: throw NarratorError(file: path, "an audio file: its cue markers are read through libsndfile")
         }
         return TimingImport(format: format, words: try frames(entries, path: path, rate: rate), notes: notes)
     }

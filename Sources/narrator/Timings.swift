@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NarratorAudioFile
 import NarratorCore
 
 struct Timings: ParsableCommand {
@@ -15,7 +16,9 @@ struct Timings: ParsableCommand {
                 Praat TextGrid, long or short (.TextGrid: the 'words' tier, as the Montreal Forced \
                 Aligner writes it), aeneas sync maps (.json, .csv, .tsv, .smil), Gentle (.json; words \
                 it did not align are skipped and listed on stderr), EPUB 3 Media Overlays (.smil, \
-                with the text from the XHTML page it points to).
+                with the text from the XHTML page it points to), and the labelled cue markers of an \
+                audio file (.wav and what else libsndfile reads: each label starts a word that ends at \
+                the next marker or the audio's end; an unlabelled marker only ends a word).
                 Writes: .json (Narrator's, seconds to the microsecond), .vtt (karaoke timestamps), \
                 .srt, .smil (and its .xhtml page beside it). Times are taken to frames at --rate and \
                 checked (order, overlap) on the way.
@@ -42,7 +45,10 @@ struct Timings: ParsableCommand {
 
         func run() throws {
             try reportingErrors { () throws(NarratorError) in
-                let imported = try WordTimings.read(path: input, rate: rate)
+                let ext = URL(fileURLWithPath: input).pathExtension.lowercased()
+                let imported = SpriteMap.decodableExtensions.contains(ext)
+                    ? TimingImport(format: .markers, words: try SndFileDecoder().markerWords(path: input, sampleRate: rate), notes: [])
+                    : try WordTimings.read(path: input, rate: rate)
                 for note in imported.notes { printError("note: \(note)") }
                 try WordTimings.write(imported.words, rate: rate, to: output, audio: audio)
                 print("\(input) (\(imported.format.rawValue)): \(imported.words.count) words → \(output)")

@@ -41,6 +41,12 @@ import Testing
 
     static let timed = #""a": {"file": "a.wav", "timings": "t.txt"}"#
 
+    /// A lesson whose clips come from a howler sprite map "s.json".
+    static func sprited(_ map: String, chain: String = #"[{"clip": "fx.ding"}]"#) -> [String: Data] {
+        ["lesson.json": Data(#"{"sampleRate": 48000, "clips": {}, "sprites": {"fx": {"map": "s.json"}}, "chains": {"c": \#(chain)}}"#.utf8),
+         "s.json": text(map), "a.wav": sentence]
+    }
+
     static let cases: [Case] = [
         Case(name: "missing audio", files: ["lesson.json": lesson()], chain: "c", expect: ["a.wav: no such file"]),
         Case(name: "empty audio", files: ["lesson.json": lesson(), "a.wav": Data()], chain: "c", expect: ["a.wav: empty"]),
@@ -66,6 +72,15 @@ import Testing
         Case(name: "header lies about the rate", files: ["lesson.json": lesson(), "a.wav": rateLiar], chain: "c", expect: ["a.wav: unusable header: 1 Hz"]),
         Case(name: "silence too long", files: ["lesson.json": lesson(chain: #"[{"silence": 1.8e11}]"#)], chain: "c", expect: ["lesson.json: chains.c[0].silence: silence must be between 0 and 3600 seconds"]),
         Case(name: "bad vtt", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.vtt"}"#), "a.wav": sentence, "t.vtt": text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nx <1.5>y\n")], chain: "c", expect: ["t.vtt: line 4: bad timestamp"]),
+        Case(name: "unknown marker use", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "markers": "beats"}"#), "a.wav": sentence], chain: "c", expect: [#"lesson.json: clips.a.markers: expected "words" or "pulses""#]),
+        Case(name: "words from markers and timings", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "markers": "words", "timings": "t.txt"}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.markers: a clip's words come from its markers or its timings, not both"]),
+        Case(name: "words from a file without markers", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "markers": "words"}"#), "a.wav": sentence], chain: "c", expect: ["a.wav: holds no labelled cue markers"]),
+        Case(name: "sprite map not JSON", files: sprited("{\"src\": [\"a.wav\"],\n \"sprite\": {\"ding\": [0, 100}}"), chain: "c", expect: ["s.json: line 2, column"]),
+        Case(name: "sprite without duration", files: sprited(#"{"src": ["a.wav"], "sprite": {"ding": [100]}}"#), chain: "c", expect: ["s.json: sprite.ding: expected [offset, duration] in milliseconds"]),
+        Case(name: "sprite with a negative duration", files: sprited(#"{"src": ["a.wav"], "sprite": {"ding": [100, -5]}}"#), chain: "c", expect: ["s.json: sprite.ding[1]: duration must be positive"]),
+        Case(name: "sprite audio only for browsers", files: sprited(#"{"src": ["a.webm", "a.m4a"], "sprite": {"ding": [0, 100]}}"#), chain: "c", expect: ["s.json: src: none of its audio files is here in a format Narrator decodes"]),
+        Case(name: "sprite past the audio", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [3000, 500]}}"#), chain: "c", expect: ["lesson.json: clips.fx.ding.end: region ends at 3.5 s, past the end of"]),
+        Case(name: "sprite map missing", files: ["lesson.json": Data(#"{"sampleRate": 48000, "clips": {}, "sprites": {"fx": {"map": "s.json"}}, "chains": {"c": []}}"#.utf8)], chain: "c", expect: ["s.json: no such file"]),
     ]
 
     @Test(arguments: cases)

@@ -58,15 +58,52 @@ struct SampleLessonTests {
         for k in 1...4 { #expect(trace.contains { $0.type == "clipStart" && $0["clip"] == "photo-\(k)" }) }
     }
 
-    /// The main-menu popup: each line pulses its icon as it begins.
+    /// The main-menu popup: each line pulses its icon as it begins. The lines are regions of
+    /// one file with pulses in the chain, or the whole file with the pulses as its WAV cue
+    /// markers: both give the frames the fixture script computed from the lines' lengths.
     @Test func mainMenuLinesPulseTheirIcons() throws {
+        let truth = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Repo.path("Timings/fixtures/menu.truth.json")))) as? [String: Any])
+        let expected: [String] = try #require(truth["pulses"] as? [[Any]]).map { "\($0[0])@\($0[1])" }
+        let total = try #require(truth["frames"] as? Int)
+        #expect(try Self.clipFrames("menu") == total)
+
         let trace = try Self.simulate("homer-main-menu", ["--activity", "main-menu-popup"])
-        let read = try Self.clipFrames("menu-read"), games = try Self.clipFrames("menu-games")
-        let pulses = trace.filter { $0.type == "pulse" }.map { "\($0["target"]!)@\($0.frame)" }
-        #expect(pulses == ["icon-read@0", "icon-games@\(read)", "icon-library@\(read + games)"])
+        let pulses: [String] = trace.filter { $0.type == "pulse" }.map { "\($0["target"]!)@\($0.frame)" }
+        #expect(pulses == expected)
         for (icon, clip) in [("icon-read", "read"), ("icon-games", "games"), ("icon-library", "library")] {
             let pulse = try #require(trace.first { $0.type == "pulse" && $0["target"] == icon })
             #expect(trace.contains { $0.type == "clipStart" && $0["clip"] == clip && $0.frame == pulse.frame })
+        }
+        #expect(trace.last?.type == "activityEnd" && trace.last?.frame == total)
+
+        let marked = try Self.simulate("homer-main-menu", ["--activity", "main-menu-markers"])
+        let markedPulses: [String] = marked.filter { $0.type == "pulse" }.map { "\($0["target"]!)@\($0.frame)" }
+        #expect(markedPulses == expected)
+        #expect(marked.last?.type == "activityEnd" && marked.last?.frame == total)
+    }
+
+    /// The hat shop's tap sounds are a howler.js sprite: each region, in milliseconds in the
+    /// map, plays as a clip of that many frames (the map lists a WebM first, which is skipped).
+    @Test func hatShopSoundsComeFromASpriteMap() throws {
+        let map = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Repo.path("Audio/lessons/apps/hat-shop-sfx.json")))) as? [String: Any])
+        let sprites = try #require(map["sprite"] as? [String: [Double]])
+        for (chain, sprite) in [("meow", "meow"), ("hats", "hats")] {
+            let frames = Int((try #require(sprites[sprite])[1] / 1000 * 48000).rounded())
+            let dir = TempDir()
+            defer { dir.remove() }
+            let result = try run(
+                Repo.narrator,
+                ["render", Repo.path("Timings/lessons/homer-hat-shop.json"), "--chain", chain, "--output", dir.file("out.wav"), "--cues", dir.file("cues.json")])
+            try #require(result.status == 0, "\(result.stderr)")
+            let wav = try WAVFile(path: dir.file("out.wav"))
+            #expect(wav.frames == frames)
+            let cues = try String(contentsOfFile: dir.file("cues.json"), encoding: .utf8)
+            #expect(cues.contains(#"{"clip":"sfx.\#(sprite)","frame":\#(frames),"type":"clipEnd"}"#), "\(cues)")
+            // The sound itself, not the silence between the sprites.
+            let peak = wav.int16Samples.map { abs(Int($0)) }.max() ?? 0
+            #expect(peak > 8000, "peak \(peak)")
         }
     }
 

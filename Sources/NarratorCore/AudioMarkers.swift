@@ -1,0 +1,38 @@
+import Foundation
+
+/// A labelled point in an audio file: a WAV `cue ` point with its `LIST`/`adtl`/`labl` label,
+/// as Audacity, Sound Forge or Wavosaur write them. `frame` is at the rate the file is read at.
+public struct AudioMarker: Sendable, Equatable {
+    public let label: String
+    public let frame: Int
+
+    public init(label: String, frame: Int) {
+        self.label = label
+        self.frame = frame
+    }
+}
+
+extension WordTimings {
+    /// Words from markers in the file at `path` (`audioFrames` long): each labelled marker starts
+    /// a word, which ends at the next marker or at the audio's end. A marker without a label
+    /// only ends the word before it, so authors can mark a pause after the last word.
+    public static func fromMarkers(
+        _ markers: [AudioMarker], audioFrames: Int, path: String
+    ) throws(NarratorError) -> [WordTiming] {
+        let ordered = markers.enumerated().sorted { a, b in
+            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
+        }.map(\.element)
+        if let late = ordered.last, late.frame > audioFrames {
+            throw NarratorError(
+                file: path, place: "marker '\(late.label)'",
+                "at frame \(late.frame), past the end of the audio (\(audioFrames) frames)")
+        }
+        var words: [WordTiming] = []
+        for (position, marker) in ordered.enumerated() where !marker.label.isEmpty {
+            let end = position + 1 < ordered.count ? ordered[position + 1].frame : audioFrames
+            words.append(WordTiming(index: words.count, text: marker.label, startFrame: marker.frame, endFrame: end))
+        }
+        if words.isEmpty { throw NarratorError(file: path, "holds no labelled cue markers") }
+        return words
+    }
+}

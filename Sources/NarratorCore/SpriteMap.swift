@@ -1,0 +1,86 @@
+import Foundation
+
+/// A howler.js audio sprite map: one audio file and named regions of it, in milliseconds.
+///
+/// ```json
+/// {"src": ["sfx.ogg", "sfx.mp3"], "sprite": {"ding": [0, 450], "whoosh": [1000, 820, false]}}
+/// ```
+///
+/// `src` (or howler 1's `urls`) is a file or a list of alternatives; each region is
+/// `[offset, duration]` with an optional loop flag, which Narrator reads and ignores (it plays
+/// a clip once). A lesson's `"sprites"` turns every region into a clip.
+public struct SpriteMap: Sendable, Equatable {
+    public struct Sprite: Sendable, Equatable {
+        public let name: String
+        /// Seconds of the audio file's own time.
+        public let start: Double
+        public let end: Double
+    }
+
+    /// The map file, as read.
+    public let path: String
+    /// The audio alternatives, resolved against the map's folder, in the map's order.
+    public let sources: [String]
+    /// By name.
+    public let sprites: [Sprite]
+
+    /// The extensions libsndfile decodes, among those web sprites come in.
+    public static let decodableExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "opus", "mp3", "aiff", "aif", "w64", "caf"]
+
+    public static func load(path: String) throws(NarratorError) -> SpriteMap {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw NarratorError(file: path, FileProblem.describe(path: path))
+        }
+        return try parse(data, path: path)
+    }
+
+    public static func parse(_ data: Data, path: String) throws(NarratorError) -> SpriteMap {
+        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+        let top = try root.object()
+        guard let srcCursor = top["src"] ?? top["urls"] else {
+            throw NarratorError(file: path, place: "src", "missing key (the sprite's audio file)")
+        }
+        let names: [String]
+        if case .string(let one) = srcCursor.value {
+            names = [one]
+        } else {
+            names = try srcCursor.array().map { c throws(NarratorError) in try c.string() }
+        }
+        if names.isEmpty { throw srcCursor.fail("names no audio file") }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let sources = names.map { $0.hasPrefix("/") ? $0 : folder.appendingPathComponent($0).path }
+
+        var sprites: [Sprite] = []
+        for (name, entry) in try top.required("sprite", in: root).object().sorted(by: { $0.key < $1.key }) {
+            let fields = try entry.array()
+            guard fields.count == 2 || fields.count == 3 else {
+                throw entry.fail("expected [offset, duration] in milliseconds, with an optional loop flag")
+            }
+            let offset = try fields[0].number()
+            let duration = try fields[1].number()
+            if fields.count == 3 {
+                guard case .bool = fields[2].value else { throw fields[2].fail("expected true or false (loop)") }
+            }
+            guard offset >= 0 else { throw fields[0].fail("offset must not be negative") }
+            guard duration > 0 else { throw fields[1].fail("duration must be positive") }
+            sprites.append(Sprite(name: name, start: offset / 1000, end: (offset + duration) / 1000))
+        }
+        if sprites.isEmpty { throw NarratorError(file: path, place: "sprite", "holds no sprites") }
+        return SpriteMap(path: path, sources: sources, sprites: sprites)
+    }
+
+    /// The first source that exists and that Narrator can decode: a web sprite usually lists a
+    /// WebM or M4A first, for browsers.
+    public func audioFile() throws(NarratorError) -> String {
+        for source in sources
+        where Self.decodableExtensions.contains(URL(fileURLWithPath: source).pathExtension.lowercased())
+            && FileManager.default.fileExists(atPath: source)
+        {
+            return source
+        }
+        throw NarratorError(
+            file: path, place: "src",
+            "none of its audio files is here in a format Narrator decodes (\(Self.decodableExtensions.sorted().joined(separator: ", ")))")
+    }
+}
