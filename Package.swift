@@ -44,6 +44,8 @@ let package = Package(
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
         // Scratch narration: libespeak-ng speech with its word events as timings.
         .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG"]),
+        // Library checks for authors: lessons, clips and timings before they ship.
+        .target(name: "NarratorValidate", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(
@@ -63,6 +65,7 @@ let package = Package(
             name: "narrator",
             dependencies: [
                 "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService", "NarratorSynth",
+                "NarratorValidate",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),

@@ -735,7 +735,8 @@ def make_app_lessons():
     # Picture Dictionary: the word popup (word, sound, definition read word by word, sound:
     # one file), with replay and close as taps
     write_json("Timings/lessons/picture-dictionary.json", lesson(
-        {"apple": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt"}},
+        {"apple": {"file": f"{aud}/dictionary/apple.wav", "timings": "dictionary/apple.txt",
+                   "transcript": "Apple. A round fruit that grows on trees."}},
         {"popup": [{"clip": "apple"}]},
         {"word-popup": {"intro": "popup"}}))
 

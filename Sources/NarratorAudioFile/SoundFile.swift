@@ -52,8 +52,15 @@ final class SoundFileReader {
     /// Reads every frame. Memory grows with what the file really holds, never with what its
     /// header claims; a file that ends before its header says it should is an error.
     func readAll(maxFrames: Int) throws(NarratorError) -> [Float] {
-        let chunkFrames = 65536
         var samples: [Float] = []
+        try readChunks(maxFrames: maxFrames) { chunk in samples.append(contentsOf: chunk) }
+        return samples
+    }
+
+    /// Reads every frame, handing `body` one chunk of interleaved samples at a time (at most
+    /// 65536 frames), with the same checks as `readAll`.
+    func readChunks(maxFrames: Int, _ body: (UnsafeBufferPointer<Float>) -> Void) throws(NarratorError) {
+        let chunkFrames = 65536
         var chunk = [Float](repeating: 0, count: chunkFrames * channels)
         var total = 0
         while true {
@@ -67,7 +74,7 @@ final class SoundFileReader {
                     file: path,
                     "longer than \(maxFrames) frames, too long to hold in memory (header says \(announcedFrames) frames)")
             }
-            samples.append(contentsOf: chunk[0..<(got * channels)])
+            chunk.withUnsafeBufferPointer { buffer in body(UnsafeBufferPointer(rebasing: buffer[0..<(got * channels)])) }
         }
         let error = sf_error(handle)
         if error != 0 {
@@ -84,7 +91,6 @@ final class SoundFileReader {
         if total == 0 {
             throw NarratorError(file: path, "holds no audio frames")
         }
-        return samples
     }
 
     /// Moves to `frame`; false if the file cannot seek there.

@@ -1,0 +1,87 @@
+import NarratorCore
+
+/// An audio file read through once, for checking rather than playing: its format, its real
+/// length, and its level per block of frames (peak, and samples at full scale), so that any
+/// region of it can be judged silent or clipped without holding its samples.
+public struct AudioScan: Sendable {
+    public let path: String
+    public let format: String
+    public let sampleRate: Int
+    public let channels: Int
+    /// What the file really holds, not what its header says.
+    public let frames: Int
+    /// The labelled and unlabelled cue markers, in the file's frames.
+    public let markers: [AudioMarker]
+    /// Frames per level block.
+    public static let blockFrames = 1024
+    /// Per block: the largest magnitude of any sample in it.
+    public let blockPeaks: [Float]
+    /// Per block: runs of `clipRun` or more consecutive samples of a channel at full scale
+    /// (|x| ≥ `fullScale`) that end in it: the flat tops of a clipped waveform.
+    public let blockClips: [Int]
+
+    /// A sample this close to ±1 counts as full scale (16-bit: 32735 of 32767).
+    public static let fullScale: Float = 0.999
+    /// Consecutive full-scale samples that make a clip: three, as Audacity's "Find Clipping"
+    /// starts from.
+    public static let clipRun = 3
+
+    /// Reads the whole file (up to an hour at its rate).
+    public init(path: String) throws(NarratorError) {
+        let file = try SoundFileReader(path: path)
+        let channels = file.channels
+        var peaks: [Float] = []
+        var clips: [Int] = []
+        var run = [Int](repeating: 0, count: channels)
+        var blockPeak: Float = 0
+        var blockClip = 0
+        var inBlock = 0
+        var frames = 0
+        try file.readChunks(maxFrames: SndFileDecoder.defaultMaxSeconds * file.sampleRate) { chunk in
+            var index = 0
+            while index < chunk.count {
+                for c in 0..<channels {
+                    let magnitude = abs(chunk[index + c])
+                    blockPeak = max(blockPeak, magnitude)
+                    if magnitude >= Self.fullScale {
+                        run[c] += 1
+                        if run[c] == Self.clipRun { blockClip += 1 }
+                    } else {
+                        run[c] = 0
+                    }
+                }
+                index += channels
+                frames += 1
+                inBlock += 1
+                if inBlock == Self.blockFrames {
+                    peaks.append(blockPeak)
+                    clips.append(blockClip)
+                    blockPeak = 0
+                    blockClip = 0
+                    inBlock = 0
+                }
+            }
+        }
+        if inBlock > 0 {
+            peaks.append(blockPeak)
+            clips.append(blockClip)
+        }
+        self.path = path
+        format = file.formatDescription
+        sampleRate = file.sampleRate
+        self.channels = channels
+        self.frames = frames
+        markers = file.cuePoints()
+        blockPeaks = peaks
+        blockClips = clips
+    }
+
+    /// The peak and the clipped runs of the frames `range` (in the file's frames), to the block.
+    public func level(of range: Range<Int>) -> (peak: Float, clips: Int) {
+        guard !blockPeaks.isEmpty, !range.isEmpty else { return (0, 0) }
+        let first = max(0, range.lowerBound / Self.blockFrames)
+        let last = min(blockPeaks.count - 1, (range.upperBound - 1) / Self.blockFrames)
+        guard first <= last else { return (0, 0) }
+        return (blockPeaks[first...last].max() ?? 0, blockClips[first...last].reduce(0, +))
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+
+/// One thing `narrator validate` found wrong with a library.
+public struct Finding: Sendable, Equatable, Encodable {
+    public enum Severity: String, Sendable, Encodable {
+        /// The lesson cannot play as written.
+        case error
+        /// It plays, but not as well as it should.
+        case warning
+    }
+
+    /// Which check found it (the summary table's rows).
+    public enum Check: String, Sendable, Encodable, CaseIterable {
+        /// The lesson file: JSON, keys, references to chains, pools and clips.
+        case lesson
+        /// A file that is not there.
+        case missing
+        /// A file there but unreadable: audio libsndfile cannot decode, JSON that does not parse.
+        case unreadable
+        /// Audio at another rate than its lesson's: resampled every time it loads.
+        case sampleRate = "sample-rate"
+        /// Audio whose channels do not match the lesson's output: averaged, dropped or left silent.
+        case channels
+        /// Word timings that do not parse, overlap, are out of order or run past their audio.
+        case timings
+        /// Timing words that differ from the transcript the lesson gives.
+        case transcript
+        case silent
+        case clipped
+        /// A clip no chain plays, or an audio file no lesson uses.
+        case unreferenced
+    }
+
+    public let severity: Severity
+    public let check: Check
+    /// The lesson it was found through; nil for a file no lesson names.
+    public let lesson: String?
+    /// The file at fault.
+    public let file: String
+    /// Where in it: a lesson key, a line, a word.
+    public let place: String?
+    public let message: String
+
+    public init(_ severity: Severity, _ check: Check, lesson: String?, file: String, place: String? = nil, _ message: String) {
+        self.severity = severity
+        self.check = check
+        self.lesson = lesson
+        self.file = file
+        self.place = place
+        self.message = message
+    }
+
+    /// "error: FILE: PLACE: MESSAGE", one line whatever the message holds.
+    public var line: String {
+        let text = place.map { "\(file): \($0): \(message)" } ?? "\(file): \(message)"
+        return "\(severity.rawValue): \(text)".replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

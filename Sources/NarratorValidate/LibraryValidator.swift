@@ -1,0 +1,371 @@
+import Dispatch
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+import Synchronization
+
+/// Checks the lessons, clips and timings of a library before it ships: every lesson under the
+/// paths given, every audio file they use (read once, in parallel), every clip as the player
+/// would prepare it.
+public struct LibraryValidator: Sendable {
+    /// Below this peak (−60 dBFS) a clip counts as silent.
+    public static let silentPeak: Float = 0.001
+
+    /// Where the report's paths are relative to.
+    public let base: String
+
+    public init(base: String = FileManager.default.currentDirectoryPath) {
+        self.base = base
+    }
+
+    /// What a run found, and what it looked at.
+    public struct Report: Sendable, Encodable {
+        public struct LessonSummary: Sendable, Encodable {
+            public let path: String
+            public let clips: Int
+            public let files: Int
+            public let errors: Int
+            public let warnings: Int
+        }
+        public let findings: [Finding]
+        public let lessons: [LessonSummary]
+        public let audioFiles: Int
+        public var errors: Int { findings.filter { $0.severity == .error }.count }
+        public var warnings: Int { findings.filter { $0.severity == .warning }.count }
+
+        enum CodingKeys: String, CodingKey { case findings, lessons, audioFiles, errors, warnings }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(findings, forKey: .findings)
+            try container.encode(lessons, forKey: .lessons)
+            try container.encode(audioFiles, forKey: .audioFiles)
+            try container.encode(errors, forKey: .errors)
+            try container.encode(warnings, forKey: .warnings)
+        }
+    }
+
+    /// Validates `paths` (lesson files, or folders searched for lessons and audio files).
+    /// `progress` is called with (done, total) units of work, from any thread.
+    public func validate(paths: [String], progress: @Sendable (Int, Int) -> Void = { _, _ in }) -> Report {
+        var findings: [Finding] = []
+        let found = collect(paths, into: &findings)
+
+        // Lessons, parsed in parallel.
+        let parsed = parallelMap(found.lessons) { path -> Result<Lesson, NarratorError> in
+            Result { () throws(NarratorError) in try Lesson.load(path: path) }
+        }
+        var lessons: [Lesson] = []
+        for (path, result) in zip(found.lessons, parsed) {
+            switch result {
+            case .success(let lesson): lessons.append(lesson)
+            case .failure(let error):
+                let check: Finding.Check = FileManager.default.fileExists(atPath: error.file) ? .lesson : .missing
+                findings.append(Finding(.error, check, lesson: display(path), file: display(error.file), place: error.place, error.message))
+            }
+        }
+
+        // Every audio file once, in parallel: the lessons' and those found in folders.
+        var audioPaths: [String] = []
+        var seenAudio: Set<String> = []
+        for path in lessons.flatMap({ $0.clips.values.map(\.file).sorted() }) + found.audio {
+            let key = canonical(path)
+            if seenAudio.insert(key).inserted { audioPaths.append(key) }
+        }
+        let clipWork = lessons.flatMap { lesson in lesson.clips.keys.sorted().map { (lesson, $0) } }
+        let total = found.lessons.count + audioPaths.count + clipWork.count
+        let done = Atomic<Int>(found.lessons.count)
+        progress(found.lessons.count, total)
+        @Sendable func tick() { progress(done.add(1, ordering: .relaxed).newValue, total) }
+
+        let scanned = parallelMap(audioPaths) { path -> Result<AudioScan, NarratorError> in
+            defer { tick() }
+            return Result { () throws(NarratorError) in try AudioScan(path: path) }
+        }
+        var scans: [String: AudioScan] = [:]
+        var unreadable: [String: NarratorError] = [:]
+        for (path, result) in zip(audioPaths, scanned) {
+            switch result {
+            case .success(let scan): scans[path] = scan
+            case .failure(let error): unreadable[path] = error
+            }
+        }
+
+        // Every clip as the player would prepare it, in parallel.
+        let allScans = scans, failures = unreadable
+        let clipFindings = parallelMap(clipWork) { work -> [Finding] in
+            defer { tick() }
+            return check(clip: work.1, of: work.0, scans: allScans, unreadable: failures)
+        }
+        findings += clipFindings.flatMap { $0 }
+
+        // Per lesson: references, rates and channels, clips nothing plays.
+        var used: Set<String> = []
+        for lesson in lessons {
+            findings += check(lesson: lesson, scans: scans)
+            for spec in lesson.clips.values {
+                used.insert(canonical(spec.file))
+                if let map = spec.spriteMap { used.insert(canonical(map)) }
+            }
+        }
+        for path in found.audio where !used.contains(canonical(path)) {
+            if let error = unreadable[canonical(path)] {
+                findings.append(Finding(.error, .unreadable, lesson: nil, file: display(path), error.message))
+            }
+            findings.append(Finding(.warning, .unreferenced, lesson: nil, file: display(path), "no lesson uses this audio file"))
+        }
+
+        findings = unique(findings)
+        let summaries = lessons.map { lesson in
+            let name = display(lesson.path)
+            let mine = findings.filter { $0.lesson == name }
+            return Report.LessonSummary(
+                path: name, clips: lesson.clips.count, files: Set(lesson.clips.values.map { canonical($0.file) }).count,
+                errors: mine.filter { $0.severity == .error }.count, warnings: mine.filter { $0.severity == .warning }.count)
+        }
+        return Report(findings: findings, lessons: summaries, audioFiles: audioPaths.count)
+    }
+
+    // MARK: - Finding the files
+
+    private struct Found {
+        var lessons: [String] = []
+        var audio: [String] = []
+    }
+
+    /// Lesson files and audio files under `paths`. A JSON file is a lesson when it is an object
+    /// with `sampleRate` and `chains`; other JSON (timings, sprite maps) is left to the lessons
+    /// that name it, unless it does not parse at all.
+    private func collect(_ paths: [String], into findings: inout [Finding]) -> Found {
+        var found = Found()
+        for path in paths {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                findings.append(Finding(.error, .missing, lesson: nil, file: display(path), FileProblem.describe(path: path)))
+                continue
+            }
+            guard isDirectory.boolValue else {
+                if SpriteMap.decodableExtensions.contains(URL(fileURLWithPath: path).pathExtension.lowercased()) {
+                    found.audio.append(path)
+                } else {
+                    found.lessons.append(path)
+                }
+                continue
+            }
+            let root = URL(fileURLWithPath: path)
+            guard let walker = FileManager.default.enumerator(
+                at: root, includingPropertiesForKeys: [.isRegularFileKey], options: [.skipsHiddenFiles])
+            else { continue }
+            var files: [String] = []
+            for case let url as URL in walker {
+                if url.lastPathComponent.hasPrefix(".build") { walker.skipDescendants() }
+                if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { files.append(url.path) }
+            }
+            for file in files.sorted() {
+                let ext = URL(fileURLWithPath: file).pathExtension.lowercased()
+                if SpriteMap.decodableExtensions.contains(ext) {
+                    found.audio.append(file)
+                } else if ext == "json" {
+                    switch lessonShape(file) {
+                    case .lesson: found.lessons.append(file)
+                    case .other: break
+                    case .broken(let error):
+                        findings.append(Finding(.error, .unreadable, lesson: nil, file: display(file), place: error.place, error.message))
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    private enum Shape {
+        case lesson, other
+        case broken(NarratorError)
+    }
+
+    private func lessonShape(_ path: String) -> Shape {
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard case .object(let members) = try JSONValue.parse(data, file: path) else { return .other }
+            return members["sampleRate"] != nil && members["chains"] != nil ? .lesson : .other
+        } catch let error as NarratorError {
+            return .broken(error)
+        } catch {
+            return .broken(NarratorError(file: path, FileProblem.describe(path: path)))
+        }
+    }
+
+    // MARK: - Checks
+
+    /// A clip: its audio readable, prepared as the player would (region, timings, markers),
+    /// its words against its transcript, its level.
+    private func check(clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError]) -> [Finding] {
+        let name = display(lesson.path)
+        let spec = lesson.clips[id]!
+        let file = canonical(spec.file)
+        guard let scan = scans[file] else {
+            let error = unreadable[file]
+            let missing = !FileManager.default.fileExists(atPath: file)
+            return [Finding(
+                .error, missing ? .missing : .unreadable, lesson: name, file: display(spec.file), place: missing ? nil : error?.place,
+                "\(error?.message ?? "unreadable") (clips.\(id))")]
+        }
+        if let timings = spec.timings, !FileManager.default.fileExists(atPath: timings) {
+            return [Finding(.error, .missing, lesson: name, file: display(timings), "\(FileProblem.describe(path: timings)) (clips.\(id).timings)")]
+        }
+
+        var findings: [Finding] = []
+        let prepared: PreparedClip
+        do {
+            let bank = try ClipBank.prepare(lesson: lesson, clipIDs: [id], decoder: ScannedDecoder(scans: scans))
+            prepared = bank.clips[id]!
+        } catch {
+            let check: Finding.Check = error.file == lesson.path ? .lesson : .timings
+            return [Finding(.error, check, lesson: name, file: display(error.file), place: error.place, error.message)]
+        }
+
+        if let transcript = spec.transcript {
+            if let mismatch = Self.compare(words: prepared.words.map(\.text), transcript: transcript) {
+                let source = spec.timings ?? spec.file
+                findings.append(Finding(.error, .transcript, lesson: name, file: display(source), place: "clips.\(id)", mismatch))
+            }
+        }
+
+        // Level, over the clip's region in the file's own frames.
+        let first = spec.start.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? 0
+        let last = spec.end.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? scan.frames
+        let (peak, clips) = scan.level(of: first..<min(last, scan.frames))
+        let region = spec.start != nil || spec.end != nil ? " (its region)" : ""
+        if peak < Self.silentPeak {
+            let level = peak > 0 ? String(format: "%.1f dBFS", 20 * log10(Double(peak))) : "digital silence"
+            findings.append(Finding(.warning, .silent, lesson: name, file: display(spec.file), place: "clips.\(id)", "silent\(region): peak \(level)"))
+        }
+        if clips > 0 {
+            findings.append(Finding(
+                .warning, .clipped, lesson: name, file: display(spec.file), place: "clips.\(id)",
+                "clipped\(region): \(clips) run\(clips == 1 ? "" : "s") of \(AudioScan.clipRun)+ samples at full scale"))
+        }
+        return findings
+    }
+
+    /// A lesson as a whole: its chains' and activities' references, the rate and channels of
+    /// its audio, and its clips that nothing plays.
+    private func check(lesson: Lesson, scans: [String: AudioScan]) -> [Finding] {
+        let name = display(lesson.path)
+        var findings: [Finding] = []
+        var referenced: Set<String> = []
+        for chain in lesson.chains.keys.sorted() {
+            do { referenced.formUnion(try lesson.clipIDs(reachableFrom: chain)) } catch {
+                findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
+            }
+        }
+        for activity in lesson.activities.keys.sorted() {
+            do { _ = try lesson.activity(activity) } catch {
+                findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
+            }
+        }
+        for (id, spec) in lesson.clips.sorted(by: { $0.key < $1.key }) where !referenced.contains(id) && spec.spriteMap == nil {
+            findings.append(Finding(.warning, .unreferenced, lesson: name, file: name, place: "clips.\(id)", "no chain plays this clip"))
+        }
+
+        // One finding per file and lesson, however many clips cut it into regions.
+        let files = Set(lesson.clips.values.map { canonical($0.file) }).sorted()
+        let outputChannels = lesson.channels ?? files.compactMap { scans[$0]?.channels }.max() ?? 1
+        for file in files {
+            guard let scan = scans[file] else { continue }
+            if scan.sampleRate != lesson.sampleRate {
+                findings.append(Finding(
+                    .warning, .sampleRate, lesson: name, file: display(file),
+                    "\(scan.sampleRate) Hz in a \(lesson.sampleRate) Hz lesson: resampled each time it loads"))
+            }
+            if scan.channels != 1, scan.channels != outputChannels {
+                let effect = outputChannels == 1
+                    ? "averaged into one"
+                    : scan.channels > outputChannels
+                        ? "channels \(outputChannels + 1)–\(scan.channels) dropped"
+                        : "outputs \(scan.channels + 1)–\(outputChannels) silent"
+                findings.append(Finding(
+                    .warning, .channels, lesson: name, file: display(file),
+                    "\(scan.channels) channels in a \(outputChannels)-channel lesson: \(effect)"))
+            }
+        }
+        return findings
+    }
+
+    /// Nil when the words say what the transcript says (case, punctuation and curly quotes
+    /// aside); else where they first differ.
+    public static func compare(words: [String], transcript: String) -> String? {
+        let said = words.flatMap(normalized)
+        let written = normalized(transcript)
+        guard said != written else { return nil }
+        let index = zip(said, written).prefix(while: { $0 == $1 }).count
+        if index == said.count {
+            return "the timings end after \(said.count) words; the transcript goes on with '\(written[index])'"
+        }
+        if index == written.count {
+            return "the timings have \(said.count - written.count) words more than the transcript, from '\(said[index])' (word \(index))"
+        }
+        return "word \(index) is '\(said[index])' in the timings, '\(written[index])' in the transcript"
+    }
+
+    static func normalized(_ text: String) -> [String] {
+        text.lowercased().replacingOccurrences(of: "\u{2019}", with: "'")
+            .split(whereSeparator: { $0.isWhitespace })
+            .map { word in String(word.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "'" }) }
+            .filter { !$0.isEmpty }
+    }
+
+    // MARK: - Helpers
+
+    /// The same file however it was reached (`a/../b.wav` and `b.wav`).
+    private func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// Relative to `base` when under it.
+    func display(_ path: String) -> String {
+        let full = canonical(path)
+        let prefix = base.hasSuffix("/") ? base : base + "/"
+        return full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
+    }
+
+    private func unique(_ findings: [Finding]) -> [Finding] {
+        var seen: Set<String> = []
+        return findings.filter { seen.insert("\($0.lesson ?? "")|\($0.line)").inserted }
+    }
+}
+
+/// Prepares clips from scans instead of samples: every file "streams" at its scanned length,
+/// so the clip bank checks regions, timings and markers without decoding or resampling.
+private struct ScannedDecoder: AudioDecoder {
+    let scans: [String: AudioScan]
+
+    func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
+        throw NarratorError(file: path, "not decoded while validating")
+    }
+
+    func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? {
+        guard let scan = scans[URL(fileURLWithPath: path).standardizedFileURL.path] else {
+            throw NarratorError(file: path, "not scanned")
+        }
+        return StreamedFile(
+            path: path, channels: scan.channels, frames: Frames.convert(scan.frames, from: scan.sampleRate, to: sampleRate))
+    }
+
+    func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
+        guard let scan = scans[URL(fileURLWithPath: path).standardizedFileURL.path] else { return [] }
+        return scan.markers.map {
+            AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: scan.sampleRate, to: sampleRate))
+        }
+    }
+}
+
+/// `transform` over `items` on every core, results in order.
+func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
+    let results = Mutex<[R?]>(Array(repeating: nil, count: items.count))
+    DispatchQueue.concurrentPerform(iterations: items.count) { index in
+        let result = transform(items[index])
+        results.withLock { $0[index] = result }
+    }
+    return results.withLock { $0.map { $0! } }
+}

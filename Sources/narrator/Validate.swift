@@ -1,0 +1,123 @@
+import ArgumentParser
+import Foundation
+import NarratorCore
+import NarratorValidate
+import Synchronization
+
+struct Validate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a library's lessons, clips and timings before it ships.",
+        discussion: """
+            Reads every lesson (JSON with "sampleRate" and "chains") under the paths, every audio \
+            file they use, and every audio file under the folders, in parallel. Errors: missing \
+            files, unreadable audio or JSON, lesson keys and references, timings that overlap or \
+            run past their audio, timing words that differ from a clip's "transcript". Warnings: \
+            audio at another rate or channel count than its lesson, silent clips (peak under \
+            -60 dBFS), clipped ones (runs of 3 samples at full scale), clips no chain plays, \
+            audio files no lesson uses.
+            Exit status: 1 when there are errors, 0 with warnings only.
+
+            Example:
+              narrator validate Timings/lessons Audio/lessons
+            """)
+
+    @Argument(help: "Lesson files, or folders to search for lessons and audio files.")
+    var paths: [String]
+
+    @Flag(help: "Print the findings and the summary as JSON, for machines.")
+    var json = false
+
+    @Flag(inversion: .prefixedNo, help: "Draw a progress bar on stderr (default: when stderr is a terminal).")
+    var progress: Bool?
+
+    func validate() throws {
+        guard !paths.isEmpty else { throw ValidationError("give at least one lesson file or folder") }
+    }
+
+    func run() throws {
+        let started = ContinuousClock.now
+        let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
+        let report = LibraryValidator().validate(paths: paths) { done, total in bar.draw(done, total) }
+        bar.finish()
+        let elapsed = ContinuousClock.now - started
+
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let data = (try? encoder.encode(report)) ?? Data("{}".utf8)
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print(Self.text(report, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        }
+        if report.errors > 0 { throw ExitCode(1) }
+    }
+
+    /// The findings, one a line, then the tables by lesson and by check.
+    static func text(_ report: LibraryValidator.Report, seconds: Double) -> String {
+        var lines = report.findings.map(\.line)
+        if !lines.isEmpty { lines.append("") }
+
+        let width = max(6, report.lessons.map(\.path.count).max() ?? 0)
+        func row(_ name: String, _ columns: [String]) -> String {
+            name.padding(toLength: width, withPad: " ", startingAt: 0) + columns.map { $0.leftPadded(to: 9) }.joined()
+        }
+        lines.append(row("lesson", ["clips", "files", "errors", "warnings"]))
+        for lesson in report.lessons {
+            lines.append(row(lesson.path, [lesson.clips, lesson.files, lesson.errors, lesson.warnings].map(String.init)))
+        }
+        let outside = report.findings.filter { $0.lesson == nil }
+        if !outside.isEmpty {
+            let errors = outside.filter { $0.severity == .error }.count
+            lines.append(row("(no lesson)", ["", "", String(errors), String(outside.count - errors)]))
+        }
+        lines.append(row("total", [
+            String(report.lessons.map(\.clips).reduce(0, +)), String(report.audioFiles), String(report.errors), String(report.warnings),
+        ]))
+        lines.append("")
+        lines.append("check".padding(toLength: 16, withPad: " ", startingAt: 0) + "errors".leftPadded(to: 9) + "warnings".leftPadded(to: 9))
+        for check in Finding.Check.allCases {
+            let mine = report.findings.filter { $0.check == check }
+            let errors = mine.filter { $0.severity == .error }.count
+            lines.append(check.rawValue.padding(toLength: 16, withPad: " ", startingAt: 0) + String(errors).leftPadded(to: 9) + String(mine.count - errors).leftPadded(to: 9))
+        }
+        lines.append("")
+        lines.append(
+            "\(report.errors) error\(report.errors == 1 ? "" : "s"), \(report.warnings) warning\(report.warnings == 1 ? "" : "s"): "
+                + "\(report.lessons.count) lessons, \(report.audioFiles) audio files in \(String(format: "%.2f", seconds)) s")
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? " " + self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+/// `[#########...........]  12/40` on stderr, redrawn in place; at most 20 redraws a second.
+final class ProgressBar: Sendable {
+    private let enabled: Bool
+    private let lastDraw = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func draw(_ done: Int, _ total: Int) {
+        guard enabled, total > 0 else { return }
+        let now = ContinuousClock.now
+        let due = lastDraw.withLock { last -> Bool in
+            if done < total, let last, now - last < .milliseconds(50) { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let width = 30
+        let filled = width * min(done, total) / total
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        FileHandle.standardError.write(Data("\rvalidating [\(bar)] \(done)/\(total)".utf8))
+    }
+
+    func finish() {
+        guard enabled, lastDraw.withLock({ $0 != nil }) else { return }
+        FileHandle.standardError.write(Data("\n".utf8))
+    }
+}

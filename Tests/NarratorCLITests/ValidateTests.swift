@@ -1,0 +1,140 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// `narrator validate` on a library made broken on purpose, one fault a file, with sox making
+/// the audio; and on the sample library, which must have no errors.
+@Suite("narrator validate")
+struct ValidateTests {
+    /// A library in `dir` with one of each fault the command looks for.
+    static func brokenLibrary(_ dir: TempDir) throws {
+        func sox(_ file: String, _ arguments: [String]) throws {
+            let made = try runTool("sox", ["-D", "-n"] + arguments.prefix(6) + [dir.file(file)] + arguments.dropFirst(6))
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        let mono48k = ["-r", "48000", "-c", "1", "-b", "16"]
+        try sox("good.wav", mono48k + ["synth", "0.5", "sine", "440", "vol", "0.5"])
+        try sox("rate.wav", ["-r", "44100", "-c", "1", "-b", "16", "synth", "0.5", "sine", "440", "vol", "0.5"])
+        try sox("stereo.wav", ["-r", "48000", "-c", "2", "-b", "16", "synth", "0.5", "sine", "440", "vol", "0.5"])
+        try sox("silent.wav", mono48k + ["synth", "0.5", "sine", "440", "vol", "0"])
+        try sox("loud.wav", mono48k + ["synth", "0.5", "sine", "440", "vol", "2"])
+        try sox("unused.wav", mono48k + ["synth", "0.1", "sine", "440", "vol", "0.5"])
+        let good = try Data(contentsOf: URL(fileURLWithPath: dir.file("good.wav")))
+        dir.write("truncated.wav", data: good.prefix(20000))
+
+        dir.write("hello.txt", "0.05\t0.20\tHello,\n0.25\t0.45\tworld!\n")
+        dir.write("late.txt", "0.05\t0.20\tHello\n0.30\t0.60\tlate\n")
+        dir.write("overlap.txt", "0.05\t0.30\tHello\n0.25\t0.45\tworld\n")
+        dir.write("broken.json", "{\"words\": [\n  {\"text\": \"a\",, }]}")
+        dir.write(
+            "lesson.json",
+            """
+            {"sampleRate": 48000, "channels": 1,
+             "clips": {
+               "good":      {"file": "good.wav", "timings": "hello.txt", "transcript": "Hello, world!"},
+               "misheard":  {"file": "good.wav", "timings": "hello.txt", "transcript": "Hello word"},
+               "rate":      {"file": "rate.wav"},
+               "stereo":    {"file": "stereo.wav"},
+               "silent":    {"file": "silent.wav"},
+               "loud":      {"file": "loud.wav"},
+               "truncated": {"file": "truncated.wav"},
+               "gone":      {"file": "gone.wav"},
+               "late":      {"file": "good.wav", "timings": "late.txt"},
+               "overlap":   {"file": "good.wav", "timings": "overlap.txt"},
+               "spare":     {"file": "good.wav"}
+             },
+             "chains": {
+               "all": [{"clip": "good"}, {"clip": "misheard"}, {"clip": "rate"}, {"clip": "stereo"}, {"clip": "silent"},
+                       {"clip": "loud"}, {"clip": "truncated"}, {"clip": "gone"}, {"clip": "late"}, {"clip": "overlap"}],
+               "typo": [{"clip": "godo"}]
+             }}
+            """)
+    }
+
+    static let expectedLines = [
+        "error: broken.json: line 2, column 16: not valid JSON",
+        "error: gone.wav: no such file (clips.gone)",
+        "error: hello.txt: clips.misheard: word 1 is 'world' in the timings, 'word' in the transcript",
+        "error: late.txt: word 1 'late': ends at 0.6 s, past the end of its audio",
+        "error: overlap.txt: line 2 'world': overlaps word 0 'Hello', which ends at 0.3 s",
+        "error: truncated.wav: truncated",
+        "error: lesson.json: chains.typo[0].clip: unknown clip 'godo'",
+        "warning: lesson.json: clips.spare: no chain plays this clip",
+        "warning: rate.wav: 44100 Hz in a 48000 Hz lesson: resampled each time it loads",
+        "warning: stereo.wav: 2 channels in a 1-channel lesson: averaged into one",
+        "warning: silent.wav: clips.silent: silent: peak digital silence",
+        "warning: loud.wav: clips.loud: clipped: ",
+        "warning: unused.wav: no lesson uses this audio file",
+    ]
+
+    @Test func findsEveryFaultAndExitsOne() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Self.brokenLibrary(dir)
+        let result = try run(Repo.narrator, ["validate", "."], cwd: dir.path)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.isEmpty, "no progress bar when stderr is not a terminal: \(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        for expected in Self.expectedLines {
+            #expect(lines.contains { $0.hasPrefix(expected) }, "missing: \(expected)\n\(result.stdout)")
+        }
+        // Only what was planted: 7 errors (the misheard transcript, not the good one), 6 warnings.
+        #expect(lines.filter { $0.hasPrefix("error: ") }.count == 7, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("warning: ") }.count == 6, "\(result.stdout)")
+        #expect(!result.stdout.contains("clips.good:"), "the good clip has no finding")
+        #expect(lines.contains { $0.hasPrefix("lesson.json ") && $0.split(separator: " ").suffix(4) == ["11", "7", "6", "5"] }, "\(result.stdout)")
+        #expect(lines.contains { $0.split(separator: " ") == ["transcript", "1", "0"] })
+        #expect(lines.contains { $0.split(separator: " ") == ["unreferenced", "0", "2"] })
+        #expect(lines.last?.hasPrefix("7 errors, 6 warnings: 1 lessons, 8 audio files in ") == true, "\(lines.last ?? "")")
+    }
+
+    @Test func jsonForMachines() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Self.brokenLibrary(dir)
+        let result = try run(Repo.narrator, ["validate", "--json", "."], cwd: dir.path)
+        #expect(result.status == 1)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(report["errors"] as? Int == 7 && report["warnings"] as? Int == 6)
+        let findings = try #require(report["findings"] as? [[String: Any]])
+        let checks = findings.map { "\($0["severity"]!) \($0["check"]!)" }.sorted()
+        #expect(checks == [
+            "error lesson", "error missing", "error timings", "error timings", "error transcript", "error unreadable",
+            "error unreadable", "warning channels", "warning clipped", "warning sample-rate", "warning silent",
+            "warning unreferenced", "warning unreferenced",
+        ])
+        let misheard = try #require(findings.first { $0["check"] as? String == "transcript" })
+        #expect(misheard["lesson"] as? String == "lesson.json" && misheard["place"] as? String == "clips.misheard")
+    }
+
+    @Test func warningsOnlyExitZeroWithAProgressBar() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Self.brokenLibrary(dir)
+        // The lesson alone, with its faulty clips and chain removed: warnings are left.
+        dir.write(
+            "ok.json",
+            #"{"sampleRate": 48000, "clips": {"rate": {"file": "rate.wav"}, "spare": {"file": "good.wav"}}, "chains": {"c": [{"clip": "rate"}]}}"#)
+        let result = try run(Repo.narrator, ["validate", "--progress", "ok.json"], cwd: dir.path)
+        #expect(result.status == 0, "\(result.stdout)")
+        #expect(result.stdout.contains("0 errors, 2 warnings: 1 lessons, 2 audio files"), "\(result.stdout)")
+        #expect(result.stderr.hasPrefix("\rvalidating [") && result.stderr.hasSuffix("] 5/5\n"), "\(result.stderr)")
+    }
+
+    @Test func sampleLibraryHasNoErrors() throws {
+        let result = try run(Repo.narrator, ["validate", "--json", Repo.path("Timings/lessons"), Repo.path("Audio/lessons")])
+        #expect(result.status == 0, "\(result.stdout)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(report["errors"] as? Int == 0)
+        let findings = try #require(report["findings"] as? [[String: Any]])
+        // The app samples are narrated at 8 and 11.025 kHz to keep Audio/ small: that is all.
+        #expect(findings.allSatisfy { $0["check"] as? String == "sample-rate" }, "\(findings)")
+        #expect((report["lessons"] as? [Any])?.count == 9)
+    }
+
+    @Test func missingPathIsAnError() throws {
+        let result = try run(Repo.narrator, ["validate", "/nonexistent/library"])
+        #expect(result.status == 1)
+        #expect(result.stdout.hasPrefix("error: /nonexistent/library: no such file"), "\(result.stdout)")
+    }
+}
