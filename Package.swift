@@ -32,6 +32,9 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        .systemLibrary(
+            name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
+            providers: [.apt(["librsvg2-dev"])]),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
@@ -44,6 +47,9 @@ let package = Package(
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
         // Scratch narration: libespeak-ng speech with its word events as timings.
         .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG"]),
+        // Plots: a schedule's mixed waveform with its word and cue tiers as SVG (Praat, Audacity),
+        // and as PNG through librsvg.
+        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(
@@ -63,6 +69,7 @@ let package = Package(
             name: "narrator",
             dependencies: [
                 "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService", "NarratorSynth",
+                "NarratorPlot",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
