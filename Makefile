@@ -2,7 +2,8 @@
 # Both install what they need first (apt packages included; run as root or with sudo).
 
 APT_PACKAGES := pkg-config libsndfile1-dev libsoxr-dev libasound2-dev sox libsox-fmt-all espeak-ng python3 time \
-	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev
+	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
+	librsvg2-dev fonts-dejavu-core
 PIP_PACKAGES := websockets
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=

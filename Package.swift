@@ -32,6 +32,9 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        .systemLibrary(
+            name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
+            providers: [.apt(["librsvg2-dev"])]),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
@@ -46,6 +49,9 @@ let package = Package(
         .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG"]),
         // Library checks for authors: lessons, clips and timings before they ship.
         .target(name: "NarratorValidate", dependencies: ["NarratorCore", "NarratorAudioFile"]),
+        // Plots: a schedule's mixed waveform with its word and cue tiers as SVG (Praat, Audacity),
+        // and as PNG through librsvg.
+        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(
@@ -66,6 +72,7 @@ let package = Package(
             dependencies: [
                 "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService", "NarratorSynth",
                 "NarratorValidate",
+                "NarratorPlot",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),

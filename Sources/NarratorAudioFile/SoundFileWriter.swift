@@ -104,6 +104,21 @@ public enum OfflineRenderer {
         let writer = try SoundFileWriter(
             path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format,
             maxFrames: blockFrames)
+        do throws(NarratorError) {
+            try render(schedule) { samples, frames throws(NarratorError) in try writer.write(samples, frames: frames) }
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        try writer.finish()
+    }
+
+    /// Renders `schedule` in memory, block after block: `body` gets each block's interleaved
+    /// samples (valid only during the call) and its frame count, in order, up to
+    /// `schedule.frames`. The same mixing as a file render, for readers of the samples (the plot).
+    public static func render(
+        _ schedule: Schedule, blocks body: (UnsafeBufferPointer<Float>, Int) throws(NarratorError) -> Void
+    ) throws(NarratorError) {
         let feeder = StreamFeeder(schedule: schedule)
         let mixer = Mixer(schedule: schedule, lanes: feeder.lanes)
         let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * schedule.channels)
@@ -111,14 +126,10 @@ public enum OfflineRenderer {
         while !mixer.finished {
             let frames = min(blockFrames, schedule.frames - mixer.position)
             let slice = UnsafeMutableBufferPointer(rebasing: block[0..<(frames * schedule.channels)])
-            if let problem = feeder.fill().first {
-                writer.abandon()
-                throw problem
-            }
+            if let problem = feeder.fill().first { throw problem }
             mixer.render(into: slice, frameCount: frames)
-            try writer.write(UnsafeBufferPointer(slice), frames: frames)
+            try body(UnsafeBufferPointer(slice), frames)
         }
-        try writer.finish()
     }
 }
 

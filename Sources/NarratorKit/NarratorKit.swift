@@ -116,6 +116,13 @@ public struct PreparedProgram: Sendable {
         try OfflineRenderer.render(schedule, to: path, format: format)
     }
 
+    /// Renders in memory, block after block: `body` gets each block's interleaved samples (valid
+    /// only during the call) and its frame count, in order. The same samples `render(to:)`
+    /// writes as floats, without a file (the plot reads its waveform this way).
+    public func render(blocks body: (UnsafeBufferPointer<Float>, Int) throws(NarratorError) -> Void) throws(NarratorError) {
+        try OfflineRenderer.render(schedule, blocks: body)
+    }
+
     /// Starts playing live through the ALSA device `device`; events arrive on the returned
     /// playback's `events` as they are heard.
     ///
