@@ -3,8 +3,14 @@
 
 APT_PACKAGES := pkg-config libsndfile1-dev libsoxr-dev libasound2-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
+	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core
-PIP_PACKAGES := websockets
+# aeneas-ng (the aeneas forced aligner, run by Tests/NarratorCLITests/AeneasTests.swift) is a
+# source package: pip compiles its C extensions against libespeak-ng-dev, festival-dev and
+# libestools-dev, and it calls ffprobe/ffmpeg on the audio it aligns.
+PIP_PACKAGES := websockets aeneas-ng
+# What `deps` imports to tell that the pip packages are there (aeneas with its C extensions).
+PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
@@ -19,7 +25,7 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@python3 -c "import websockets" 2>/dev/null || python3 -m pip install -q $(PIP_PACKAGES) || \
+	@python3 -c "import $(PIP_IMPORTS)" 2>/dev/null || python3 -m pip install -q $(PIP_PACKAGES) || \
 		python3 -m pip install -q --break-system-packages $(PIP_PACKAGES)
 	@command -v swift >/dev/null || { echo "swift not found: install the Swift 6 toolchain (swift.org) and put it on PATH"; exit 1; }
 
