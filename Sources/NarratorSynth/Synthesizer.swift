@@ -67,10 +67,14 @@ public enum Synthesizer {
             let characters = Array(text.unicodeScalars)
             var words: [WordTiming] = []
             for (index, start) in starts.enumerated() {
+                // A word runs to where the next word event's text starts: espeak-ng speaks some
+                // pairs ("in the", "on the") as one word with one event, and they stay together
+                // rather than lose the second word.
                 let from = max(0, min(characters.count, start.position - 1))
-                let to = max(from, min(characters.count, from + start.length))
+                let nextText = index + 1 < starts.count ? starts[index + 1].position - 1 : characters.count
+                let to = max(from, min(characters.count, max(nextText, from + start.length)))
                 var word = String(String.UnicodeScalarView(characters[from..<to]))
-                word = word.trimmingCharacters(in: .punctuationCharacters.union(.whitespaces))
+                word = word.trimmingCharacters(in: .punctuationCharacters.union(.whitespacesAndNewlines))
                 let begin = min(start.sample, samples.count)
                 let next = min(index + 1 < starts.count ? starts[index + 1].sample : samples.count, samples.count)
                 // The word ends where its sound does: the last sample above the noise floor

@@ -50,6 +50,19 @@ struct SynthTests {
         }
     }
 
+    /// espeak-ng speaks "in the" and "on the" as one word with one word event: the pair stays
+    /// one timed word, so every word of the text is covered, in order, none lost.
+    @Test func wordsEspeakJoinsStayTogether() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let text = "Look on the mat, it jumps in the park."
+        let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json")])
+        try #require(made.status == 0, "\(made.stderr)")
+        let words = try Self.words(dir.file("s.json"))
+        #expect(words.map(\.text) == ["Look", "on the", "mat", "it", "jumps", "in the", "park"])
+        for (word, next) in zip(words, words.dropFirst()) { #expect(word.end <= next.start) }
+    }
+
     @Test func unknownVoiceGivesOneLineAndNoFiles() throws {
         let dir = TempDir()
         defer { dir.remove() }
