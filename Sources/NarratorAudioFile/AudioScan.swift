@@ -10,8 +10,9 @@ public struct AudioScan: Sendable {
     public let channels: Int
     /// What the file really holds, not what its header says.
     public let frames: Int
-    /// The labelled and unlabelled cue markers, in the file's frames.
-    public let markers: [AudioMarker]
+    /// The labelled and unlabelled cue markers, in the file's frames, or why they cannot be
+    /// read (the audio still can).
+    public let markers: Result<[AudioMarker], NarratorError>
     /// Frames per level block.
     public static let blockFrames = 1024
     /// Per block: the largest magnitude of any sample in it.
@@ -26,7 +27,8 @@ public struct AudioScan: Sendable {
     /// starts from.
     public static let clipRun = 3
 
-    /// Reads the whole file (up to an hour at its rate).
+    /// Reads the whole file (up to a day at its rate: the scan holds no samples, and the player
+    /// streams long files).
     public init(path: String) throws(NarratorError) {
         let file = try SoundFileReader(path: path)
         let channels = file.channels
@@ -37,7 +39,7 @@ public struct AudioScan: Sendable {
         var blockClip = 0
         var inBlock = 0
         var frames = 0
-        try file.readChunks(maxFrames: SndFileDecoder.defaultMaxSeconds * file.sampleRate) { chunk in
+        try file.readChunks(maxFrames: 86400 * file.sampleRate) { chunk in
             var index = 0
             while index < chunk.count {
                 for c in 0..<channels {
@@ -71,7 +73,7 @@ public struct AudioScan: Sendable {
         sampleRate = file.sampleRate
         self.channels = channels
         self.frames = frames
-        markers = file.cuePoints()
+        markers = Result { () throws(NarratorError) in try file.cuePoints() }
         blockPeaks = peaks
         blockClips = clips
     }

@@ -32,7 +32,7 @@ public struct SndFileDecoder: AudioDecoder {
 
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
         let file = try SoundFileReader(path: path)
-        return file.cuePoints().map {
+        return try file.cuePoints().map {
             AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: file.sampleRate, to: sampleRate))
         }
     }

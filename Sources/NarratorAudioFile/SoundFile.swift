@@ -1,6 +1,7 @@
 import CSndFile
 import Foundation
 import NarratorCore
+import Synchronization
 
 /// An audio file open for reading through libsndfile: its format, and its samples as floats
 /// at full scale ±1 (libsndfile's normalisation: integers divided by 2^(bits−1)).
@@ -17,10 +18,16 @@ final class SoundFileReader {
         self.path = path
         if let problem = FileProblem.check(path: path) { throw NarratorError(file: path, problem) }
         var info = SF_INFO()
-        guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
-            let reason = String(cString: sf_strerror(nil))
-            throw NarratorError(file: path, "not a readable audio file (libsndfile: \(reason))")
+        // libsndfile keeps the error of a failed open in process-wide state: one open at a time,
+        // so that the reason read is this file's (validate opens files in parallel).
+        let opened = Self.opening.withLock { _ -> Result<OpaquePointer, NarratorError> in
+            guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
+                let reason = String(cString: sf_strerror(nil))
+                return .failure(NarratorError(file: path, "not a readable audio file (libsndfile: \(reason))"))
+            }
+            return .success(handle)
         }
+        let handle = try opened.get()
         self.handle = handle
         sampleRate = Int(info.samplerate)
         channels = Int(info.channels)
@@ -31,6 +38,8 @@ final class SoundFileReader {
             throw NarratorError(file: path, "unusable header: \(sampleRate) Hz, \(channels) channels")
         }
     }
+
+    private static let opening = Mutex<Void>(())
 
     deinit { sf_close(handle) }
 
@@ -107,16 +116,24 @@ final class SoundFileReader {
     /// AIFF markers), in the file's own frames, in the order the file lists them. A point's
     /// place is its sample offset in the data (its play-order position when the offset is 0,
     /// as some editors write it).
-    func cuePoints() -> [AudioMarker] {
+    func cuePoints() throws(NarratorError) -> [AudioMarker] {
         var count: UInt32 = 0
         guard sf_command(handle, Int32(SFC_GET_CUE_COUNT), &count, Int32(MemoryLayout<UInt32>.size)) == SF_TRUE,
             count > 0
-        else { return [] }
+        else {
+            // libsndfile skips a cue chunk of more than 2500 points, saying so only in its log.
+            if let line = logText.split(separator: "\n").first(where: { $0.contains("Count") && $0.contains("skipping") }) {
+                throw NarratorError(
+                    file: path, "its cue chunk is too large for libsndfile (\(line.trimmingCharacters(in: .whitespaces)); at most 2500 points)")
+            }
+            return []
+        }
         let points = Int(min(count, 65536))
         let headerBytes = MemoryLayout<SF_CUES>.offset(of: \SF_CUES.cue_points)!
         let stride = MemoryLayout<SF_CUE_POINT>.stride
         let bytes = UnsafeMutableRawPointer.allocate(
             byteCount: headerBytes + points * stride, alignment: MemoryLayout<SF_CUES>.alignment)
+        bytes.initializeMemory(as: UInt8.self, repeating: 0, count: headerBytes + points * stride)
         defer { bytes.deallocate() }
         guard sf_command(handle, Int32(SFC_GET_CUE), bytes, Int32(headerBytes + points * stride)) == SF_TRUE else { return [] }
         let got = min(points, Int(bytes.load(as: UInt32.self)))
@@ -130,17 +147,21 @@ final class SoundFileReader {
         }
     }
 
-    /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
-    /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
-    /// which is how a truncated file or a header that lies is recognised.
-    private var headerProblem: String? {
+    /// What libsndfile noted while reading the header.
+    private var logText: String {
         var log = [CChar](repeating: 0, count: 16384)
         let length = log.withUnsafeMutableBufferPointer { buffer in
             sf_command(handle, Int32(SFC_GET_LOG_INFO), buffer.baseAddress, Int32(buffer.count))
         }
-        guard length > 0 else { return nil }
-        let text = String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        for line in text.split(separator: "\n") {
+        guard length > 0 else { return "" }
+        return String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
+    /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
+    /// which is how a truncated file or a header that lies is recognised.
+    private var headerProblem: String? {
+        for line in logText.split(separator: "\n") {
             // "data : 303326 (should be 99956)": the data chunk claims more than the file holds.
             let words = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "(" || $0 == ")" })
             if words.count == 4 || words.count == 5, words[0] == "data" || words[0] == "SSND",

@@ -146,14 +146,16 @@ public struct ClipBank: Sendable {
             if let end = spec.end {
                 last = Frames.from(seconds: end, rate: rate) ?? Int.max
                 if last > source.frames {
+                    let (file, place) = spec.regionPlace(lesson: lesson.path, key: "end")
                     throw NarratorError(
-                        file: lesson.path, place: "clips.\(id).end",
+                        file: file, place: place,
                         "region ends at \(end) s, past the end of \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
                 }
             }
             if first >= last {
+                let (file, place) = spec.regionPlace(lesson: lesson.path, key: "start")
                 throw NarratorError(
-                    file: lesson.path, place: "clips.\(id).start",
+                    file: file, place: place,
                     "region starts at or after the end of its audio (\(Frames.seconds(source.frames, rate: rate)) s)")
             }
 

@@ -32,8 +32,14 @@ public struct Lesson: Sendable {
         public var markers: MarkerUse? = nil
         /// What the clip says, for `narrator validate` to check the timings' words against.
         public var transcript: String? = nil
-        /// The sprite map the clip comes from (`"sprites"`), resolved.
+        /// The sprite map the clip comes from (`"sprites"`), resolved, and the sprite's name in it.
         public var spriteMap: String? = nil
+        public var spriteName: String? = nil
+        /// Where a problem with the clip's region is: the sprite in its map, or the lesson key.
+        public func regionPlace(lesson: String, key: String) -> (file: String, place: String) {
+            if let spriteMap, let spriteName { return (spriteMap, "sprite.\(spriteName)") }
+            return (lesson, "clips.\(id).\(key)")
+        }
     }
 
     /// What a clip's cue markers (WAV `cue ` points and their `labl` labels) mean.
@@ -148,7 +154,8 @@ public struct Lesson: Sendable {
                     let id = "\(prefix).\(sprite.name)"
                     if clips[id] != nil { throw entry.fail("sprite clip '\(id)' is also in \"clips\"") }
                     clips[id] = ClipSpec(
-                        id: id, file: file, timings: nil, start: sprite.start, end: sprite.end, bus: bus, spriteMap: map.path)
+                        id: id, file: file, timings: nil, start: sprite.start, end: sprite.end, bus: bus, spriteMap: map.path,
+                        spriteName: sprite.name)
                 }
             }
         }

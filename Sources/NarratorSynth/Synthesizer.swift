@@ -74,7 +74,8 @@ public enum Synthesizer {
                 let nextText = index + 1 < starts.count ? starts[index + 1].position - 1 : characters.count
                 let to = max(from, min(characters.count, max(nextText, from + start.length)))
                 var word = String(String.UnicodeScalarView(characters[from..<to]))
-                word = word.trimmingCharacters(in: .punctuationCharacters.union(.whitespacesAndNewlines))
+                word = word.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+                    .trimmingCharacters(in: .punctuationCharacters.union(.whitespacesAndNewlines))
                 let begin = min(start.sample, samples.count)
                 let next = min(index + 1 < starts.count ? starts[index + 1].sample : samples.count, samples.count)
                 // The word ends where its sound does: the last sample above the noise floor

@@ -101,18 +101,26 @@ public struct LibraryValidator: Sendable {
 
         // Per lesson: references, rates and channels, clips nothing plays.
         var used: Set<String> = []
+        var maps: Set<String> = []
         for lesson in lessons {
             findings += check(lesson: lesson, scans: scans)
             for spec in lesson.clips.values {
                 used.insert(canonical(spec.file))
-                if let map = spec.spriteMap { used.insert(canonical(map)) }
+                if let map = spec.spriteMap, maps.insert(map).inserted {
+                    // Every alternative a sprite map lists (the browsers' formats too) is in use.
+                    for source in (try? SpriteMap.load(path: map))?.sources ?? [] { used.insert(canonical(source)) }
+                }
             }
         }
+        // What a lesson that did not load uses is unknown: no file is called unused then.
+        let allLoaded = lessons.count == found.lessons.count
         for path in found.audio where !used.contains(canonical(path)) {
             if let error = unreadable[canonical(path)] {
                 findings.append(Finding(.error, .unreadable, lesson: nil, file: display(path), error.message))
             }
-            findings.append(Finding(.warning, .unreferenced, lesson: nil, file: display(path), "no lesson uses this audio file"))
+            if allLoaded {
+                findings.append(Finding(.warning, .unreferenced, lesson: nil, file: display(path), "no lesson uses this audio file"))
+            }
         }
 
         findings = unique(findings)
@@ -224,7 +232,8 @@ public struct LibraryValidator: Sendable {
             return [Finding(.error, check, lesson: name, file: display(error.file), place: error.place, error.message)]
         }
 
-        if let transcript = spec.transcript {
+        // A transcript is checked against words the clip has (from timings or markers).
+        if let transcript = spec.transcript, spec.timings != nil || spec.markers == .words {
             if let mismatch = Self.compare(words: prepared.words.map(\.text), transcript: transcript) {
                 let source = spec.timings ?? spec.file
                 findings.append(Finding(.error, .transcript, lesson: name, file: display(source), place: "clips.\(id)", mismatch))
@@ -234,9 +243,10 @@ public struct LibraryValidator: Sendable {
         // Level, over the clip's region in the file's own frames.
         let first = spec.start.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? 0
         let last = spec.end.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? scan.frames
-        let (peak, clips) = scan.level(of: first..<min(last, scan.frames))
+        let range = first..<max(first, min(last, scan.frames))
+        let (peak, clips) = scan.level(of: range)
         let region = spec.start != nil || spec.end != nil ? " (its region)" : ""
-        if peak < Self.silentPeak {
+        if !range.isEmpty, peak < Self.silentPeak {
             let level = peak > 0 ? String(format: "%.1f dBFS", 20 * log10(Double(peak))) : "digital silence"
             findings.append(Finding(.warning, .silent, lesson: name, file: display(spec.file), place: "clips.\(id)", "silent\(region): peak \(level)"))
         }
@@ -305,7 +315,7 @@ public struct LibraryValidator: Sendable {
         if index == written.count {
             return "the timings have \(said.count - written.count) words more than the transcript, from '\(said[index])' (word \(index))"
         }
-        return "word \(index) is '\(said[index])' in the timings, '\(written[index])' in the transcript"
+        return "word \(index) of the transcript is '\(written[index])', the timings say '\(said[index])'"
     }
 
     static func normalized(_ text: String) -> [String] {
@@ -354,7 +364,7 @@ private struct ScannedDecoder: AudioDecoder {
 
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
         guard let scan = scans[URL(fileURLWithPath: path).standardizedFileURL.path] else { return [] }
-        return scan.markers.map {
+        return try scan.markers.get().map {
             AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: scan.sampleRate, to: sampleRate))
         }
     }

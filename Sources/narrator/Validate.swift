@@ -98,6 +98,7 @@ extension String {
 final class ProgressBar: Sendable {
     private let enabled: Bool
     private let lastDraw = Mutex<ContinuousClock.Instant?>(nil)
+    private let lastTotal = Atomic<Int>(0)
 
     init(enabled: Bool) { self.enabled = enabled }
 
@@ -109,15 +110,23 @@ final class ProgressBar: Sendable {
             last = now
             return true
         }
+        lastTotal.store(total, ordering: .relaxed)
         guard due else { return }
+        write(done, total)
+    }
+
+    private func write(_ done: Int, _ total: Int) {
         let width = 30
         let filled = width * min(done, total) / total
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         FileHandle.standardError.write(Data("\rvalidating [\(bar)] \(done)/\(total)".utf8))
     }
 
+    /// Draws the bar full (a thread may have drawn an older count last) and ends its line.
     func finish() {
         guard enabled, lastDraw.withLock({ $0 != nil }) else { return }
+        let total = lastTotal.load(ordering: .relaxed)
+        write(total, total)
         FileHandle.standardError.write(Data("\n".utf8))
     }
 }

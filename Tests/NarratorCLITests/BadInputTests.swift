@@ -79,7 +79,7 @@ import Testing
         Case(name: "sprite without duration", files: sprited(#"{"src": ["a.wav"], "sprite": {"ding": [100]}}"#), chain: "c", expect: ["s.json: sprite.ding: expected [offset, duration] in milliseconds"]),
         Case(name: "sprite with a negative duration", files: sprited(#"{"src": ["a.wav"], "sprite": {"ding": [100, -5]}}"#), chain: "c", expect: ["s.json: sprite.ding[1]: duration must be positive"]),
         Case(name: "sprite audio only for browsers", files: sprited(#"{"src": ["a.webm", "a.m4a"], "sprite": {"ding": [0, 100]}}"#), chain: "c", expect: ["s.json: src: none of its audio files is here in a format Narrator decodes"]),
-        Case(name: "sprite past the audio", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [3000, 500]}}"#), chain: "c", expect: ["lesson.json: clips.fx.ding.end: region ends at 3.5 s, past the end of"]),
+        Case(name: "sprite past the audio", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [3000, 500]}}"#), chain: "c", expect: ["s.json: sprite.ding: region ends at 3.5 s, past the end of"]),
         Case(name: "sprite map missing", files: ["lesson.json": Data(#"{"sampleRate": 48000, "clips": {}, "sprites": {"fx": {"map": "s.json"}}, "chains": {"c": []}}"#.utf8)], chain: "c", expect: ["s.json: no such file"]),
     ]
 

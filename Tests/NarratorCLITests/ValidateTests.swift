@@ -54,7 +54,7 @@ struct ValidateTests {
     static let expectedLines = [
         "error: broken.json: line 2, column 16: not valid JSON",
         "error: gone.wav: no such file (clips.gone)",
-        "error: hello.txt: clips.misheard: word 1 is 'world' in the timings, 'word' in the transcript",
+        "error: hello.txt: clips.misheard: word 1 of the transcript is 'word', the timings say 'world'",
         "error: late.txt: word 1 'late': ends at 0.6 s, past the end of its audio",
         "error: overlap.txt: line 2 'world': overlaps word 0 'Hello', which ends at 0.3 s",
         "error: truncated.wav: truncated",
@@ -119,6 +119,25 @@ struct ValidateTests {
         #expect(result.status == 0, "\(result.stdout)")
         #expect(result.stdout.contains("0 errors, 2 warnings: 1 lessons, 2 audio files"), "\(result.stdout)")
         #expect(result.stderr.hasPrefix("\rvalidating [") && result.stderr.hasSuffix("] 5/5\n"), "\(result.stderr)")
+    }
+
+    /// A sprite map's alternatives (a FLAC listed before the WAV) are in use; a transcript on
+    /// a clip without words is not checked; a sprite past its audio names the map and sprite.
+    @Test func spriteSourcesAreUsedAndWordlessTranscriptsPass() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for ext in ["wav", "flac"] {
+            let made = try runTool("sox", ["-D", "-n", "-r", "48000", "-c", "1", dir.file("fx.\(ext)"), "synth", "1", "sine", "440", "vol", "0.5"])
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        dir.write("fx.json", #"{"src": ["fx.flac", "fx.wav"], "sprite": {"ding": [0, 400], "late": [900, 500]}}"#)
+        dir.write(
+            "lesson.json",
+            #"{"sampleRate": 48000, "clips": {"say": {"file": "fx.wav", "transcript": "ding"}}, "sprites": {"fx": {"map": "fx.json"}}, "chains": {"c": [{"clip": "say"}, {"clip": "fx.ding"}, {"clip": "fx.late"}]}}"#)
+        let result = try run(Repo.narrator, ["validate", "."], cwd: dir.path)
+        let lines = result.stdout.split(separator: "\n").filter { $0.hasPrefix("error") || $0.hasPrefix("warning") }
+        #expect(lines == ["error: fx.json: sprite.late: region ends at 1.4 s, past the end of \(dir.path)/fx.flac (1.0 s)"], "\(result.stdout)")
+        #expect(result.status == 1)
     }
 
     @Test func sampleLibraryHasNoErrors() throws {
