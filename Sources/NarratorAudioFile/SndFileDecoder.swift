@@ -32,9 +32,7 @@ public struct SndFileDecoder: AudioDecoder {
 
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
         let file = try SoundFileReader(path: path)
-        return try file.cuePoints().map {
-            AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: file.sampleRate, to: sampleRate))
-        }
+        return try file.cuePoints().map { $0.converted(from: file.sampleRate, to: sampleRate) }
     }
 
     /// The words an audio file's labelled cue markers give, at `sampleRate`: what

@@ -10,6 +10,20 @@ public struct AudioMarker: Sendable, Equatable {
         self.label = label
         self.frame = frame
     }
+
+    /// The same marker in frames at `targetRate` (read at `rate`).
+    public func converted(from rate: Int, to targetRate: Int) -> AudioMarker {
+        AudioMarker(label: label, frame: Frames.convert(frame, from: rate, to: targetRate))
+    }
+
+    /// The file extensions libsndfile decodes, among those clips and web sprites come in: what
+    /// counts as an audio file (for markers, sprite sources, a library's files).
+    public static let audioExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "opus", "mp3", "aiff", "aif", "w64", "caf"]
+
+    /// Whether `path` names an audio file by its extension.
+    public static func isAudioFile(_ path: String) -> Bool {
+        audioExtensions.contains(URL(fileURLWithPath: path).pathExtension.lowercased())
+    }
 }
 
 extension WordTimings {

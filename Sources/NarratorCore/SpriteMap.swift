@@ -24,9 +24,6 @@ public struct SpriteMap: Sendable, Equatable {
     /// By name.
     public let sprites: [Sprite]
 
-    /// The extensions libsndfile decodes, among those web sprites come in.
-    public static let decodableExtensions: Set<String> = ["wav", "flac", "ogg", "oga", "opus", "mp3", "aiff", "aif", "w64", "caf"]
-
     public static func load(path: String) throws(NarratorError) -> SpriteMap {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
@@ -73,14 +70,11 @@ public struct SpriteMap: Sendable, Equatable {
     /// The first source that exists and that Narrator can decode: a web sprite usually lists a
     /// WebM or M4A first, for browsers.
     public func audioFile() throws(NarratorError) -> String {
-        for source in sources
-        where Self.decodableExtensions.contains(URL(fileURLWithPath: source).pathExtension.lowercased())
-            && FileManager.default.fileExists(atPath: source)
-        {
+        for source in sources where AudioMarker.isAudioFile(source) && FileManager.default.fileExists(atPath: source) {
             return source
         }
         throw NarratorError(
             file: path, place: "src",
-            "none of its audio files is here in a format Narrator decodes (\(Self.decodableExtensions.sorted().joined(separator: ", ")))")
+            "none of its audio files is here in a format Narrator decodes (\(AudioMarker.audioExtensions.sorted().joined(separator: ", ")))")
     }
 }

@@ -153,7 +153,7 @@ public struct LibraryValidator: Sendable {
                 continue
             }
             guard isDirectory.boolValue else {
-                if SpriteMap.decodableExtensions.contains(URL(fileURLWithPath: path).pathExtension.lowercased()) {
+                if AudioMarker.isAudioFile(path) {
                     found.audio.append(path)
                 } else {
                     found.lessons.append(path)
@@ -170,10 +170,9 @@ public struct LibraryValidator: Sendable {
                 if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { files.append(url.path) }
             }
             for file in files.sorted() {
-                let ext = URL(fileURLWithPath: file).pathExtension.lowercased()
-                if SpriteMap.decodableExtensions.contains(ext) {
+                if AudioMarker.isAudioFile(file) {
                     found.audio.append(file)
-                } else if ext == "json" {
+                } else if URL(fileURLWithPath: file).pathExtension.lowercased() == "json" {
                     switch lessonShape(file) {
                     case .lesson: found.lessons.append(file)
                     case .other: break
@@ -241,8 +240,9 @@ public struct LibraryValidator: Sendable {
         }
 
         // Level, over the clip's region in the file's own frames.
-        let first = spec.start.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? 0
-        let last = spec.end.map { Int(($0 * Double(scan.sampleRate)).rounded()) } ?? scan.frames
+        // The region the clip bank prepared, in the file's own frames.
+        let first = Frames.convert(prepared.audio.offset, from: lesson.sampleRate, to: scan.sampleRate)
+        let last = Frames.convert(prepared.audio.offset + prepared.audio.frames, from: lesson.sampleRate, to: scan.sampleRate)
         let range = first..<max(first, min(last, scan.frames))
         let (peak, clips) = scan.level(of: range)
         let region = spec.start != nil || spec.end != nil ? " (its region)" : ""
@@ -327,10 +327,7 @@ public struct LibraryValidator: Sendable {
 
     // MARK: - Helpers
 
-    /// The same file however it was reached (`a/../b.wav` and `b.wav`).
-    private func canonical(_ path: String) -> String {
-        URL(fileURLWithPath: path).standardizedFileURL.path
-    }
+    private func canonical(_ path: String) -> String { canonicalPath(path) }
 
     /// Relative to `base` when under it.
     func display(_ path: String) -> String {
@@ -355,7 +352,7 @@ private struct ScannedDecoder: AudioDecoder {
     }
 
     func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? {
-        guard let scan = scans[URL(fileURLWithPath: path).standardizedFileURL.path] else {
+        guard let scan = scans[canonicalPath(path)] else {
             throw NarratorError(file: path, "not scanned")
         }
         return StreamedFile(
@@ -363,11 +360,14 @@ private struct ScannedDecoder: AudioDecoder {
     }
 
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
-        guard let scan = scans[URL(fileURLWithPath: path).standardizedFileURL.path] else { return [] }
-        return try scan.markers.get().map {
-            AudioMarker(label: $0.label, frame: Frames.convert($0.frame, from: scan.sampleRate, to: sampleRate))
-        }
+        guard let scan = scans[canonicalPath(path)] else { return [] }
+        return try scan.markers.get().map { $0.converted(from: scan.sampleRate, to: sampleRate) }
     }
+}
+
+/// The same file however it was reached (`a/../b.wav` and `b.wav`).
+func canonicalPath(_ path: String) -> String {
+    URL(fileURLWithPath: path).standardizedFileURL.path
 }
 
 /// `transform` over `items` on every core, results in order.

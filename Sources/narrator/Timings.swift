@@ -45,8 +45,7 @@ struct Timings: ParsableCommand {
 
         func run() throws {
             try reportingErrors { () throws(NarratorError) in
-                let ext = URL(fileURLWithPath: input).pathExtension.lowercased()
-                let imported = SpriteMap.decodableExtensions.contains(ext)
+                let imported = AudioMarker.isAudioFile(input)
                     ? TimingImport(format: .markers, words: try SndFileDecoder().markerWords(path: input, sampleRate: rate), notes: [])
                     : try WordTimings.read(path: input, rate: rate)
                 for note in imported.notes { printError("note: \(note)") }
