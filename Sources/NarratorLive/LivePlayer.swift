@@ -457,7 +457,8 @@ public final class LivePlayer: @unchecked Sendable {
                         // Held: wait for the frame to come close before writing it.
                         let waited = pcm.wait(timeoutMs: 1)
                         if waited < 0 {
-                            guard recovered(waited) else { return exitLoop(.failed, code: waited) }
+                            let failure = recovered(waited)
+                            guard failure == 0 else { return exitLoop(.failed, code: failure) }
                             continue
                         }
                         takeReading()
@@ -490,12 +491,14 @@ public final class LivePlayer: @unchecked Sendable {
                 // millisecond, and a device that stops consuming is noticed.
                 let waited = pcm.wait(timeoutMs: 1)
                 if waited < 0 {
-                    guard recovered(waited) else { return exitLoop(.failed, code: waited) }
+                    let failure = recovered(waited)
+                            guard failure == 0 else { return exitLoop(.failed, code: failure) }
                     continue
                 }
                 takeReading()
             } else {
-                guard recovered(Int32(result)) else { return exitLoop(.failed, code: Int32(result)) }
+                let failure = recovered(Int32(result))
+                guard failure == 0 else { return exitLoop(.failed, code: failure) }
             }
         }
     }
@@ -539,23 +542,28 @@ public final class LivePlayer: @unchecked Sendable {
             framesWritten: max(0, loop.deviceWritten - loop.inserted), readingTime: loop.confirmedTime)
     }
 
-    private func recovered(_ code: Int32) -> Bool {
-        guard recover(code, written: loop.deviceWritten - loop.inserted) else { return false }
+    /// 0 when the device recovered from `code`; else the error that ends playback.
+    private func recovered(_ code: Int32) -> Int32 {
+        let failure = recover(code, written: loop.deviceWritten - loop.inserted)
+        guard failure == 0 else { return failure }
         loop.timelineRunning = false
         loop.recovering = true
         loop.lastProgress = MonotonicClock.now()
         loop.settlingSince = loop.lastProgress
-        return true
+        return 0
     }
 
     /// Underrun or suspend: recover and forget the clock, which must settle again before the
-    /// timeline resumes. False for any other failure (the device is lost).
-    private func recover(_ code: Int32, written: Int) -> Bool {
-        guard code == -EPIPE || code == -ESTRPIPE else { return false }
+    /// timeline resumes. 0 when it did; else the error that ends playback: `code` itself for a
+    /// failure that is not an underrun or suspend, or why recovery failed (a sound server that
+    /// died says so there: the underrun was only how its death first showed).
+    private func recover(_ code: Int32, written: Int) -> Int32 {
+        guard code == -EPIPE || code == -ESTRPIPE else { return code }
         underruns.add(1, ordering: .releasing)
         filter.reset()
         clock.publish(anchor: nil, framesWritten: max(0, written), readingTime: 0)
-        return pcm.recover(code) == 0
+        let result = pcm.recover(code)
+        return result == 0 ? 0 : result < 0 ? result : code
     }
 
     @inline(__always)
