@@ -126,15 +126,16 @@ public struct PreparedProgram: Sendable {
     /// Starts playing live through the ALSA device `device`; events arrive on the returned
     /// playback's `events` as they are heard.
     ///
-    /// - Parameter onEvent: instead of `events` (which then ends at once), each event is handed
-    ///   to this function on the cue thread the moment it is delivered: the shortest way out,
-    ///   for a caller that forwards events elsewhere (the daemon). It must return quickly.
+    /// - Parameter onEvents: instead of `events` (which then ends at once), events are handed
+    ///   to this function on the cue thread the moment they are delivered, those of one moment
+    ///   (the cues of one frame) in one call: the shortest way out, for a caller that forwards
+    ///   events elsewhere (the daemon). It must return quickly.
     public func play(
         device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
-        onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil
+        onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil
     ) throws(PlaybackError) -> Playback {
         let player = try LivePlayer(schedule: schedule, device: device, latencyMs: latencyMs, realtime: realtime)
-        return Playback(player: player, planner: planner, initial: schedule, onEvent: onEvent)
+        return Playback(player: player, planner: planner, initial: schedule, onEvents: onEvents)
     }
 
     /// Plays on a device of the caller's (tests).
@@ -162,12 +163,12 @@ public final class Playback: Sendable {
         var outcome: PlaybackOutcome?
     }
 
-    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil) {
+    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil) {
         self.player = player
         output = player.output
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
-        if onEvent != nil { continuation.finish() }
+        if onEvents != nil { continuation.finish() }
         if planner != nil { player.holdBefore = ["idlePrompt"] }
         let thread = Thread { [self] in
             var taps: [Tap] = []
@@ -181,8 +182,8 @@ public final class Playback: Sendable {
                     return (next, Schedule.firstDifference(current, next))
                 }
             }
-            let outcome = player.run(replanner: replanner) { event in
-                if let onEvent { onEvent(event) } else { continuation.yield(event) }
+            let outcome = player.run(replanner: replanner) { events in
+                if let onEvents { onEvents(events) } else { events.forEach { continuation.yield($0) } }
             }
             state.withLock { $0.outcome = outcome }
             continuation.finish()

@@ -174,11 +174,14 @@ public final class LivePlayer: @unchecked Sendable {
     public var rewindMarginFrames: Int { output.sampleRate * 5 / 1000 }
 
     public func run(onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
-        run(replanner: nil, onEvent: onEvent)
+        run(replanner: nil) { events in events.forEach(onEvent) }
     }
 
-    /// Like `run(onEvent:)`, asking `replanner` for a new plan every few milliseconds.
-    public func run(replanner: Replanner?, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
+    /// Like `run(onEvent:)`, asking `replanner` for a new plan every few milliseconds, and
+    /// handing over together the events of one moment: the cues of a frame (a clip's end, the
+    /// next one's start and its first word) come in one call, so that a caller forwarding
+    /// them (the daemon) can send them in one write.
+    public func run(replanner: Replanner?, onEvents: ([PlaybackEvent]) -> Void) -> PlaybackOutcome {
         precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "a LivePlayer plays once")
         let startTime = MonotonicClock.now()
         startedAt.store(startTime, ordering: .releasing)
@@ -206,12 +209,13 @@ public final class LivePlayer: @unchecked Sendable {
             // audio thread keeps what it needs alive and ends on its own.
             if done.wait(timeout: .now() + 0.5) == .success { feeder.stop() }
         }
-        return deliverCues(startTime: startTime, replanner: replanner, onEvent: onEvent)
+        return deliverCues(startTime: startTime, replanner: replanner, onEvents: onEvents)
     }
 
     // MARK: Cue thread
 
-    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvent: (PlaybackEvent) -> Void) -> PlaybackOutcome {
+    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvents: ([PlaybackEvent]) -> Void) -> PlaybackOutcome {
+        func onEvent(_ event: PlaybackEvent) { onEvents([event]) }
         let rate = schedule.sampleRate
         var started = false
         var underrunsSeen = 0
@@ -325,12 +329,14 @@ public final class LivePlayer: @unchecked Sendable {
                 guard laterDue <= now, snapshot.readingTime >= laterDue - confirmationWindow else { break }
                 last += 1
             }
+            var moment: [PlaybackEvent] = []
             for index in next...last {
                 if index > next, audioExit.load(ordering: .acquiring) == AudioExit.canceled.rawValue { break }
-                onEvent(.cue(cues[index], at: now))
+                moment.append(.cue(cues[index], at: now))
                 lastDelivered = max(lastDelivered, cues[index].frame)
                 next = index + 1
             }
+            onEvents(moment)
             if lastDelivered >= holdFrame.load(ordering: .relaxed) {
                 holdFrame.store(nextHold(in: cues, after: lastDelivered), ordering: .releasing)
             }

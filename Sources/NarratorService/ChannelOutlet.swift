@@ -2,9 +2,10 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 
-/// An outlet that writes straight to a NIO channel from the thread that delivers the event
-/// (a playback's cue thread): no task hop on the way out. Lines for the same event loop are
-/// batched, so an event for fifty clients wakes each loop once, not fifty times.
+/// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
+/// playback's cue thread). Lines for the same event loop are batched, so an event for fifty
+/// clients wakes each loop once, not fifty times; the lines of one moment go out in one write
+/// (one flush), so a client is woken once per moment however many cues it holds.
 struct ChannelOutlet: EventOutlet {
     enum Framing: Sendable {
         /// Raw bytes, the line with its newline (Unix socket).
@@ -22,23 +23,35 @@ struct ChannelOutlet: EventOutlet {
     /// (a WebSocket close handshake); the channel is closed regardless a second later.
     let onFinish: @Sendable () -> Void
     private let queued = Backlog()
+    private let batch: Batch
 
     init(channel: any Channel, framing: Framing, onFinish: @escaping @Sendable () -> Void = {}) {
         self.channel = channel
         self.framing = framing
         self.onFinish = onFinish
+        batch = Batch.on(channel.eventLoop)
     }
 
     var backlog: Int { queued.bytes.load(ordering: .relaxed) }
 
-    func send(_ line: String) -> Bool {
+    func send(_ lines: [String]) -> Bool {
         guard channel.isActive else { return true }  // gone: the transport reports it
-        let payload: Batch.Payload =
-            switch framing {
-            case .lines: .bytes(ByteBuffer(string: line))
-            case .webSocket: .frame(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: String(line.dropLast()))))
-            }
-        Batch.on(channel.eventLoop).add(channel, payload, queued)
+        let payload: Batch.Payload
+        switch framing {
+        case .lines:
+            var buffer = channel.allocator.buffer(capacity: lines.reduce(0) { $0 + $1.utf8.count })
+            for line in lines { buffer.writeString(line) }
+            payload = .bytes(buffer)
+        case .webSocket:
+            payload = .frames(
+                lines.map { line in
+                    var data = channel.allocator.buffer(capacity: line.utf8.count)
+                    data.writeString(line)
+                    data.moveWriterIndex(to: data.writerIndex - 1)  // without the newline
+                    return WebSocketFrame(fin: true, opcode: .text, data: data)
+                })
+        }
+        batch.add(channel, payload, queued)
         return backlog <= Self.maxBacklog
     }
 
@@ -73,12 +86,12 @@ final class Backlog: Sendable {
 private final class Batch: Sendable {
     enum Payload: Sendable {
         case bytes(ByteBuffer)
-        case frame(WebSocketFrame)
+        case frames([WebSocketFrame])
 
         var size: Int {
             switch self {
             case .bytes(let buffer): buffer.readableBytes
-            case .frame(let frame): frame.data.readableBytes
+            case .frames(let frames): frames.reduce(0) { $0 + $1.data.readableBytes }
             }
         }
     }
@@ -90,6 +103,7 @@ private final class Batch: Sendable {
 
     private static let batches = Mutex<[ObjectIdentifier: Batch]>([:])
 
+    /// The batch of `loop` (one per event loop, made on first use).
     static func on(_ loop: any EventLoop) -> Batch {
         batches.withLock { batches in
             if let batch = batches[ObjectIdentifier(loop)] { return batch }
@@ -120,7 +134,9 @@ private final class Batch: Sendable {
             promise.futureResult.whenComplete { _ in backlog.bytes.subtract(size, ordering: .relaxed) }
             switch payload {
             case .bytes(let buffer): channel.write(buffer, promise: promise)
-            case .frame(let frame): channel.write(frame, promise: promise)
+            case .frames(let frames):
+                for frame in frames.dropLast() { channel.write(frame, promise: nil) }
+                channel.write(frames.last!, promise: promise)  // written in order: the last completes them all
             }
             written[ObjectIdentifier(channel)] = channel
         }

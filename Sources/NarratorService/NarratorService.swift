@@ -324,7 +324,7 @@ public final class NarratorService: Sendable {
             forwarder = Forwarder(service: self, frames: prepared.schedule.frames)
             playback = try prepared.play(
                 device: configuration.device, latencyMs: configuration.latencyMs, realtime: configuration.realtime,
-                onEvent: forwarder.forward)
+                onEvents: forwarder.forward)
         } catch {
             let line: EventLine =
                 switch error {
@@ -377,7 +377,8 @@ public final class NarratorService: Sendable {
             self.frames = frames
         }
 
-        func forward(_ event: PlaybackEvent) {
+        /// Forwards the events of one moment: their lines go to each client in one write.
+        func forward(_ events: [PlaybackEvent]) {
             if !waited {
                 // The playback's name is given once it is registered (right after it opens).
                 started.wait()
@@ -385,38 +386,41 @@ public final class NarratorService: Sendable {
                 waited = true
             }
             let playback = Scalar.string(name)
-            switch event {
-            case .start(let info):
-                let latency = (Double(info.measuredDelayFrames) / Double(info.output.sampleRate) * 1e6).rounded() / 1000
-                service.began(
-                    name,
-                    EventLine(
-                        "begin", frame: 0, heard: info.firstFrameHeardTime,
-                        fields: [
-                            "playback": playback, "sampleRate": .int(Int64(info.output.sampleRate)),
-                            "device": .string(info.output.device), "latencyMs": .double(latency),
-                        ]))
-            case .cue(let cue, let at):
-                last = (cue.frame, at)
-                var fields = EventLine.cueFields(cue)
-                fields["playback"] = playback
-                service.publish(EventLine("cue", frame: cue.frame, heard: at, fields: fields), from: name)
-            case .underrun(let count, let at):
-                service.publish(EventLine("underrun", frame: last?.frame, heard: at, fields: ["playback": playback, "count": .int(Int64(count))]), from: name)
-            case .lateSwitch(_, let switched, let at):
-                service.publish(EventLine("lateSwitch", frame: switched, heard: at, fields: ["playback": playback]), from: name)
-            case .streamProblem(let problem, let at):
-                service.publish(
-                    EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(problem.description)]),
-                    from: name)
-            case .canceled(let frame, let at):
-                let reason = service.cancelReason(of: name)
-                terminal = EventLine("canceled", frame: frame, heard: at, fields: ["playback": playback, "reason": .string(reason)])
-            case .error(let error, let frame, let at):
-                terminal = EventLine(
-                    "error", frame: frame, heard: at,
-                    fields: ["playback": playback, "code": .string(error.code), "message": .string("audio device '\(error.device)': \(error.message)")])
+            var lines: [EventLine] = []
+            for event in events {
+                switch event {
+                case .start(let info):
+                    let latency = (Double(info.measuredDelayFrames) / Double(info.output.sampleRate) * 1e6).rounded() / 1000
+                    service.began(
+                        name,
+                        EventLine(
+                            "begin", frame: 0, heard: info.firstFrameHeardTime,
+                            fields: [
+                                "playback": playback, "sampleRate": .int(Int64(info.output.sampleRate)),
+                                "device": .string(info.output.device), "latencyMs": .double(latency),
+                            ]))
+                case .cue(let cue, let at):
+                    last = (cue.frame, at)
+                    var fields = EventLine.cueFields(cue)
+                    fields["playback"] = playback
+                    lines.append(EventLine("cue", frame: cue.frame, heard: at, fields: fields))
+                case .underrun(let count, let at):
+                    lines.append(EventLine("underrun", frame: last?.frame, heard: at, fields: ["playback": playback, "count": .int(Int64(count))]))
+                case .lateSwitch(_, let switched, let at):
+                    lines.append(EventLine("lateSwitch", frame: switched, heard: at, fields: ["playback": playback]))
+                case .streamProblem(let problem, let at):
+                    lines.append(
+                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(problem.description)]))
+                case .canceled(let frame, let at):
+                    let reason = service.cancelReason(of: name)
+                    terminal = EventLine("canceled", frame: frame, heard: at, fields: ["playback": playback, "reason": .string(reason)])
+                case .error(let error, let frame, let at):
+                    terminal = EventLine(
+                        "error", frame: frame, heard: at,
+                        fields: ["playback": playback, "code": .string(error.code), "message": .string("audio device '\(error.device)': \(error.message)")])
+                }
             }
+            if !lines.isEmpty { service.publish(lines, from: name) }
         }
     }
 
@@ -436,10 +440,10 @@ public final class NarratorService: Sendable {
         }
     }
 
-    private func publish(_ line: EventLine, from name: String) {
+    private func publish(_ lines: [EventLine], from name: String) {
         state.withLock { state in
             guard let entry = state.playbacks[name] else { return }
-            for recipient in [entry.owner] + entry.subscribers { send(line, to: recipient, in: &state) }
+            for recipient in [entry.owner] + entry.subscribers { send(lines, to: recipient, in: &state) }
         }
     }
 
@@ -448,13 +452,18 @@ public final class NarratorService: Sendable {
     private func reply(_ line: EventLine, to connection: Int, id: RequestID?) {
         state.withLock { state in
             guard let client = state.connections[connection] else { return }
-            if !client.outlet.send(line.line(for: id)) { drop(connection, in: &state) }
+            if !client.outlet.send([line.line(for: id)]) { drop(connection, in: &state) }
         }
     }
 
     private func send(_ line: EventLine, to recipient: Recipient, in state: inout State) {
+        send([line], to: recipient, in: &state)
+    }
+
+    /// Lines of one moment, handed to the client's outlet together (one write).
+    private func send(_ lines: [EventLine], to recipient: Recipient, in state: inout State) {
         guard let client = state.connections[recipient.connection] else { return }
-        if !client.outlet.send(line.line(for: recipient.id)) { drop(recipient.connection, in: &state) }
+        if !client.outlet.send(lines.map { $0.line(for: recipient.id) }) { drop(recipient.connection, in: &state) }
     }
 
     /// A client that cannot keep up (its outlet refused a line) is disconnected, as if gone.
@@ -527,8 +536,9 @@ public final class ClientConnection: Sendable {
 /// Where a connection's event lines go: called with the service's lock held, from whatever
 /// thread delivers the event (a playback's cue thread among them), so it must not block.
 public protocol EventOutlet: Sendable {
-    /// Queues one line (ending in a newline). False when the client has fallen too far behind.
-    func send(_ line: String) -> Bool
+    /// Queues lines (each ending in a newline) heard at one moment, to be written together.
+    /// False when the client has fallen too far behind.
+    func send(_ lines: [String]) -> Bool
     /// Bytes queued and not yet written.
     var backlog: Int { get }
     /// Nothing more will be sent: close once what is queued has gone out.

@@ -62,7 +62,7 @@ enum WebServer {
         }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(maxFrameSize: transportLimit)),
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: transportLimit))),
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger)

@@ -117,9 +117,14 @@ public final class DaemonClient: @unchecked Sendable {
     private let output = Pipe()
 
     /// Starts `narrator_client.py ARGUMENTS`; `keepOutput: false` discards what it prints.
-    public init(_ arguments: [String], keepOutput: Bool = true) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script] + arguments
+    public convenience init(_ arguments: [String], keepOutput: Bool = true) throws {
+        try self.init(executable: "/usr/bin/env", ["python3", Self.script] + arguments, keepOutput: keepOutput)
+    }
+
+    /// Starts another client program that prints events the same way (`LoadClient`).
+    public init(executable: String, _ arguments: [String], keepOutput: Bool = true) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         process.standardOutput = keepOutput ? output : FileHandle.nullDevice
         try process.run()
     }

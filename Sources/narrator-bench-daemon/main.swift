@@ -4,9 +4,11 @@
 //
 // `narrator serve` plays through ALSA into a private PulseAudio server (PulseTestServer), whose
 // pipe sink's recording is the independent clock of what was heard. CLIENTS (default 50)
-// subscribe to the playback, over the Unix socket and then over WebSocket, in 5 Python
-// processes (Tests/clients/narrator_client.py load); each event's arrival in the client is
-// compared with when its frame was heard.
+// subscribe to the playback, over the Unix socket and then over WebSocket, in 5 processes:
+// first native ones (this program's `load` mode, LoadClient: a few microseconds a read, so the
+// figure is the daemon's), then Python ones (Tests/clients/narrator_client.py load --fast).
+// Each event's arrival in its client is compared with when its frame was heard; per cue frame,
+// the first client's arrival and the spread to the last show the fan-out.
 import Foundation
 import NarratorTestSupport
 
@@ -15,6 +17,7 @@ import NarratorTestSupport
 #endif
 
 let arguments = CommandLine.arguments
+if arguments.count >= 2 && arguments[1] == "load" { exit(LoadClient.main(Array(arguments.dropFirst(2)))) }
 guard arguments.count >= 2 else {
     FileHandle.standardError.write(Data("usage: narrator-bench-daemon NARRATOR [CLIENTS]\n".utf8))
     exit(2)
@@ -23,6 +26,7 @@ let narrator = arguments[1]
 let clients = arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50
 let processes = 5
 let client = DaemonClient.script
+let this = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? arguments[0]
 let library = Repo.path("Timings/lessons")
 let work = TempDir()
 defer { work.remove() }
@@ -32,16 +36,18 @@ let request = #"{"id": "owner", "op": "play", "lesson": "sample.json", "chain": 
 let rendered = try! run(narrator, ["render", library + "/sample.json"] + chain + ["--output", work.file("reference.wav")])
 guard rendered.status == 0, let reference = try? WAVFile(path: work.file("reference.wav")).int16Samples else { Bench.fail("render: \(rendered.stderr)") }
 
-Bench.report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) Python processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
-for transport in ["unix", "ws"] {
+Bench.report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) client processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
+let runs = [("native", "unix"), ("native", "ws"), ("python", "unix"), ("python", "ws")]
+for (kind, transport) in runs {
     guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
     guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator) else { Bench.fail("cannot start narrator serve") }
     var loads: [(DaemonClient, String)] = []
     for group in 0..<processes {
         let ready = dir.file("ready-\(group)")
-        let way = transport == "unix" ? ["--unix", daemon.socket] : ["--ws", daemon.url, "--token", daemon.token, "--fast"]
-        guard let load = try? DaemonClient(["load"] + way + ["--clients", "\(clients / processes)", "--first", "\(group * clients / processes)", "--ready", ready])
+        let way = transport == "unix" ? ["--unix", daemon.socket] : ["--ws", daemon.url, "--token", daemon.token]
+        let load = ["load"] + way + ["--clients", "\(clients / processes)", "--first", "\(group * clients / processes)", "--ready", ready]
+        guard let load = try? (kind == "native" ? DaemonClient(executable: this, load) : DaemonClient(load + ["--fast"]))
         else { Bench.fail("cannot start the load clients") }
         loads.append((load, ready))
     }
@@ -60,12 +66,14 @@ for transport in ["unix", "ws"] {
     var lateness: [Double] = []
     var stamps: [Double] = []
     var early = 0
+    var byFrame: [Int: [Double]] = [:]
     for event in events where event.event == "cue" {
         guard let frame = event.frame, let range = alignment.recordingFrames(ofReferenceFrame: frame), range.count == 1 else { continue }
         let heard = Int64(recording.audibleTime(ofFrame: range.lowerBound))
         let late = Double(event.received - heard) / 1e6
         if late < -1 { early += 1 }
         lateness.append(abs(late))
+        byFrame[frame, default: []].append(late)
         if let stamp = event.heard { stamps.append(abs(Double(stamp - heard) / 1e6)) }
     }
     let expected = ownerEvents.filter { $0.event == "cue" }.count
@@ -73,7 +81,10 @@ for transport in ["unix", "ws"] {
         let mine = events.filter { ($0.fields["client"] as? Int) == number }
         return mine.filter { $0.event == "cue" }.count == expected && mine.filter(\.isTerminal).count == 1
     }.count
-    Bench.report("\(transport == "unix" ? "Unix socket" : "WebSocket  "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
+    Bench.report("\(kind) \(transport == "unix" ? "Unix socket" : "WebSocket  "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
         + "\(complete)/\(clients) clients got all \(expected) cues and one terminal event")
+    let firsts = byFrame.values.map { $0.min()! }
+    let spreads = byFrame.values.map { $0.max()! - $0.min()! }
+    Bench.report("             first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
     Bench.report("             the daemon's heard stamps vs heard: \(Bench.percentiles(stamps)); recording holds the render: \(alignment.isComplete && alignment.gaps.isEmpty)")
 }

@@ -139,12 +139,19 @@ struct DaemonLiveTests {
 
         let ownerCues = owner.events.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" }
         var lateness: [Int64] = []
+        var sharedFrames = false
         for client in 0..<50 {
             let mine = subscribed.filter { ($0.fields["client"] as? Int) == client }
             #expect(mine.first?.event == "begin" && mine.filter(\.isTerminal).map(\.event) == ["end"], "client \(client)")
             #expect(mine.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" } == ownerCues, "client \(client)")
             lateness += try Self.lateness(mine, recording: recording, alignment: alignment) { $0.received }
+            // The cues of one moment (a clip's end, the next one's start, its first word) reach
+            // the client in one write: the reads that completed them were one.
+            let reads = Dictionary(grouping: mine.filter { $0.event == "cue" }, by: { $0.frame ?? -1 }).mapValues { Set($0.map(\.received)) }
+            #expect(reads.values.allSatisfy { $0.count == 1 }, "client \(client): cues of one frame came in separate reads")
+            sharedFrames = reads.count < mine.filter { $0.event == "cue" }.count
         }
+        #expect(sharedFrames, "the chain has no frame with several cues: the check above proves nothing")
         print("50 subscribers on the Unix socket, received vs heard: \(Self.describe(lateness))")
         #expect(lateness.count >= 50 * 20)
         #expect(lateness.allSatisfy { $0 >= -LivePlaybackTests.resolution })
