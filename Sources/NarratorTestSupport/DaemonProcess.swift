@@ -121,7 +121,7 @@ public final class DaemonClient: @unchecked Sendable {
         try self.init(executable: "/usr/bin/env", ["python3", Self.script] + arguments, keepOutput: keepOutput)
     }
 
-    /// Starts another client program that prints events the same way (`LoadClient`).
+    /// Starts another client program that prints events the same way (the daemon bench's `load`).
     public init(executable: String, _ arguments: [String], keepOutput: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -14,11 +14,11 @@ import Foundation
 ///
 /// Prints every event each connection received as a JSON line with `client` (numbered from
 /// K) and `received` added, once every connection has had its terminal event or closed.
-public enum LoadClient {
+enum LoadClient {
     static let terminalMarks = [#""event":"end""#, #""event":"canceled""#, #""event":"error""#].map { Array($0.utf8) }
 
     /// Runs the load with command-line `arguments` (after `load`); returns the exit status.
-    public static func main(_ arguments: [String]) -> Int32 {
+    static func main(_ arguments: [String]) -> Int32 {
         var options: [String: String] = [:]
         var index = 0
         while index + 1 < arguments.count {
