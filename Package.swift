@@ -57,7 +57,7 @@ let package = Package(
         .target(
             name: "NarratorService",
             dependencies: [
-                "NarratorKit",
+                "NarratorKit", "NarratorLive",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

@@ -3,14 +3,15 @@ import NIOWebSocket
 import Synchronization
 
 /// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
-/// playback's cue thread). Lines for the same event loop are batched, so an event for fifty
-/// clients wakes each loop once, not fifty times; the lines of one moment go out in one write
+/// playback's cue thread). That thread only queues, then flushes: lines for the same event
+/// loop are batched, so an event for fifty clients wakes each loop once, not fifty times, and
+/// the loop encodes each client's lines as it writes them. The lines of one moment go out in one write
 /// (one flush), so a client is woken once per moment however many cues it holds.
 struct ChannelOutlet: EventOutlet {
     enum Framing: Sendable {
-        /// Raw bytes, the line with its newline (Unix socket).
+        /// Raw bytes, each line with its newline (Unix socket).
         case lines
-        /// One WebSocket text frame per event, without the newline.
+        /// One WebSocket text frame per line, without the newline.
         case webSocket
     }
 
@@ -34,26 +35,13 @@ struct ChannelOutlet: EventOutlet {
 
     var backlog: Int { queued.bytes.load(ordering: .relaxed) }
 
-    func send(_ lines: [String]) -> Bool {
+    func send(_ lines: EventLines) -> Bool {
         guard channel.isActive else { return true }  // gone: the transport reports it
-        let payload: Batch.Payload
-        switch framing {
-        case .lines:
-            var buffer = channel.allocator.buffer(capacity: lines.reduce(0) { $0 + $1.utf8.count })
-            for line in lines { buffer.writeString(line) }
-            payload = .bytes(buffer)
-        case .webSocket:
-            payload = .frames(
-                lines.map { line in
-                    var data = channel.allocator.buffer(capacity: line.utf8.count)
-                    data.writeString(line)
-                    data.moveWriterIndex(to: data.writerIndex - 1)  // without the newline
-                    return WebSocketFrame(fin: true, opcode: .text, data: data)
-                })
-        }
-        batch.add(channel, payload, queued)
+        batch.add(Batch.Item(channel: channel, framing: framing, lines: lines, size: lines.byteCount, backlog: queued))
         return backlog <= Self.maxBacklog
     }
+
+    func flush() { batch.wake() }
 
     func finish() {
         onFinish()
@@ -82,22 +70,20 @@ final class Backlog: Sendable {
     let bytes = Atomic<Int>(0)
 }
 
-/// Writes queued for one event loop, flushed in one task on it.
+/// Writes queued for one event loop, encoded and flushed in one task on it.
 private final class Batch: Sendable {
-    enum Payload: Sendable {
-        case bytes(ByteBuffer)
-        case frames([WebSocketFrame])
-
-        var size: Int {
-            switch self {
-            case .bytes(let buffer): buffer.readableBytes
-            case .frames(let frames): frames.reduce(0) { $0 + $1.data.readableBytes }
-            }
-        }
+    struct Item: Sendable {
+        let channel: any Channel
+        let framing: ChannelOutlet.Framing
+        let lines: EventLines
+        /// The lines' bytes, counted in the outlet's backlog until written.
+        let size: Int
+        let backlog: Backlog
     }
 
     private let loop: any EventLoop
-    private let pending = Mutex<[(channel: any Channel, payload: Payload, backlog: Backlog)]>([])
+    /// Items queued, and whether a flush task is already on its way to the loop.
+    private let pending = Mutex<(items: [Item], woken: Bool)>(([], false))
 
     private init(loop: any EventLoop) { self.loop = loop }
 
@@ -113,33 +99,71 @@ private final class Batch: Sendable {
         }
     }
 
-    func add(_ channel: any Channel, _ payload: Payload, _ backlog: Backlog) {
-        backlog.bytes.add(payload.size, ordering: .relaxed)
-        let first = pending.withLock { pending in
-            pending.append((channel, payload, backlog))
-            return pending.count == 1
+    /// Queues an item; nothing is written until `wake`.
+    func add(_ item: Item) {
+        item.backlog.bytes.add(item.size, ordering: .relaxed)
+        pending.withLock { $0.items.append(item) }
+    }
+
+    /// Has the loop write what is queued, unless a task already on its way will.
+    func wake() {
+        let wake = pending.withLock { pending in
+            guard !pending.woken, !pending.items.isEmpty else { return false }
+            pending.woken = true
+            return true
         }
-        if first { loop.execute { self.flush() } }
+        if wake { loop.execute { self.flush() } }
     }
 
     private func flush() {
         let items = pending.withLock { pending in
-            defer { pending.removeAll(keepingCapacity: true) }
-            return pending
+            defer {
+                pending.items.removeAll(keepingCapacity: true)
+                pending.woken = false
+            }
+            return pending.items
         }
         var written: [ObjectIdentifier: any Channel] = [:]
-        for (channel, payload, backlog) in items {
+        for item in items {
             let promise = loop.makePromise(of: Void.self)
-            let size = payload.size
-            promise.futureResult.whenComplete { _ in backlog.bytes.subtract(size, ordering: .relaxed) }
-            switch payload {
-            case .bytes(let buffer): channel.write(buffer, promise: promise)
-            case .frames(let frames):
-                for frame in frames.dropLast() { channel.write(frame, promise: nil) }
-                channel.write(frames.last!, promise: promise)  // written in order: the last completes them all
+            promise.futureResult.whenComplete { [size = item.size, backlog = item.backlog] _ in
+                backlog.bytes.subtract(size, ordering: .relaxed)
             }
-            written[ObjectIdentifier(channel)] = channel
+            write(item, promise: promise)
+            written[ObjectIdentifier(item.channel)] = item.channel
         }
         for channel in written.values { channel.flush() }
+    }
+
+    /// Encodes the item's lines into one buffer and writes them: as they are (with newlines),
+    /// or as one WebSocket text frame each (slices of the buffer, without the newlines).
+    private func write(_ item: Item, promise: EventLoopPromise<Void>) {
+        let lines = item.lines
+        var buffer = item.channel.allocator.buffer(capacity: item.size)
+        switch item.framing {
+        case .lines:
+            for body in lines.bodies {
+                buffer.writeString(lines.head)
+                buffer.writeString(body)
+                buffer.writeInteger(UInt8(ascii: "\n"))
+            }
+            item.channel.write(buffer, promise: promise)
+        case .webSocket:
+            // Every line first, then the frames: a write after a slice was taken would copy.
+            var ends: [Int] = []
+            for body in lines.bodies {
+                buffer.writeString(lines.head)
+                buffer.writeString(body)
+                ends.append(buffer.writerIndex)
+            }
+            guard let last = ends.last else { return promise.succeed() }
+            var start = 0
+            for end in ends {
+                let frame = WebSocketFrame(fin: true, opcode: .text, data: buffer.getSlice(at: start, length: end - start)!)
+                // Written in order: the last completes them all.
+                item.channel.write(frame, promise: end == last ? promise : nil)
+                start = end
+            }
+        }
     }
 }

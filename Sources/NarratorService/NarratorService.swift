@@ -53,6 +53,14 @@ public final class NarratorService: Sendable {
     private struct Recipient: Hashable {
         let connection: Int
         let id: RequestID
+        /// `{"id":…,`, the start of every line it is sent (made once, not per event).
+        let head: String
+
+        init(connection: Int, id: RequestID) {
+            self.connection = connection
+            self.id = id
+            head = EventLine.head(for: id)
+        }
     }
 
     private struct Connection {
@@ -441,9 +449,10 @@ public final class NarratorService: Sendable {
     }
 
     private func publish(_ lines: [EventLine], from name: String) {
+        let bodies = lines.map(\.body)
         state.withLock { state in
             guard let entry = state.playbacks[name] else { return }
-            for recipient in [entry.owner] + entry.subscribers { send(lines, to: recipient, in: &state) }
+            send(bodies, to: [entry.owner] + entry.subscribers, in: &state)
         }
     }
 
@@ -452,18 +461,34 @@ public final class NarratorService: Sendable {
     private func reply(_ line: EventLine, to connection: Int, id: RequestID?) {
         state.withLock { state in
             guard let client = state.connections[connection] else { return }
-            if !client.outlet.send([line.line(for: id)]) { drop(connection, in: &state) }
+            if client.outlet.send(EventLines(head: EventLine.head(for: id), bodies: [line.body])) {
+                client.outlet.flush()
+            } else {
+                drop(connection, in: &state)
+            }
         }
     }
 
     private func send(_ line: EventLine, to recipient: Recipient, in state: inout State) {
-        send([line], to: recipient, in: &state)
+        send([line.body], to: [recipient], in: &state)
     }
 
-    /// Lines of one moment, handed to the client's outlet together (one write).
-    private func send(_ lines: [EventLine], to recipient: Recipient, in state: inout State) {
-        guard let client = state.connections[recipient.connection] else { return }
-        if !client.outlet.send(lines.map { $0.line(for: recipient.id) }) { drop(recipient.connection, in: &state) }
+    /// The events of one moment, handed to each client's outlet together (one write), then
+    /// the outlets flushed: every client's lines are queued before any transport thread is
+    /// woken to write them. `bodies` are shared: each outlet puts its own request id in front,
+    /// on its own thread, so a moment costs the delivering thread little per client.
+    private func send(_ bodies: [String], to recipients: [Recipient], in state: inout State) {
+        var queued: [any EventOutlet] = []
+        queued.reserveCapacity(recipients.count)
+        for recipient in recipients {
+            guard let client = state.connections[recipient.connection] else { continue }
+            if client.outlet.send(EventLines(head: recipient.head, bodies: bodies)) {
+                queued.append(client.outlet)
+            } else {
+                drop(recipient.connection, in: &state)
+            }
+        }
+        for outlet in queued { outlet.flush() }
     }
 
     /// A client that cannot keep up (its outlet refused a line) is disconnected, as if gone.
@@ -536,13 +561,29 @@ public final class ClientConnection: Sendable {
 /// Where a connection's event lines go: called with the service's lock held, from whatever
 /// thread delivers the event (a playback's cue thread among them), so it must not block.
 public protocol EventOutlet: Sendable {
-    /// Queues lines (each ending in a newline) heard at one moment, to be written together.
-    /// False when the client has fallen too far behind.
-    func send(_ lines: [String]) -> Bool
+    /// Queues the lines of events heard at one moment, to be written together. False when
+    /// the client has fallen too far behind.
+    func send(_ lines: EventLines) -> Bool
+    /// Starts writing what `send` queued: called once the lines of one moment are queued for
+    /// every client, so that no client's write waits on another's queuing.
+    func flush()
     /// Bytes queued and not yet written.
     var backlog: Int { get }
     /// Nothing more will be sent: close once what is queued has gone out.
     func finish()
     /// Returns once the connection has closed after `finish` (or a few seconds have passed).
     func closed() async
+}
+
+/// The event lines of one moment for one request: each is `head`, one of `bodies`, and a
+/// newline. The bodies are shared by every client of the moment; each outlet joins them on
+/// its own thread.
+public struct EventLines: Sendable {
+    /// `{"id":…,`: the request the events answer.
+    public let head: String
+    /// Each event's members after the id, closing brace included.
+    public let bodies: [String]
+
+    /// The bytes of the lines with their newlines.
+    public var byteCount: Int { bodies.reduce(0) { $0 + head.utf8.count + $1.utf8.count + 1 } }
 }

@@ -150,7 +150,7 @@ enum Scalar: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
 /// Encoded by hand: this runs on the cue thread's way out, once per cue.
 struct EventLine: Sendable {
     /// The members after `"id":…,`, with the closing brace.
-    private let body: String
+    let body: String
 
     /// `event`: begin, cue, underrun, end, canceled, error. `frame` and `heard` (CLOCK_MONOTONIC
     /// nanoseconds) are always present, null where they do not apply.
@@ -168,9 +168,10 @@ struct EventLine: Sendable {
         return EventLine("error", frame: nil, heard: nil, fields: fields)
     }
 
-    /// The line for request `id` (null when the request had none readable), newline-terminated.
-    func line(for id: RequestID?) -> String {
-        "{\"id\":" + (id?.json ?? "null") + "," + body + "\n"
+    /// The start of every line for request `id` (null when the request had none readable),
+    /// which `body` follows.
+    static func head(for id: RequestID?) -> String {
+        "{\"id\":" + (id?.json ?? "null") + ","
     }
 
     /// `text` as a JSON string.

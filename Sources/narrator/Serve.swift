@@ -43,6 +43,11 @@ struct Serve: ParsableCommand {
     @Flag(help: "Run audio and cue threads with real-time priority when permitted.")
     var realtime = false
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
+    var realtimeDelivery = true
+
     func validate() throws {
         guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
         if noSocket && listen == nil { throw ValidationError("--no-socket needs --listen: the daemon would have no way in") }
@@ -74,7 +79,8 @@ struct Serve: ParsableCommand {
         }
         let options = NarratorDaemon.Options(
             configuration: .init(library: library, device: device, latencyMs: latency, realtime: realtime),
-            socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken())
+            socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
+            realtimeDelivery: realtimeDelivery)
         let failure = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {

@@ -105,6 +105,38 @@ struct DaemonProtocolTests {
         #expect(!events.contains { $0.event == "cue" }, "stopped before anything was heard")
     }
 
+    /// The event-loop threads (NIO's, named NIO-SGLTN-…) as the kernel reports them: their
+    /// scheduling policy and real-time priority, read from /proc.
+    static func eventLoopThreads(of pid: Int32) -> [(policy: Int, priority: Int)] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { task in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
+                stat[stat.index(after: open)..<close].hasPrefix("NIO-SGLTN")
+            else { return nil }
+            // Fields after the name start at field 3 (state); rt_priority is field 40, policy 41.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 38, let priority = Int(fields[37]), let policy = Int(fields[38]) else { return nil }
+            return (policy, priority)
+        }
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "SCHED_FIFO needs root here"))
+    func deliveryThreadsRunAtRealTimePriority() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let raised = Self.eventLoopThreads(of: daemon.process.processIdentifier)
+        #expect(raised.count >= 1, "no event-loop thread found")
+        #expect(raised.allSatisfy { $0.policy == Int(SCHED_FIFO) && $0.priority == 18 }, "\(raised)")
+        #expect(daemon.stop() == 0)
+
+        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--no-realtime-delivery"])
+        let threads = Self.eventLoopThreads(of: normal.process.processIdentifier)
+        #expect(threads.count >= 1 && threads.allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.priority == 0 }, "\(threads)")
+        #expect(normal.stop() == 0)
+    }
+
     @Test func socketIsPrivateAndItsFileIsManaged() throws {
         let dir = TempDir()
         defer { dir.remove() }
