@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import NIOPosix
 import NarratorKit
 import NarratorLive
@@ -37,7 +38,9 @@ public enum NarratorDaemon {
     /// "daemon stopping"), then the connections close and the socket file is removed.
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
-        if options.realtimeDelivery, await !raiseDeliveryThreads() {
+        // Both transports on the same event loops: the threads that write every event.
+        let loops = MultiThreadedEventLoopGroup.singleton
+        if options.realtimeDelivery, await !raise(loops) {
             logger.warning("delivery threads stay at normal priority: SCHED_FIFO is not permitted (root, CAP_SYS_NICE or RLIMIT_RTPRIO)")
         }
         var services: [any Service] = []
@@ -45,14 +48,14 @@ public enum NarratorDaemon {
         var web: (any Service)?
         if let (host, port) = options.listen {
             let token = options.token
-            web = try WebServer.make(host: host, port: port, token: token, service: service, logger: logger) { port in
+            web = try WebServer.make(host: host, port: port, token: token, service: service, loops: loops, logger: logger) { port in
                 let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
                 ready(
                     #"{"listening":"websocket","url":\#(EventLine.quoted("ws://\(base)/ws")),"page":\#(EventLine.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
             }
         }
         if let path = options.socket {
-            services.append(try await UnixSocketServer.bind(path: path, service: service))
+            services.append(try await UnixSocketServer.bind(path: path, service: service, loops: loops))
             ready(#"{"listening":"unix","socket":\#(EventLine.quoted(path))}"#)
         }
         if let web { services.append(web) }
@@ -67,17 +70,17 @@ public enum NarratorDaemon {
     /// SCHED_FIFO priority of the event-loop threads, below the audio and cue threads.
     public static let deliveryPriority: Int32 = 18
 
-    /// Puts the event-loop threads (NIO's shared group, which both transports use: they write
-    /// every event to every client) on SCHED_FIFO at `deliveryPriority`. At normal priority,
+    /// Puts the threads of `loops` (both transports': they write every event to every
+    /// client) on SCHED_FIFO at `deliveryPriority`. At normal priority,
     /// fifty client processes woken by the first writes of a moment preempt the loop before
     /// it has written to the rest: with them raised, the spread from the first client's event
-    /// to the last's fell from p50 0.8–1.2 ms to 0.4–0.65 ms in the daemon benchmark
+    /// to the last's fell from p50 0.8–1.2 ms to 0.4–0.7 ms in the daemon benchmark
     /// (scripts/bench-daemon.sh). The loops block in epoll between moments and prepare no
     /// audio (that has its own threads), so they take little from the sound server's own
     /// threads. False when not permitted.
-    static func raiseDeliveryThreads() async -> Bool {
+    static func raise(_ loops: any EventLoopGroup) async -> Bool {
         var raised = true
-        for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() {
+        for loop in loops.makeIterator() {
             let done = (try? await loop.submit { RealtimePriority.raise(deliveryPriority) != nil }.get()) ?? false
             raised = raised && done
         }

@@ -13,7 +13,7 @@ struct UnixSocketServer: Service {
     /// Binds now, so that the caller can report the socket as ready. A socket file left by a
     /// daemon that died is replaced; one that a live daemon answers on, or any other kind of
     /// file, is an error.
-    static func bind(path: String, service: NarratorService) async throws -> UnixSocketServer {
+    static func bind(path: String, service: NarratorService, loops: any EventLoopGroup) async throws -> UnixSocketServer {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
             throw NarratorError(file: path, "socket path too long (at most \(MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1) bytes)")
         }
@@ -23,7 +23,7 @@ struct UnixSocketServer: Service {
         // process-wide, and this runs before anything else of the daemon does.
         let oldMask = umask(0o177)
         defer { umask(oldMask) }
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: loops)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { child in

@@ -13,7 +13,7 @@ enum WebServer {
     static let transportLimit = 1 << 20
 
     static func make(
-        host: String, port: Int, token: String, service: NarratorService, logger: Logger,
+        host: String, port: Int, token: String, service: NarratorService, loops: any EventLoopGroup, logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> some ApplicationProtocol {
         let page = try Page.load()
@@ -65,6 +65,7 @@ enum WebServer {
             server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: transportLimit))),
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            eventLoopGroupProvider: .shared(loops),
             logger: logger)
     }
 
