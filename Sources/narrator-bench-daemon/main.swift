@@ -41,7 +41,7 @@ let runs = [("native", "unix"), ("native", "ws"), ("python", "unix"), ("python",
 for (kind, transport) in runs {
     guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
-    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator) else { Bench.fail("cannot start narrator serve") }
+    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: ["--realtime-delivery"]) else { Bench.fail("cannot start narrator serve") }
     var loads: [(DaemonClient, String)] = []
     for group in 0..<processes {
         let ready = dir.file("ready-\(group)")

@@ -43,10 +43,8 @@ struct Serve: ParsableCommand {
     @Flag(help: "Run audio and cue threads with real-time priority when permitted.")
     var realtime = false
 
-    @Flag(
-        inversion: .prefixedNo,
-        help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
-    var realtimeDelivery = true
+    @Flag(help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
+    var realtimeDelivery = false
 
     func validate() throws {
         guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }

@@ -125,13 +125,13 @@ struct DaemonProtocolTests {
     func deliveryThreadsRunAtRealTimePriority() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--realtime-delivery"])
         let raised = Self.eventLoopThreads(of: daemon.process.processIdentifier)
         #expect(raised.count >= 1, "no event-loop thread found")
         #expect(raised.allSatisfy { $0.policy == Int(SCHED_FIFO) && $0.priority == 18 }, "\(raised)")
         #expect(daemon.stop() == 0)
 
-        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--no-realtime-delivery"])
+        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
         let threads = Self.eventLoopThreads(of: normal.process.processIdentifier)
         #expect(threads.count >= 1 && threads.allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.priority == 0 }, "\(threads)")
         #expect(normal.stop() == 0)
