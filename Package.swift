@@ -79,7 +79,11 @@ let package = Package(
 
         // Helpers shared by the test targets: fixture paths, running the CLI, reading WAV data
         // without the code under test.
-        .target(name: "NarratorTestSupport", dependencies: ["NarratorCore"]),
+        .target(name: "NarratorTestSupport", dependencies: ["NarratorCore", "CThreadPlacement"]),
+        // Linux thread placement (CPU affinity, SCHED_IDLE) for AwakeCPUs.
+        .target(name: "CThreadPlacement"),
+        // The Swift Testing traits the timing tests share (only test targets link it).
+        .target(name: "NarratorTestTraits", dependencies: ["NarratorTestSupport"]),
         .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport"]),
         .testTarget(
             name: "NarratorAudioFileTests",
@@ -93,11 +97,15 @@ let package = Package(
         .testTarget(
             name: "NarratorLiveTests",
             dependencies: [
-                "NarratorLive", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CAllocationCounter",
+                "NarratorLive", "NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "NarratorTestTraits",
+                "CAllocationCounter",
             ]),
         .testTarget(name: "NarratorKitTests", dependencies: ["NarratorKit", "NarratorTestSupport"]),
         .testTarget(
             name: "NarratorCLITests",
-            dependencies: ["narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorTestSupport"]),
+            dependencies: [
+                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorTestSupport",
+                "NarratorTestTraits",
+            ]),
     ]
 )

@@ -8,7 +8,9 @@
 // first native ones (this program's `load` mode, LoadClient: a few microseconds a read, so the
 // figure is the daemon's), then Python ones (Tests/clients/narrator_client.py load --fast).
 // Each event's arrival in its client is compared with when its frame was heard; per cue frame,
-// the first client's arrival and the spread to the last show the fan-out.
+// the first client's arrival and the spread to the last show the fan-out. Each run is made
+// twice, with the CPUs left to idle and then kept awake (AwakeCPUs: on a VM, waking an idle
+// vCPU takes milliseconds, which a real device does not), so that both figures are printed.
 import Foundation
 import NarratorTestSupport
 
@@ -39,6 +41,13 @@ guard rendered.status == 0, let reference = try? WAVFile(path: work.file("refere
 Bench.report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) client processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
 let runs = [("native", "unix"), ("native", "ws"), ("python", "unix"), ("python", "ws")]
 for (kind, transport) in runs {
+    for awake in [false, true] { measure(kind: kind, transport: transport, awake: awake) }
+}
+
+/// One run: `clients` subscribers of `kind` over `transport`, with the CPUs kept awake or not.
+func measure(kind: String, transport: String, awake: Bool) {
+    let cpus = awake ? AwakeCPUs() : nil
+    defer { cpus?.release() }
     guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
     guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: ["--realtime-delivery"]) else { Bench.fail("cannot start narrator serve") }
@@ -81,7 +90,7 @@ for (kind, transport) in runs {
         let mine = events.filter { ($0.fields["client"] as? Int) == number }
         return mine.filter { $0.event == "cue" }.count == expected && mine.filter(\.isTerminal).count == 1
     }.count
-    Bench.report("\(kind) \(transport == "unix" ? "Unix socket" : "WebSocket  "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
+    Bench.report("\(kind) \(transport == "unix" ? "Unix socket" : "WebSocket  "), CPUs \(awake ? "awake" : "idle "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
         + "\(complete)/\(clients) clients got all \(expected) cues and one terminal event")
     let firsts = byFrame.values.map { $0.min()! }
     let spreads = byFrame.values.map { $0.max()! - $0.min()! }

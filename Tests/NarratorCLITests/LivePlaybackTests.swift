@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 #if canImport(Glibc)
@@ -10,8 +11,9 @@ import Testing
 /// whose pipe sink hands back exactly what it played, timestamped by a recorder that knows
 /// nothing of Narrator. The recorder's clock is the ground truth of when a frame was heard.
 ///
-/// These tests measure timing, so `make test` runs them on their own after the others.
-@Suite("Live playback", .serialized, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+/// These tests measure timing, so `make test` runs them on their own after the others, with the
+/// CPUs kept awake (`AwakeCPUs`: on a VM, waking an idle vCPU takes milliseconds).
+@Suite("Live playback", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LivePlaybackTests {
     static let lesson = Repo.path("Timings/lessons/sample.json")
     static let chainArguments = ["--chain", "live", "--seed", "7", "--repeat", "2"]

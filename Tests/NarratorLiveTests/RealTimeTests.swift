@@ -4,6 +4,7 @@ import NarratorAudioFile
 import NarratorCore
 @_spi(Testing) import NarratorLive
 import NarratorTestSupport
+import NarratorTestTraits
 import Synchronization
 import Testing
 
@@ -66,8 +67,8 @@ final class EventLog: @unchecked Sendable {
 /// Functional checks on a device double: nothing early, nothing lost or repeated, one terminal
 /// event. The timing goal itself is measured end to end through a real sound server
 /// (LivePlaybackTests) and by scripts/bench-live.sh; here a loaded machine may delay a wake-up,
-/// so lateness is only bounded loosely.
-@Suite("Real-time loop", .serialized)
+/// so lateness is only bounded loosely (with the CPUs kept awake, as in LivePlaybackTests).
+@Suite("Real-time loop", .serialized, .awakeCPUs)
 struct RealTimeTests {
     @Test func audioLoopDoesNotAllocate() throws {
         let fixture = try LiveFixture(repeats: 2)
