@@ -2,7 +2,10 @@
 # Benchmark of live playback (`narrator play`), through real libasound into a private
 # PulseAudio server whose pipe sink hands back what was heard (scripts/pulse-test-server.sh).
 # Prints, from one run each:
-#   - cue delivery error |delivered − heard| p50/p99/max, against the sink's own clock;
+#   - how late a thread on each CPU wakes from a 1 ms sleep, with the CPUs idle and kept awake
+#     (AwakeCPUs: on a VM an idle vCPU takes milliseconds to run again);
+#   - cue delivery error |delivered − heard| p50/p99/max, against the sink's own clock
+#     (with the CPUs idle, then awake);
 #   - start latency: command → first frame written, and → first frame heard;
 #   - CPU time per second of audio (the whole narrator process);
 #   - peak memory (VmHWM) 20 s into playing a 1-minute and a 60-minute streamed music bed;

@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <string.h>
 
-int narrator_thread_pin_idle(const char *name, int cpu) {
+int narrator_thread_place(const char *name, int cpu, int idle) {
     char shortName[16];
     strncpy(shortName, name, sizeof shortName - 1);
     shortName[sizeof shortName - 1] = 0;
@@ -16,6 +16,7 @@ int narrator_thread_pin_idle(const char *name, int cpu) {
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) return errno;
+    if (!idle) return 0;
     struct sched_param parameters = {.sched_priority = 0};
     if (sched_setscheduler(0, SCHED_IDLE, &parameters) != 0) return errno;
     return 0;

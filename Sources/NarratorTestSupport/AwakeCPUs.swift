@@ -40,15 +40,12 @@ public final class AwakeCPUs: Sendable {
 
     /// Starts one spinner per CPU this process may run on.
     public init() {
-        var allowed = [Int32](repeating: 0, count: 1024)
-        let found = Int(narrator_allowed_cpus(&allowed, Int32(allowed.count)))
-        cpus = ProcessInfo.processInfo.environment["NARRATOR_IDLE_CPUS"] != nil || found < 0
-            ? [] : allowed.prefix(found).map(Int.init)
+        cpus = ProcessInfo.processInfo.environment["NARRATOR_IDLE_CPUS"] != nil ? [] : Self.allowedCPUs()
         for cpu in cpus {
             spin.finished.enter()
             let spinner = Thread { [spin] in
                 defer { spin.finished.leave() }
-                _ = narrator_thread_pin_idle("awake-cpu\(cpu)", Int32(cpu))
+                _ = narrator_thread_place("awake-cpu\(cpu)", Int32(cpu), 1)
                 while spin.running.load(ordering: .relaxed) {}
             }
             spinner.start()
@@ -62,4 +59,50 @@ public final class AwakeCPUs: Sendable {
     }
 
     deinit { release() }
+
+    /// The CPUs this process may run on.
+    public static func allowedCPUs() -> [Int] {
+        var allowed = [Int32](repeating: 0, count: 1024)
+        let found = Int(narrator_allowed_cpus(&allowed, Int32(allowed.count)))
+        return found < 0 ? [] : allowed.prefix(found).map(Int.init)
+    }
+}
+
+/// How late a thread wakes from a sleep on this machine: one thread per CPU, pinned there at
+/// normal priority (as the live tests run `narrator`), sleeping to each next millisecond in
+/// turn; each wake-up's lateness is kept. The figure ``AwakeCPUs`` exists for.
+public enum WakeUpProbe {
+    /// Every wake-up's lateness in milliseconds, over `seconds`, from all CPUs together.
+    public static func lateness(seconds: Double) -> [Double] {
+        let cpus = AwakeCPUs.allowedCPUs()
+        let results = Mutex<[Double]>([])
+        let finished = DispatchGroup()
+        let wakeUps = Int(seconds * 1000)
+        for cpu in cpus {
+            finished.enter()
+            Thread {
+                defer { finished.leave() }
+                _ = narrator_thread_place("wake-probe\(cpu)", Int32(cpu), 0)
+                var late = [Double](repeating: 0, count: wakeUps)
+                var next = monotonicNanoseconds()
+                for index in 0..<wakeUps {
+                    next += 1_000_000
+                    var until = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
+                    _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil)
+                    let woke = monotonicNanoseconds()
+                    late[index] = Double(woke - next) / 1e6
+                    next = max(next, woke)  // after a stall, the next sleep is a whole millisecond
+                }
+                results.withLock { $0 += late }
+            }.start()
+        }
+        finished.wait()
+        return results.withLock { $0 }
+    }
+
+    private static func monotonicNanoseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
 }

@@ -88,11 +88,26 @@ func play(_ chainArguments: [String], extra: [String] = [], reference: [Int16], 
 Bench.report("Live playback benchmark (\(narrator)), through ALSA's pulse plugin into a private PulseAudio pipe sink")
 Bench.report("")
 
-// 1. Cue delivery, start latency, CPU per second of audio: the sample chain, 8 times (~34 s).
-do {
-    let chain = ["--chain", "correct", "--seed", "7", "--repeat", "8"]
-    let reference = render(chain, to: work.file("reference.wav"))
-    let run = play(chain, reference: reference, label: "timing")
+// 0. This machine: how late a thread wakes, with the CPUs left to idle and kept awake.
+for awake in [false, true] {
+    let cpus = awake ? AwakeCPUs() : nil
+    let lateness = WakeUpProbe.lateness(seconds: 10)
+    cpus?.release()
+    Bench.report("machine, CPUs \(awake ? "awake" : "idle "): a thread per CPU waking every 1 ms for 10 s, late by \(Bench.percentiles(lateness)); "
+        + "\(lateness.filter { $0 > 1 }.count) wake-ups more than 1 ms late")
+}
+Bench.report("")
+
+// 1. Cue delivery, start latency, CPU per second of audio: the sample chain, 8 times (~34 s),
+// with the CPUs left to idle, then kept awake.
+let timingChain = ["--chain", "correct", "--seed", "7", "--repeat", "8"]
+let timingReference = render(timingChain, to: work.file("reference.wav"))
+for awake in [false, true] {
+    let cpus = awake ? AwakeCPUs() : nil
+    defer { cpus?.release() }
+    let reference = timingReference
+    let run = play(timingChain, reference: reference, label: "timing")
+    Bench.report("CPUs \(awake ? "awake" : "idle"):")
     let (errors, late, early) = deliveryErrors(run.events, run.recording, run.alignment)
     let seconds = Double(reference.count / 2) / 48000
     let start = run.events.first { $0["type"] as? String == "start" } ?? [:]
