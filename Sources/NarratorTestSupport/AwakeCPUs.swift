@@ -6,53 +6,92 @@ import Synchronization
     import Glibc
 #endif
 
-/// Keeps every CPU of this machine out of its idle state while timing is measured: one thread
-/// per online CPU, pinned to it, at `SCHED_IDLE` (below every normal thread), spinning.
+/// Keeps every CPU this process may run on out of its idle state while timing is measured: one
+/// thread per CPU, pinned to it, at `SCHED_IDLE` (below every normal thread), spinning.
 ///
-/// Why: on the virtual machines these tests run on, a vCPU that has gone idle (HLT) takes
-/// milliseconds to run again when a thread on it wakes. Measured with a `SCHED_FIFO` 99 thread
-/// per vCPU sleeping 1 ms at a time: with the machine idle it woke more than 1 ms late 370–670
-/// times in 20 s, up to 60–80 ms late; with these spinners it did so 0–3 times, at most 2.6 ms.
-/// A real device wakes a core in microseconds. Cue delivery is timed by the same wake-ups (the
-/// cue thread's, the sound server's, the recorder's), so without the spinners the live tests
-/// would measure the hypervisor. `/dev/cpu_dma_latency` does nothing here: the guest has no
-/// cpuidle driver, it halts.
+/// Why: on the virtual machines these tests run on, a vCPU that has gone idle (the guest halts
+/// it) takes milliseconds to run again when a thread on it wakes; a real device wakes a core in
+/// microseconds. ``WakeUpProbe`` measures it and `make bench` prints it (one run: with the CPUs
+/// idle, 258 of 20000 wake-ups from a 1 ms sleep came more than 1 ms late, the worst 26 ms late;
+/// with them awake, 17, the worst 3.2 ms). Cue delivery rests on the same wake-ups (the cue
+/// thread's, the sound server's, the recorder's), so without the spinners the live tests would
+/// measure the hypervisor. `/dev/cpu_dma_latency` does nothing here: the guest has no cpuidle
+/// driver.
 ///
-/// The threads are named `awake-cpuN` (`ps -L` shows them). A spinner gives way at once to any other thread that becomes runnable on its CPU (the
-/// scheduler preempts a `SCHED_IDLE` thread on wake-up), so it takes no time from the code
-/// under test; it only stands in for the idle loop.
+/// A spinner runs only when nothing else on its CPU can: the scheduler preempts a `SCHED_IDLE`
+/// thread as soon as a normal one wakes there. So it stands in for the idle loop. It does share
+/// its physical core with a hyperthread sibling, if the CPU has one, which the `pause` hint in
+/// its loop eases.
 ///
-/// Set `NARRATOR_IDLE_CPUS=1` in the environment to leave the CPUs alone (to measure the
-/// difference).
+/// `init` returns once every spinner has placed itself (named `awake-cpuN`: `ps -L` shows them).
+/// A placement the kernel refused is listed in ``problems``, and that spinner does not run.
+/// `NARRATOR_IDLE_CPUS=1` in the environment leaves the CPUs alone, to measure the difference.
 public final class AwakeCPUs: Sendable {
+    /// A running spinner: its CPU and its kernel thread id (as /proc/self/task lists it).
+    public struct Spinner: Sendable, Equatable {
+        public let cpu: Int
+        public let threadID: Int32
+    }
+
     /// What the spinners share; they hold it, not the ``AwakeCPUs``, so that `deinit` can stop
     /// them.
     private final class Spin: Sendable {
+        struct Placement: Sendable {
+            let cpu: Int
+            let threadID: Int32
+            let error: Int32
+        }
         let running = Atomic(true)
+        let placements = Mutex<[Placement]>([])
+        let placed = DispatchGroup()
         let finished = DispatchGroup()
     }
 
     private let spin = Spin()
 
-    /// The CPUs kept awake, one spinner each: every CPU this process may run on, or none when
-    /// `NARRATOR_IDLE_CPUS` is set.
-    public let cpus: [Int]
+    /// The spinners that run, in CPU order.
+    public let spinners: [Spinner]
+    /// Why a CPU is not kept awake, one line each (empty when every CPU is).
+    public let problems: [String]
 
-    /// Starts one spinner per CPU this process may run on.
+    /// Starts one spinner per CPU this process may run on, and waits until each has placed
+    /// itself.
     public init() {
-        cpus = ProcessInfo.processInfo.environment["NARRATOR_IDLE_CPUS"] != nil ? [] : Self.allowedCPUs()
+        guard ProcessInfo.processInfo.environment["NARRATOR_IDLE_CPUS"] == nil else {
+            spinners = []
+            problems = []
+            return
+        }
+        let cpus: [Int]
+        do {
+            cpus = try Self.allowedCPUs()
+        } catch {
+            spinners = []
+            problems = ["\(error)"]
+            return
+        }
         for cpu in cpus {
+            spin.placed.enter()
             spin.finished.enter()
-            let spinner = Thread { [spin] in
+            Thread { [spin] in
                 defer { spin.finished.leave() }
-                _ = narrator_thread_place("awake-cpu\(cpu)", Int32(cpu), 1)
-                while spin.running.load(ordering: .relaxed) {}
-            }
-            spinner.start()
+                let error = narrator_thread_place("awake-cpu\(cpu)", Int32(cpu), 1)
+                spin.placements.withLock { $0.append(.init(cpu: cpu, threadID: narrator_thread_id(), error: error)) }
+                spin.placed.leave()
+                guard error == 0 else { return }
+                while spin.running.load(ordering: .relaxed) { narrator_cpu_relax() }
+            }.start()
+        }
+        spin.placed.wait()
+        let placements = spin.placements.withLock { $0 }.sorted { $0.cpu < $1.cpu }
+        spinners = placements.filter { $0.error == 0 }.map { Spinner(cpu: $0.cpu, threadID: $0.threadID) }
+        problems = placements.filter { $0.error != 0 }.map {
+            "cannot keep CPU \($0.cpu) awake: \(String(cString: strerror($0.error)))"
         }
     }
 
-    /// Stops the spinners and waits for them to end. Idempotent; `deinit` calls it.
+    /// Stops the spinners and waits for them to leave their loops. Idempotent; `deinit` calls
+    /// it.
     public func release() {
         spin.running.store(false, ordering: .relaxed)
         spin.finished.wait()
@@ -60,21 +99,30 @@ public final class AwakeCPUs: Sendable {
 
     deinit { release() }
 
-    /// The CPUs this process may run on.
-    public static func allowedCPUs() -> [Int] {
+    /// Why the CPUs this thread may run on could not be read.
+    public struct AffinityError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The CPUs the calling thread may run on (its affinity mask).
+    public static func allowedCPUs() throws -> [Int] {
         var allowed = [Int32](repeating: 0, count: 1024)
         let found = Int(narrator_allowed_cpus(&allowed, Int32(allowed.count)))
-        return found < 0 ? [] : allowed.prefix(found).map(Int.init)
+        guard found >= 0 else {
+            throw AffinityError(description: "sched_getaffinity: \(String(cString: strerror(Int32(-found))))")
+        }
+        return allowed.prefix(found).map(Int.init)
     }
 }
 
 /// How late a thread wakes from a sleep on this machine: one thread per CPU, pinned there at
-/// normal priority (as the live tests run `narrator`), sleeping to each next millisecond in
-/// turn; each wake-up's lateness is kept. The figure ``AwakeCPUs`` exists for.
+/// normal priority (as the live tests run `narrator`), each sleeping 1 ms from its last wake-up,
+/// over and over; each wake-up's lateness is kept. The figure ``AwakeCPUs`` exists for.
 public enum WakeUpProbe {
-    /// Every wake-up's lateness in milliseconds, over `seconds`, from all CPUs together.
+    /// Every wake-up's lateness in milliseconds, over about `seconds`, from all CPUs together
+    /// (empty when the CPUs cannot be read).
     public static func lateness(seconds: Double) -> [Double] {
-        let cpus = AwakeCPUs.allowedCPUs()
+        let cpus = (try? AwakeCPUs.allowedCPUs()) ?? []
         let results = Mutex<[Double]>([])
         let finished = DispatchGroup()
         let wakeUps = Int(seconds * 1000)
@@ -84,14 +132,11 @@ public enum WakeUpProbe {
                 defer { finished.leave() }
                 _ = narrator_thread_place("wake-probe\(cpu)", Int32(cpu), 0)
                 var late = [Double](repeating: 0, count: wakeUps)
-                var next = monotonicNanoseconds()
                 for index in 0..<wakeUps {
-                    next += 1_000_000
-                    var until = timespec(tv_sec: Int(next / 1_000_000_000), tv_nsec: Int(next % 1_000_000_000))
-                    _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil)
-                    let woke = monotonicNanoseconds()
-                    late[index] = Double(woke - next) / 1e6
-                    next = max(next, woke)  // after a stall, the next sleep is a whole millisecond
+                    let due = monotonicNanoseconds() + 1_000_000
+                    var until = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
+                    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                    late[index] = Double(monotonicNanoseconds() - due) / 1e6
                 }
                 results.withLock { $0 += late }
             }.start()

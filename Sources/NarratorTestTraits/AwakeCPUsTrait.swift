@@ -1,3 +1,4 @@
+import Foundation
 import NarratorTestSupport
 import Testing
 
@@ -9,6 +10,9 @@ public struct AwakeCPUsTrait: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         let cpus = AwakeCPUs()
         defer { cpus.release() }
+        for problem in cpus.problems {
+            FileHandle.standardError.write(Data("\(test.name): \(problem); timing is measured with that CPU left to idle\n".utf8))
+        }
         try await function()
     }
 }

@@ -88,21 +88,27 @@ func play(_ chainArguments: [String], extra: [String] = [], reference: [Int16], 
 Bench.report("Live playback benchmark (\(narrator)), through ALSA's pulse plugin into a private PulseAudio pipe sink")
 Bench.report("")
 
-// 0. This machine: how late a thread wakes, with the CPUs left to idle and kept awake.
-for awake in [false, true] {
+// 0. This machine: how late a thread wakes, with the CPUs left to idle and kept awake, in the
+// order idle, awake, awake, idle (5 s each), so that neither always comes first.
+let abba = [false, true, true, false]
+var wakeUps: [Bool: [Double]] = [:]
+for awake in abba {
     let cpus = awake ? AwakeCPUs() : nil
-    let lateness = WakeUpProbe.lateness(seconds: 10)
+    wakeUps[awake, default: []] += WakeUpProbe.lateness(seconds: 5)
     cpus?.release()
-    Bench.report("machine, CPUs \(awake ? "awake" : "idle "): a thread per CPU waking every 1 ms for 10 s, late by \(Bench.percentiles(lateness)); "
+}
+for awake in [false, true] {
+    let lateness = wakeUps[awake] ?? []
+    Bench.report("machine, CPUs \(awake ? "awake" : "idle "): a thread per CPU sleeping 1 ms, 2 × 5 s, woke late by \(Bench.percentiles(lateness)); "
         + "\(lateness.filter { $0 > 1 }.count) wake-ups more than 1 ms late")
 }
 Bench.report("")
 
 // 1. Cue delivery, start latency, CPU per second of audio: the sample chain, 8 times (~34 s),
-// with the CPUs left to idle, then kept awake.
+// with the CPUs idle, awake, awake, idle.
 let timingChain = ["--chain", "correct", "--seed", "7", "--repeat", "8"]
 let timingReference = render(timingChain, to: work.file("reference.wav"))
-for awake in [false, true] {
+for awake in abba {
     let cpus = awake ? AwakeCPUs() : nil
     defer { cpus?.release() }
     let reference = timingReference
