@@ -91,7 +91,7 @@ let package = Package(
         // Live playback benchmark (scripts/bench-live.sh): prints figures, asserts nothing.
         .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
         // Daemon benchmark (scripts/bench-daemon.sh): 50 subscribers, figures only.
-        .executableTarget(name: "narrator-bench-daemon", dependencies: ["NarratorTestSupport"]),
+        .executableTarget(name: "narrator-bench-daemon", dependencies: ["NarratorCore", "NarratorTestSupport"]),
         // Counts heap allocations per thread; linked only into the tests.
         .target(name: "CAllocationCounter"),
         .testTarget(

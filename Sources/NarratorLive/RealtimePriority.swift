@@ -2,8 +2,8 @@ import Foundation
 
 /// Real-time scheduling for the threads that must keep time: SCHED_FIFO when the process may
 /// (root, CAP_SYS_NICE or an RLIMIT_RTPRIO allowance), else they stay as they are. The audio
-/// and cue threads ask for it on request (`--realtime`, priorities 20 and 19); the daemon's
-/// delivery threads by default (18, see `NarratorDaemon`).
+/// and cue threads ask for it on request (`--realtime`, priorities 20 and 19), and so do the
+/// daemon's delivery threads (`--realtime-delivery`, 18, see `NarratorDaemon`).
 ///
 /// Not the default: through ALSA's pulse plugin, SCHED_FIFO threads that poll the device every
 /// millisecond delay the plugin's own (normal-priority) PulseAudio thread, whose latency

@@ -5,8 +5,8 @@ import Synchronization
 /// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
 /// playback's cue thread). That thread only queues, then flushes: lines for the same event
 /// loop are batched, so an event for fifty clients wakes each loop once, not fifty times, and
-/// the loop encodes each client's lines as it writes them. The lines of one moment go out in one write
-/// (one flush), so a client is woken once per moment however many cues it holds.
+/// the loop encodes each client's lines as it writes them. The lines of one moment go out in
+/// one write (one flush), so a client is woken once per moment however many cues it holds.
 struct ChannelOutlet: EventOutlet {
     enum Framing: Sendable {
         /// Raw bytes, each line with its newline (Unix socket).

@@ -1,5 +1,6 @@
 import CThreadPlacement
 import Foundation
+import NarratorCore
 import Synchronization
 
 #if canImport(Glibc)
@@ -133,21 +134,15 @@ public enum WakeUpProbe {
                 _ = narrator_thread_place("wake-probe\(cpu)", Int32(cpu), 0)
                 var late = [Double](repeating: 0, count: wakeUps)
                 for index in 0..<wakeUps {
-                    let due = monotonicNanoseconds() + 1_000_000
+                    let due = MonotonicClock.now() + 1_000_000
                     var until = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
                     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
-                    late[index] = Double(monotonicNanoseconds() - due) / 1e6
+                    late[index] = Double(MonotonicClock.now() - due) / 1e6
                 }
                 results.withLock { $0 += late }
             }.start()
         }
         finished.wait()
         return results.withLock { $0 }
-    }
-
-    private static func monotonicNanoseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NarratorCore
 
 #if canImport(Glibc)
     import Glibc
@@ -63,7 +64,7 @@ enum LoadClient {
             guard count > 0 else { throw LoadError("no event for 60 s with \(open) connections open") }
             for index in watched.indices where watched[index].revents != 0 {
                 let got = Glibc.read(connections[index].socket, &buffer, buffer.count)
-                let received = monotonicNanoseconds()
+                let received = MonotonicClock.now()
                 if got > 0 { connections[index].reads.append((received, Array(buffer[0..<got]))) }
                 if got <= 0 || connections[index].hasEnded {
                     close(connections[index].socket)
@@ -72,12 +73,6 @@ enum LoadClient {
                 }
             }
         }
-    }
-
-    static func monotonicNanoseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     struct LoadError: Error, CustomStringConvertible {

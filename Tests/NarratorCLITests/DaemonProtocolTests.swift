@@ -106,19 +106,9 @@ struct DaemonProtocolTests {
     }
 
     /// The event-loop threads (NIO's, named NIO-SGLTN-…) as the kernel reports them: their
-    /// scheduling policy and real-time priority, read from /proc.
+    /// scheduling policy and real-time priority.
     static func eventLoopThreads(of pid: Int32) -> [(policy: Int, priority: Int)] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.compactMap { task in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")"),
-                stat[stat.index(after: open)..<close].hasPrefix("NIO-SGLTN")
-            else { return nil }
-            // Fields after the name start at field 3 (state); rt_priority is field 40, policy 41.
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 38, let priority = Int(fields[37]), let policy = Int(fields[38]) else { return nil }
-            return (policy, priority)
-        }
+        KernelThread.all(of: "\(pid)").filter { $0.name.hasPrefix("NIO-SGLTN") }.map { ($0.policy, $0.realtimePriority) }
     }
 
     @Test(.enabled(if: geteuid() == 0, "SCHED_FIFO needs root here"))
