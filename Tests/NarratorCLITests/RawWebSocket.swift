@@ -33,8 +33,9 @@ final class RawWebSocket {
     private var received: [UInt8] = []
     private(set) var sentClose = false
 
-    /// Connects to the daemon's `/ws` on `port` with `token` and completes the handshake.
-    init(port: Int, token: String) throws {
+    /// Connects to the daemon's `/ws` on `port` with `token` and completes the handshake;
+    /// `early` is sent with the handshake's request, before its answer.
+    init(port: Int, token: String, early: [UInt8] = []) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure("socket: errno \(errno)") }
         var noDelay: Int32 = 1
@@ -52,7 +53,7 @@ final class RawWebSocket {
         }
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         send(Array(("GET /ws?token=\(token) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8))
+            + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n").utf8) + early)
         while !received.ends(with: Array("\r\n\r\n".utf8)) {
             var byte: UInt8 = 0
             guard waitReadable(seconds: 10), Glibc.read(socket, &byte, 1) == 1 else {
