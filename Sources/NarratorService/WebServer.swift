@@ -9,7 +9,9 @@ import NarratorKit
 /// read-along page at `/`, served by Hummingbird.
 enum WebServer {
     /// Messages up to this size are read whole (and then refused by the service when over its
-    /// own limit, the connection staying up); a bigger one closes the connection (1009).
+    /// own limit, the connection staying up); a bigger one closes the connection (1009), and
+    /// so does one of more than `WebSocketGuard.maxFragments` frames. Text must be UTF-8
+    /// (1007); the rest of RFC 6455's checks are `WebSocketGuard`'s and the library's.
     static let transportLimit = 1 << 20
 
     static func make(
@@ -32,37 +34,41 @@ enum WebServer {
         }
 
         let sockets = Router(context: SocketContext.self)
-        sockets.ws("/ws") { request, _ in
+        sockets.ws("/ws") { request, context in
             guard let given = request.uri.queryParameters.get("token"), Self.same(given, token) else { throw HTTPError(.unauthorized) }
+            // In place before the upgrade: it puts the frame checks of RFC 6455 that
+            // Hummingbird lacks in front of the handler before the first frame is read.
+            let channel = context.channel
+            try await channel.eventLoop.submit { try channel.pipeline.syncOperations.addHandler(WebSocketGuardInstaller()) }.get()
             return .upgrade([:])
         } onUpgrade: { inbound, _, context in
             // Events are written to the channel from the cue thread (`ChannelOutlet`); this
             // task reads requests until the client goes or the daemon is done with it.
             let (finished, finish) = AsyncStream.makeStream(of: Never.self)
             let connection = service.connect(ChannelOutlet(channel: context.requestContext.channel, framing: .webSocket) { finish.finish() })
-            await withTaskGroup(of: Void.self) { group in
+            // Before the handler sends its Close: no event is queued after it.
+            defer { connection.disconnect() }
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await _ in finished {}
                 }
                 group.addTask {
-                    do {
-                        for try await message in inbound.messages(maxSize: transportLimit) {
-                            switch message {
-                            case .text(let text): connection.receive(Data(text.utf8))
-                            case .binary: connection.refuseBinary()
-                            }
+                    // A message that breaks the protocol ends this with the handler's error, which
+                    // is rethrown: the handler closes with its code (1002, 1007, 1009).
+                    for try await message in inbound.messages(maxSize: transportLimit) {
+                        switch message {
+                        case .text(let text): connection.receive(Data(text.utf8))
+                        case .binary: connection.refuseBinary()
                         }
-                    } catch {}
-                    connection.disconnect()
+                    }
                 }
-                await group.next()
-                connection.disconnect()
-                group.cancelAll()
+                defer { group.cancelAll() }
+                try await group.next()
             }
         }
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: transportLimit))),
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: transportLimit, validateUTF8: true))),
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             eventLoopGroupProvider: .shared(loops),
