@@ -104,7 +104,7 @@ enum SMIL {
             <?xml version="1.0" encoding="UTF-8"?>
             <smil xmlns="http://www.w3.org/ns/SMIL" xmlns:epub="http://www.idpf.org/2007/ops" version="3.0">
               <body>
-                <seq id="seq1" epub:textref="\(escape(page))">
+                <seq id="seq1" epub:textref="\(escape(reference(page)))">
 
             """
         var xhtml = """
@@ -118,8 +118,8 @@ enum SMIL {
             let id = String(format: "w%04d", number + 1)
             smil += """
                       <par id="par\(number + 1)">
-                        <text src="\(escape(page))#\(id)"/>
-                        <audio src="\(escape(audio))" clipBegin="\(seconds(word.startFrame))" clipEnd="\(seconds(word.endFrame))"/>
+                        <text src="\(escape(reference(page)))#\(id)"/>
+                        <audio src="\(escape(reference(audio)))" clipBegin="\(seconds(word.startFrame))" clipEnd="\(seconds(word.endFrame))"/>
                       </par>
 
                 """
@@ -128,6 +128,14 @@ enum SMIL {
         smil += "    </seq>\n  </body>\n</smil>\n"
         xhtml += "</p>\n  </body>\n</html>\n"
         return (smil, xhtml)
+    }
+
+    /// A file name as a relative URL reference (`src` is one, and the reader decodes it):
+    /// `chapter 1%.xhtml` is `chapter%201%25.xhtml`.
+    static func reference(_ name: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "#?;")
+        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
     }
 
     /// Text for an attribute or element: markup escaped, and a character XML does not allow

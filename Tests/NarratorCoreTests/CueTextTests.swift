@@ -28,6 +28,18 @@ import Testing
         #expect(back.words == Self.words(Self.texts))
     }
 
+    /// SMIL names its page by a URL reference: a file name with `%`, `#` or a space reads back.
+    @Test func smilPageNamesAreURLReferences() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for name in ["a%41 b#c.smil", "50%.smil", "naïve?.smil"] {
+            let path = dir.file(name)
+            try WordTimings.write(Self.words(["one", "two"]), rate: 48000, to: path)
+            let back = try WordTimings.read(path: path, rate: 48000)
+            #expect(back.words.map(\.text) == ["one", "two"] && back.notes.isEmpty, "\(name): \(back.notes)")
+        }
+    }
+
     /// What the SRT writer puts in the file: references for what players read as markup.
     @Test func srtWriterEscapesMarkup() {
         let srt = SubRip.write(Self.words(["<Jerry> & {\\an8}{y:i}{ok}", "two\nlines\n\nhere"]), rate: 48000)
