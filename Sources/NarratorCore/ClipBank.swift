@@ -149,14 +149,14 @@ public struct ClipBank: Sendable {
                     let (file, place) = spec.regionPlace(lesson: lesson.path, key: "end")
                     throw NarratorError(
                         file: file, place: place,
-                        "region ends at \(end) s, past the end of \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
+                        "region ends at \(Frames.describe(seconds: end)), past the end of \(spec.file) (\(Frames.describe(source.frames, rate: rate)))")
                 }
             }
             if first >= last {
                 let (file, place) = spec.regionPlace(lesson: lesson.path, key: "start")
                 throw NarratorError(
                     file: file, place: place,
-                    "region starts at or after the end of its audio (\(Frames.seconds(source.frames, rate: rate)) s)")
+                    "region starts at or after the end of its audio (\(Frames.describe(source.frames, rate: rate)))")
             }
 
             var fileMarkers: [AudioMarker] = []
@@ -170,7 +170,7 @@ public struct ClipBank: Sendable {
                 if let late = fileMarkers.first(where: { $0.frame > source.frames }) {
                     throw NarratorError(
                         file: spec.file, place: "marker '\(late.label)'",
-                        "at \(Frames.seconds(late.frame, rate: rate)) s, past the end of the audio (\(Frames.seconds(source.frames, rate: rate)) s)")
+                        "at \(Frames.describe(late.frame, rate: rate)), past the end of the audio (\(Frames.describe(source.frames, rate: rate)))")
                 }
             }
 
@@ -185,7 +185,7 @@ public struct ClipBank: Sendable {
                 if let late = fileWords.first(where: { $0.endFrame > source.frames }) {
                     throw NarratorError(
                         file: timingPath, place: "word \(late.index) '\(late.text)'",
-                        "ends at \(Frames.seconds(late.endFrame, rate: rate)) s, past the end of its audio \(spec.file) (\(Frames.seconds(source.frames, rate: rate)) s)")
+                        "ends at \(Frames.describe(late.endFrame, rate: rate)), past the end of its audio \(spec.file) (\(Frames.describe(source.frames, rate: rate)))")
                 }
             } else if spec.markers == .words {
                 fileWords = try WordTimings.fromMarkers(fileMarkers, audioFrames: source.frames, path: spec.file)

@@ -9,59 +9,91 @@ import Foundation
 /// the element with that id in the XHTML file (read when it sits where `src` says, relative to
 /// the SMIL file), else the id itself.
 enum SMIL {
+    /// The deepest nesting of elements read (libxml2's own default limit): SMIL and XHTML
+    /// pages nest a dozen deep.
+    static let maxDepth = 256
+    /// The most text collected for the elements the `<par>`s name, counted once per element
+    /// it belongs to: nested elements with ids could otherwise repeat a page's text hundreds
+    /// of times.
+    static let maxCollectedText = 16 << 20
+
     static func parse(_ data: Data, path: String) throws(NarratorError) -> (entries: [WordTimings.Entry], notes: [String]) {
         let reader = ParReader()
-        let parser = XMLParser(data: data)
+        let parser = XMLInput.parser(for: try XMLInput.checked(data, path: path))
         parser.delegate = reader
         let wellFormed = parser.parse()
         if let problem = reader.problem { throw NarratorError(file: path, place: reader.problemPlace, problem) }
-        guard wellFormed else {
+        // libxml2's recover mode lets some faults through with success: an error reported on the
+        // way, or an element still open at the end (an unclosed tag), is not well-formed too.
+        guard wellFormed, parser.parserError == nil, reader.depth == 0 else {
             throw NarratorError(file: path, place: "line \(parser.lineNumber)", "not well-formed XML")
         }
         guard reader.sawSMIL else { throw NarratorError(file: path, place: "line 1", "not SMIL: the root element is not <smil>") }
 
         var notes: [String] = []
-        var pages: [String: [String: String]] = [:]
-        var entries: [WordTimings.Entry] = []
+        // Pages by the file they resolve to (`p.xhtml` and `./p.xhtml` are read once), and
+        // what is wanted from each: the ids the pars name.
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        func file(of page: String) -> String {
+            // `src` is a URL reference: `chapter%201.xhtml` names `chapter 1.xhtml`.
+            folder.appendingPathComponent(page.removingPercentEncoding ?? page).standardizedFileURL.path
+        }
+        var pages: [String: [String: String]] = [:]
+        var wanted: [String: Set<String>] = [:]
+        for par in reader.pars { if let page = par.page, let fragment = par.fragment { wanted[file(of: page), default: []].insert(fragment) } }
+        var pageBytes = 0
+        var unread = 0
+        var entries: [WordTimings.Entry] = []
         for par in reader.pars {
             var text = par.fragment ?? ""
-            if let page = par.page {
+            if let file = par.page.map(file(of:)) {
+                let page = file
                 if pages[page] == nil {
-                    let url = folder.appendingPathComponent(page)
-                    if let pageData = try? Data(contentsOf: url) {
-                        pages[page] = TextsByID.read(pageData)
-                        if pages[page]!.isEmpty { notes.append("\(url.path): no element with an id could be read; words are named by their ids") }
-                    } else {
-                        pages[page] = [:]
-                        notes.append("\(url.path): not found; words are named by their ids")
+                    pages[page] = [:]
+                    switch Result(catching: { () throws(NarratorError) in try InputFile.read(path: file, limit: InputFile.timingLimit) }) {
+                    case .failure(let error):
+                        // A note per page, up to ten (a hostile file can name a million).
+                        unread += 1
+                        let reason = FileManager.default.fileExists(atPath: file) ? error.message : "not found"
+                        if unread <= 10 { notes.append("\(file): \(reason); words are named by their ids") }
+                    case .success(let pageData):
+                        pageBytes += pageData.count
+                        guard pageBytes <= InputFile.timingLimit else {
+                            throw NarratorError(
+                                file: path, place: "line \(par.line)", "the pages this file names add up to over \(InputFile.timingLimit >> 20) MiB")
+                        }
+                        // A page that is there but hostile (bad bytes, entities, depth) is an error.
+                        pages[page] = try TextsByID.read(pageData, path: file, ids: wanted[page] ?? [])
+                        if pages[page]!.isEmpty { notes.append("\(file): no element with an id could be read; words are named by their ids") }
                     }
                 }
                 if let fragment = par.fragment, let found = pages[page]?[fragment], !found.isEmpty { text = found }
             }
-            entries.append(WordTimings.Entry(text: text, start: par.begin, end: par.end, place: "line \(par.line) '\(text)'"))
+            entries.append(WordTimings.Entry(text: text, start: par.begin, end: par.end, place: "line \(par.line) \(WordTimings.shown(text))"))
         }
+        if unread > 10 { notes.append("\(path): \(unread - 10) more pages it names could not be read") }
         return (entries, notes)
     }
 
     /// A SMIL clock value in seconds: `hh:mm:ss.fff`, `mm:ss.fff`, or a timecount (`2.5s`,
-    /// `1500ms`, `0.5min`, `1h`, or plain seconds).
+    /// `1500ms`, `0.5min`, `1h`, or plain seconds). Fields are plain decimals (no sign,
+    /// exponent, "inf" or "nan"); the arithmetic is in Double, so a clock of 10^30 hours is a
+    /// number (refused later as beyond any audio), not an overflow.
     static func clock(_ value: String) -> Double? {
         let text = value.trimmingCharacters(in: .whitespaces)
         if text.contains(":") {
             let fields = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard fields.count == 2 || fields.count == 3, let seconds = Double(fields.last!), seconds >= 0, seconds < 60 else { return nil }
-            let minutes = Int(fields[fields.count - 2])
-            let hours = fields.count == 3 ? Int(fields[0]) : 0
-            guard let minutes, let hours, minutes >= 0, minutes < 60 || fields.count == 2, hours >= 0 else { return nil }
-            return Double(hours * 3600 + minutes * 60) + seconds
+            guard fields.count == 2 || fields.count == 3, let seconds = WordTimings.plainNumber(fields.last!), seconds < 60,
+                let minutes = WordTimings.digits(fields[fields.count - 2], count: 1...2), minutes < 60 || fields.count == 2
+            else { return nil }
+            guard fields.count == 3 else { return Double(minutes) * 60 + seconds }
+            guard let hours = WordTimings.plainNumber(fields[0]), !fields[0].contains(".") else { return nil }
+            return hours * 3600 + Double(minutes) * 60 + seconds
         }
         for (suffix, scale) in [("ms", 0.001), ("min", 60.0), ("h", 3600.0), ("s", 1.0)] where text.hasSuffix(suffix) {
-            guard let number = Double(text.dropLast(suffix.count)), number >= 0 else { return nil }
-            return number * scale
+            return WordTimings.plainNumber(text.dropLast(suffix.count)).map { $0 * scale }
         }
-        guard let number = Double(text), number >= 0 else { return nil }
-        return number
+        return WordTimings.plainNumber(text[...])
     }
 
     /// SMIL for `words` and the XHTML page that holds their text (`page`, named relative to the
@@ -72,7 +104,7 @@ enum SMIL {
             <?xml version="1.0" encoding="UTF-8"?>
             <smil xmlns="http://www.w3.org/ns/SMIL" xmlns:epub="http://www.idpf.org/2007/ops" version="3.0">
               <body>
-                <seq id="seq1" epub:textref="\(escape(page))">
+                <seq id="seq1" epub:textref="\(escape(reference(page)))">
 
             """
         var xhtml = """
@@ -86,8 +118,8 @@ enum SMIL {
             let id = String(format: "w%04d", number + 1)
             smil += """
                       <par id="par\(number + 1)">
-                        <text src="\(escape(page))#\(id)"/>
-                        <audio src="\(escape(audio))" clipBegin="\(seconds(word.startFrame))" clipEnd="\(seconds(word.endFrame))"/>
+                        <text src="\(escape(reference(page)))#\(id)"/>
+                        <audio src="\(escape(reference(audio)))" clipBegin="\(seconds(word.startFrame))" clipEnd="\(seconds(word.endFrame))"/>
                       </par>
 
                 """
@@ -98,9 +130,28 @@ enum SMIL {
         return (smil, xhtml)
     }
 
+    /// A file name as a relative URL reference (`src` is one, and the reader decodes it):
+    /// `chapter 1%.xhtml` is `chapter%201%25.xhtml`.
+    static func reference(_ name: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "#?;")
+        return name.addingPercentEncoding(withAllowedCharacters: allowed) ?? name
+    }
+
+    /// Text for an attribute or element: markup escaped, and a character XML does not allow
+    /// (a control character a JSON file can hold) written as U+FFFD, so that the file reads back.
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out.append(contentsOf: "&amp;".unicodeScalars)
+            case "<": out.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": out.append(contentsOf: "&gt;".unicodeScalars)
+            case "\"": out.append(contentsOf: "&quot;".unicodeScalars)
+            default: out.append(XMLInput.isXMLCharacter(scalar.value) ? scalar : "\u{FFFD}")
+            }
+        }
+        return String(out)
     }
 
     /// Collects `<par>` elements: their text reference and audio clip.
@@ -117,8 +168,11 @@ enum SMIL {
         var problem: String?
         var problemPlace: String?
         private var current: (text: String?, audio: (begin: Double, end: Double)?, line: Int)?
+        private(set) var depth = 0
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+            depth += 1
+            guard depth <= SMIL.maxDepth else { return fail(parser, "elements nested deeper than \(SMIL.maxDepth)") }
             let local = name.split(separator: ":").last.map(String.init) ?? name
             switch local {
             case "smil": sawSMIL = true
@@ -131,7 +185,7 @@ enum SMIL {
                     return
                 }
                 guard let begin = SMIL.clock(beginText), let end = SMIL.clock(endText) else {
-                    fail(parser, "bad clock value in clipBegin='\(beginText)' clipEnd='\(endText)'")
+                    fail(parser, "bad clock value in clipBegin=\(WordTimings.shown(beginText)) clipEnd=\(WordTimings.shown(endText))")
                     return
                 }
                 current?.audio = (begin, end)
@@ -140,6 +194,7 @@ enum SMIL {
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            depth -= 1
             let local = name.split(separator: ":").last.map(String.init) ?? name
             guard local == "par", let par = current else { return }
             current = nil
@@ -162,30 +217,61 @@ enum SMIL {
         }
     }
 
-    /// The text of every element with an id, in an XHTML page.
+    /// The text of the elements with the wanted ids, in an XHTML page; words run together
+    /// across inline elements, whitespace collapsed.
     private final class TextsByID: NSObject, XMLParserDelegate {
-        private var open: [(id: String?, text: String)] = []
+        private let ids: Set<String>
+        /// Per open element: the index in `texts` it collects into, when it is wanted.
+        private var open: [Int?] = []
+        private var texts: [(id: String, text: String)] = []
+        private var collecting: [Int] = []
+        private var collected = 0
         private var found: [String: String] = [:]
+        private var problem: (message: String, line: Int)?
 
-        static func read(_ data: Data) -> [String: String] {
-            let reader = TextsByID()
-            let parser = XMLParser(data: data)
+        private init(ids: Set<String>) { self.ids = ids }
+
+        static func read(_ data: Data, path: String, ids: Set<String>) throws(NarratorError) -> [String: String] {
+            let reader = TextsByID(ids: ids)
+            let parser = XMLInput.parser(for: try XMLInput.checked(data, path: path))
             parser.delegate = reader
+            // A page that is not well-formed gives what was read before the fault.
             _ = parser.parse()
+            if let problem = reader.problem { throw NarratorError(file: path, place: "line \(problem.line)", problem.message) }
             return reader.found
         }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
-            open.append((attributes["id"], ""))
+            guard open.count < SMIL.maxDepth else { return fail(parser, "elements nested deeper than \(SMIL.maxDepth)") }
+            if let id = attributes["id"], ids.contains(id), found[id] == nil {
+                texts.append((id, ""))
+                collecting.append(texts.count - 1)
+                open.append(texts.count - 1)
+            } else {
+                open.append(nil)
+            }
         }
 
         func parser(_ parser: XMLParser, foundCharacters string: String) {
-            for index in open.indices { open[index].text += string }
+            guard !collecting.isEmpty else { return }
+            collected += string.utf8.count * collecting.count
+            guard collected <= SMIL.maxCollectedText else {
+                return fail(parser, "the elements the SMIL file names hold over \(SMIL.maxCollectedText >> 20) MiB of text")
+            }
+            for index in collecting { texts[index].text += string }
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
-            guard let element = open.popLast() else { return }
-            if let id = element.id { found[id] = element.text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+            guard let element = open.popLast(), let index = element else { return }
+            collecting.removeLast()
+            let entry = texts[index]
+            texts[index].text = ""
+            if found[entry.id] == nil { found[entry.id] = CueText.oneLine(entry.text) }
+        }
+
+        private func fail(_ parser: XMLParser, _ message: String) {
+            if problem == nil { problem = (message, parser.lineNumber) }
+            parser.abortParsing()
         }
     }
 }

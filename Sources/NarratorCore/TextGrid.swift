@@ -13,9 +13,15 @@ enum TextGrid {
         case flag(String)  // <exists>, <absent>
     }
 
+    /// The fewest values a tier takes (class, name, xmin, xmax, size), an interval (xmin,
+    /// xmax, text) and a point (time, mark): a count the rest of the file cannot hold is an
+    /// error before anything is allocated or looped over.
+    private static let valuesPerTier = 5
+    private static let valuesPerInterval = 3
+    private static let valuesPerPoint = 2
+
     static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
-        let text = source.hasPrefix("\u{FEFF}") ? String(source.dropFirst()) : source
-        let tokens = try tokenize(text, path: path)
+        let tokens = try tokenize(Array(source.utf8), path: path)
         var position = 0
         func next(_ what: String) throws(NarratorError) -> (Token, Int) {
             guard position < tokens.count else { throw NarratorError(file: path, "ends early: expected \(what)") }
@@ -32,6 +38,22 @@ enum TextGrid {
             guard case .text(let value) = token else { throw NarratorError(file: path, place: "line \(line)", "expected \(what), a quoted text") }
             return value
         }
+        /// A count of things that follow, each at least `size` values: checked against what
+        /// is left of the file before it becomes an integer.
+        func count(_ thing: String, eachTaking size: Int) throws(NarratorError) -> Int {
+            let line = position < tokens.count ? tokens[position].1 : 0
+            let value = try number("the number of \(thing)s")
+            guard value >= 0, value.rounded() == value else {
+                throw NarratorError(file: path, place: "line \(line)", "the number of \(thing)s must be a whole number, 0 or more, not \(value.formatted)")
+            }
+            let room = (tokens.count - position) / size
+            guard value <= Double(room) else {
+                let announced = value == 1 ? "1 \(thing)" : "\(value.formatted) \(thing)s"
+                throw NarratorError(
+                    file: path, place: "line \(line)", "announces \(announced), but the rest of the file holds at most \(room)")
+            }
+            return Int(value)
+        }
         guard try string("the file type") == "ooTextFile", try string("the object class") == "TextGrid" else {
             throw NarratorError(file: path, place: "line 1", "not a Praat TextGrid (expected File type = \"ooTextFile\", Object class = \"TextGrid\")")
         }
@@ -40,29 +62,34 @@ enum TextGrid {
         let (flag, flagLine) = try next("<exists>")
         guard case .flag(let value) = flag else { throw NarratorError(file: path, place: "line \(flagLine)", "expected <exists> or <absent>") }
         if value == "absent" { throw NarratorError(file: path, "has no tiers") }
-        let tierCount = Int(try number("the number of tiers"))
+        let tierCount = try count("tier", eachTaking: valuesPerTier)
         var tiers: [(name: String, interval: Bool, entries: [WordTimings.Entry])] = []
-        for _ in 0..<max(0, tierCount) {
+        for _ in 0..<tierCount {
+            let kindLine = position < tokens.count ? tokens[position].1 : 0
             let kind = try string("a tier class")
+            guard kind == "IntervalTier" || kind == "TextTier" else {
+                throw NarratorError(file: path, place: "line \(kindLine)", "unknown tier class \(WordTimings.shown(kind)) (expected IntervalTier or TextTier)")
+            }
             let name = try string("the tier's name")
             _ = try number("the tier's xmin")
             _ = try number("the tier's xmax")
-            let count = Int(try number("the tier's size"))
             var entries: [WordTimings.Entry] = []
-            for item in 0..<max(0, count) {
-                if kind == "IntervalTier" {
+            if kind == "IntervalTier" {
+                let intervals = try count("interval", eachTaking: valuesPerInterval)
+                for item in 0..<intervals {
                     let lineOfStart = position < tokens.count ? tokens[position].1 : 0
                     let start = try number("an interval's xmin")
                     let end = try number("an interval's xmax")
                     let label = try string("an interval's text").split(whereSeparator: \.isWhitespace).joined(separator: " ")
                     if !label.isEmpty {
-                        entries.append(WordTimings.Entry(text: label, start: start, end: end, place: "line \(lineOfStart) tier '\(name)' interval \(item + 1) '\(label)'"))
+                        entries.append(WordTimings.Entry(text: label, start: start, end: end, place: "line \(lineOfStart) tier \(WordTimings.shown(name)) interval \(item + 1) \(WordTimings.shown(label))"))
                     }
-                } else if kind == "TextTier" {
+                }
+            } else {
+                let points = try count("point", eachTaking: valuesPerPoint)
+                for _ in 0..<points {
                     _ = try number("a point's time")
                     _ = try string("a point's mark")
-                } else {
-                    throw NarratorError(file: path, "unknown tier class '\(kind)' (expected IntervalTier or TextTier)")
                 }
             }
             tiers.append((name, kind == "IntervalTier", entries))
@@ -71,62 +98,79 @@ enum TextGrid {
         let intervalTiers = tiers.filter(\.interval)
         if intervalTiers.count == 1 { return intervalTiers[0].entries }
         throw NarratorError(
-            file: path, "no interval tier named 'words' (tiers: \(tiers.map { "'\($0.name)'" }.joined(separator: ", ")))")
+            file: path, "no interval tier named 'words' (tiers: \(tiers.map { WordTimings.shown($0.name) }.joined(separator: ", ")))")
     }
 
     /// Quoted texts ("" inside is a quote), numbers, <flags>; labels and brackets skipped.
-    private static func tokenize(_ text: String, path: String) throws(NarratorError) -> [(Token, Int)] {
+    /// Works on the UTF-8 bytes (one byte each, not a Character of 16): a line ends at LF,
+    /// CRLF or a lone CR.
+    private static func tokenize(_ bytes: [UInt8], path: String) throws(NarratorError) -> [(Token, Int)] {
+        let quote = UInt8(ascii: "\""), lf = UInt8(ascii: "\n"), cr = UInt8(ascii: "\r")
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        func isLetter(_ byte: UInt8) -> Bool { (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == UInt8(ascii: "_") }
         var tokens: [(Token, Int)] = []
         var line = 1
-        var characters = Array(text)
-        characters.append("\n")
-        var index = 0
-        while index < characters.count {
-            let character = characters[index]
-            switch character {
-            case "\n":
-                line += 1
-                index += 1
-            case "\"":
-                var value = ""
+        var index = bytes.startIndex
+        // A UTF-8 byte-order mark.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index += 3 }
+        /// Counts the line break at `index` (LF, CR, or CR LF as one).
+        func lineBreak(at index: Int) -> Bool {
+            bytes[index] == lf || (bytes[index] == cr && (index + 1 == bytes.count || bytes[index + 1] != lf))
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case quote:
+                var value: [UInt8] = []
                 let startLine = line
                 index += 1
                 while true {
-                    guard index < characters.count - 1 else { throw NarratorError(file: path, place: "line \(startLine)", "unclosed quoted text") }
-                    if characters[index] == "\"" {
-                        if characters[index + 1] == "\"" { value.append("\""); index += 2; continue }
+                    guard index < bytes.count else { throw NarratorError(file: path, place: "line \(startLine)", "unclosed quoted text") }
+                    if bytes[index] == quote {
+                        if index + 1 < bytes.count, bytes[index + 1] == quote { value.append(quote); index += 2; continue }
                         index += 1
                         break
                     }
-                    if characters[index] == "\n" { line += 1 }
-                    value.append(characters[index])
+                    if lineBreak(at: index) { line += 1 }
+                    value.append(bytes[index])
                     index += 1
                 }
-                tokens.append((.text(value), startLine))
-            case "[":
-                while index < characters.count, characters[index] != "]", characters[index] != "\n" { index += 1 }
+                tokens.append((.text(String(decoding: value, as: UTF8.self)), startLine))
+            case UInt8(ascii: "["):
+                while index < bytes.count, bytes[index] != UInt8(ascii: "]"), bytes[index] != lf, bytes[index] != cr { index += 1 }
+                if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1 }
+            case UInt8(ascii: "<"):
+                let start = index + 1
                 index += 1
-            case "<":
-                var word = ""
-                index += 1
-                while index < characters.count, characters[index] != ">", characters[index] != "\n" { word.append(characters[index]); index += 1 }
-                index += 1
-                tokens.append((.flag(word), line))
-            case "!":
+                while index < bytes.count, bytes[index] != UInt8(ascii: ">"), bytes[index] != lf, bytes[index] != cr { index += 1 }
+                tokens.append((.flag(String(decoding: bytes[start..<index], as: UTF8.self)), line))
+                if index < bytes.count, bytes[index] == UInt8(ascii: ">") { index += 1 }
+            case UInt8(ascii: "!"):
                 // A comment, to the end of the line.
-                while index < characters.count, characters[index] != "\n" { index += 1 }
-            case _ where character.isNumber || character == "-" || character == "." || character == "+":
-                var word = ""
-                while index < characters.count, !characters[index].isWhitespace { word.append(characters[index]); index += 1 }
-                guard let value = Double(word), value.isFinite else { throw NarratorError(file: path, place: "line \(line)", "bad number '\(word)'") }
+                while index < bytes.count, bytes[index] != lf, bytes[index] != cr { index += 1 }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "+"):
+                let start = index
+                while index < bytes.count, !isSpace(bytes[index]) { index += 1 }
+                let word = String(decoding: bytes[start..<index], as: UTF8.self)
+                guard let value = Double(word), value.isFinite else {
+                    throw NarratorError(file: path, place: "line \(line)", "bad number '\(word.prefix(40))'")
+                }
                 tokens.append((.number(value), line))
-            case _ where character.isLetter:
+            case _ where isLetter(byte):
                 // A label (xmin, intervals, size, class…), up to '=' or ':' or the end of the word.
-                while index < characters.count, characters[index].isLetter || characters[index] == "_" { index += 1 }
+                while index < bytes.count, isLetter(bytes[index]) { index += 1 }
             default:
+                if lineBreak(at: index) { line += 1 }
                 index += 1
             }
         }
         return tokens
+    }
+}
+
+extension Double {
+    /// A parsed count for a message: "3", "1e+30", "1.8446744073709552e+19".
+    fileprivate var formatted: String {
+        abs(self) < 9e18 && rounded() == self ? String(Int(self)) : "\(self)"
     }
 }

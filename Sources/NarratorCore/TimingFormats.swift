@@ -74,11 +74,7 @@ extension WordTimings {
     /// Reads a timing file in any format Narrator imports, in frames at `rate`, checked for
     /// order and overlap.
     public static func read(path: String, rate: Int) throws(NarratorError) -> TimingImport {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NarratorError(file: path, FileProblem.describe(path: path))
-        }
-        return try read(data, path: path, rate: rate)
+        try read(try InputFile.read(path: path, limit: InputFile.timingLimit), path: path, rate: rate)
     }
 
     public static func read(_ data: Data, path: String, rate: Int) throws(NarratorError) -> TimingImport {
@@ -105,7 +101,10 @@ extension WordTimings {
         if data.starts(with: [0xFF, 0xFE]) || data.starts(with: [0xFE, 0xFF]), let text = String(data: data, encoding: .utf16) {
             return text
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw NarratorError(file: path, "not UTF-8 text") }
+        guard let text = String(data: data, encoding: .utf8) else {
+            try XMLInput.validateUTF8([UInt8](data), path: path, xml: false)
+            throw NarratorError(file: path, "not UTF-8 text")
+        }
         return text
     }
 
@@ -121,7 +120,7 @@ extension WordTimings {
                 switch cursor.value {
                 case .number(let number): return number
                 case .string(let text):
-                    guard let number = Double(text) else { throw cursor.fail("expected seconds, got '\(text)'") }
+                    guard let number = Double(text) else { throw cursor.fail("expected seconds, got \(shown(text))") }
                     return number
                 default: throw cursor.fail("expected seconds")
                 }
@@ -130,7 +129,7 @@ extension WordTimings {
             let id = try fields["id"]?.string() ?? ""
             let text = lines.joined(separator: " ").split(whereSeparator: \.isWhitespace).joined(separator: " ")
             let word = text.isEmpty ? id : text
-            entries.append(Entry(text: word, start: try time("begin"), end: try time("end"), place: "\(fragment.path) '\(word)'"))
+            entries.append(Entry(text: word, start: try time("begin"), end: try time("end"), place: "\(fragment.path) \(shown(word))"))
         }
         return entries
     }
@@ -148,7 +147,7 @@ extension WordTimings {
             }
             let text = fields.count > 3 ? fields[3...].joined(separator: ",").split(whereSeparator: \.isWhitespace).joined(separator: " ") : ""
             let word = text.isEmpty ? fields[0] : text
-            entries.append(Entry(text: word, start: start, end: end, place: "\(place) '\(word)'"))
+            entries.append(Entry(text: word, start: start, end: end, place: "\(place) \(shown(word))"))
         }
         return entries
     }
@@ -195,13 +194,13 @@ extension WordTimings {
             let text = try fields.required("word", in: word).string()
             let outcome = try fields["case"]?.string() ?? "success"
             guard outcome == "success" else {
-                skipped.append("\(word.path) '\(text)' (\(outcome))")
+                skipped.append("\(word.path) \(shown(text)) (\(outcome))")
                 continue
             }
             entries.append(
                 Entry(
                     text: text, start: try fields.required("start", in: word).number(),
-                    end: try fields.required("end", in: word).number(), place: "\(word.path) '\(text)'"))
+                    end: try fields.required("end", in: word).number(), place: "\(word.path) \(shown(text))"))
         }
         let notes = skipped.isEmpty ? [] : ["\(path): skipped \(skipped.count) word\(skipped.count == 1 ? "" : "s") Gentle did not align: " + skipped.joined(separator: ", ")]
         return (entries, notes)

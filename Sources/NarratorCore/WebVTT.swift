@@ -39,7 +39,7 @@ enum WebVTT {
                 let cueStart = timestamp(parts[0].trimmingCharacters(in: .whitespaces)),
                 let cueEnd = timestamp(
                     parts[1].split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "")
-            else { throw NarratorError(file: path, place: place, "bad cue timing line '\(block[timingOffset])'") }
+            else { throw NarratorError(file: path, place: place, "bad cue timing line \(WordTimings.shown(block[timingOffset]))") }
             let payload = block[(timingOffset + 1)...].joined(separator: "\n")
             entries += try words(
                 in: payload, cueStart: cueStart, cueEnd: cueEnd, path: path, firstLine: timingLineNumber + 1)
@@ -63,7 +63,7 @@ enum WebVTT {
             let tag = rest[rest.index(after: open)..<close]
             if let first = tag.first, first.isNumber {
                 guard let time = timestamp(String(tag)) else {
-                    throw NarratorError(file: path, place: "line \(line)", "bad timestamp <\(tag)>")
+                    throw NarratorError(file: path, place: "line \(line)", "bad timestamp <\(tag.prefix(40))>")
                 }
                 spans.append((time, ""))
             }
@@ -78,36 +78,28 @@ enum WebVTT {
             if word.isEmpty { continue }
             let end = position + 1 < spans.count ? spans[position + 1].start : cueEnd
             entries.append(
-                WordTimings.Entry(text: word, start: span.start, end: end, place: "line \(firstLine) '\(word)'"))
+                WordTimings.Entry(text: word, start: span.start, end: end, place: "line \(firstLine) \(WordTimings.shown(word))"))
         }
         return entries
     }
 
-    /// `hh:mm:ss.ttt` or `mm:ss.ttt`, in seconds.
+    /// `hh:mm:ss.ttt` or `mm:ss.ttt`, in seconds. Every field is ASCII digits (no sign);
+    /// hours have at most 9 digits, so the sum below cannot overflow.
     static func timestamp(_ text: String) -> Double? {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false)
         guard fields.count == 2 || fields.count == 3 else { return nil }
-        let secondsField = fields.last!
-        let secondsParts = secondsField.split(separator: ".", omittingEmptySubsequences: false)
-        guard secondsParts.count == 2, secondsParts[0].count == 2, secondsParts[1].count == 3,
-            let seconds = Int(secondsParts[0]), let millis = Int(secondsParts[1]), seconds < 60
+        let secondsParts = fields.last!.split(separator: ".", omittingEmptySubsequences: false)
+        guard secondsParts.count == 2,
+            let seconds = WordTimings.digits(secondsParts[0], count: 2...2), seconds < 60,
+            let millis = WordTimings.digits(secondsParts[1], count: 3...3),
+            let minutes = WordTimings.digits(fields[fields.count - 2], count: 2...2), minutes < 60,
+            let hours = fields.count == 3 ? WordTimings.digits(fields[0], count: 1...9) : 0
         else { return nil }
-        guard let minutes = Int(fields[fields.count - 2]), fields[fields.count - 2].count == 2, minutes < 60
-        else { return nil }
-        let hours = fields.count == 3 ? Int(fields[0]) : 0
-        guard let hours, hours >= 0 else { return nil }
         // Whole milliseconds, so the value is exact before it is turned into frames.
         return Double(((hours * 60 + minutes) * 60 + seconds) * 1000 + millis) / 1000
     }
 
-    private static func unescape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&lt;", with: "<")
-            .replacingOccurrences(of: "&gt;", with: ">")
-            .replacingOccurrences(of: "&nbsp;", with: " ")
-            .replacingOccurrences(of: "&lrm;", with: "")
-            .replacingOccurrences(of: "&rlm;", with: "")
-            .replacingOccurrences(of: "&amp;", with: "&")
-    }
+    private static func unescape(_ text: String) -> String { CueText.decodeReferences(text) }
 
     /// WebVTT with karaoke timestamps: a cue per phrase (ended by . ! ? or a pause of 0.5 s or
     /// more, at most 12 words), each word after the first marked `<hh:mm:ss.mmm>` at its start;
@@ -115,7 +107,7 @@ enum WebVTT {
     /// word where it ends. Times are rounded to the millisecond.
     static func write(_ words: [WordTiming], rate: Int) -> String {
         func stamp(_ frame: Int) -> String {
-            let millis = Int((Double(frame) * 1000 / Double(rate)).rounded())
+            let millis = Frames.convert(frame, from: rate, to: 1000)
             return String(format: "%02d:%02d:%02d.%03d", millis / 3_600_000, millis / 60000 % 60, millis / 1000 % 60, millis % 1000)
         }
         var cues: [[WordTiming]] = []
@@ -144,6 +136,6 @@ enum WebVTT {
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        CueText.oneLine(text).replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
     }
 }

@@ -44,27 +44,70 @@ public enum WordTimings {
         var words: [WordTiming] = []
         words.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {
-            guard entry.start >= 0, let start = Frames.from(seconds: entry.start, rate: rate),
-                let end = Frames.from(seconds: entry.end, rate: rate)
-            else { throw NarratorError(file: path, place: entry.place, "time out of range") }
+            let start = try frame(entry.start, "starts", entry, path: path, rate: rate)
+            let end = try frame(entry.end, "ends", entry, path: path, rate: rate)
             if end < start {
-                throw NarratorError(file: path, place: entry.place, "ends (\(entry.end) s) before it starts (\(entry.start) s)")
+                let (said, other) = (Frames.describe(seconds: entry.end), Frames.describe(seconds: entry.start))
+                // Two times a millisecond apart or less read the same: the frames tell them apart.
+                let detail = said == other ? " (frame \(end) before frame \(start) at \(rate) Hz)" : ""
+                throw NarratorError(file: path, place: entry.place, "ends (\(said)) before it starts (\(other))\(detail)")
             }
             if let previous = words.last {
                 if start < previous.startFrame {
                     throw NarratorError(
                         file: path, place: entry.place,
-                        "out of order: starts before word \(previous.index) '\(previous.text)'")
+                        "out of order: starts before word \(previous.index) \(shown(previous.text))")
                 }
                 if start < previous.endFrame {
                     throw NarratorError(
                         file: path, place: entry.place,
-                        "overlaps word \(previous.index) '\(previous.text)', which ends at \(Frames.seconds(previous.endFrame, rate: rate)) s")
+                        "overlaps word \(previous.index) \(shown(previous.text)), which ends at \(Frames.describe(previous.endFrame, rate: rate))")
                 }
             }
             words.append(WordTiming(index: index, text: entry.text, startFrame: start, endFrame: end))
         }
         return words
+    }
+
+    /// A time of `entry` in frames: finite, not before 0, and within what a frame count holds;
+    /// else an error naming the word and the value as the file gave it.
+    private static func frame(_ seconds: Double, _ verb: String, _ entry: Entry, path: String, rate: Int) throws(NarratorError) -> Int {
+        guard seconds.isFinite else {
+            throw NarratorError(file: path, place: entry.place, "\(verb) at \(seconds), not a time")
+        }
+        guard seconds >= 0 else {
+            throw NarratorError(file: path, place: entry.place, "\(verb) at \(Frames.describe(seconds: seconds)), before the audio starts (0 s)")
+        }
+        guard let frame = Frames.from(seconds: seconds, rate: rate) else {
+            throw NarratorError(file: path, place: entry.place, "\(verb) at \(Frames.describe(seconds: seconds)), beyond any audio")
+        }
+        return frame
+    }
+
+    /// A plain decimal number as subtitle and SMIL clocks write their fields: ASCII digits
+    /// with at most one decimal point, no sign, exponent, "nan" or hex (which `Double(_:)`
+    /// would take). Nil for anything else.
+    static func plainNumber(_ text: Substring) -> Double? {
+        var digits = 0
+        var points = 0
+        for byte in text.utf8 {
+            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                digits += 1
+            } else if byte == UInt8(ascii: ".") {
+                points += 1
+            } else {
+                return nil
+            }
+        }
+        guard digits > 0, points <= 1 else { return nil }
+        return Double(text)
+    }
+
+    /// A field of ASCII digits only (at most `maxDigits`, so that it cannot overflow what it
+    /// is multiplied by), as an integer.
+    static func digits(_ text: Substring, count allowed: ClosedRange<Int>) -> Int? {
+        guard allowed.contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text)
     }
 
     /// `{"words": [{"text": "A", "start": 1.005, "end": 1.326}, ...]}`
@@ -80,7 +123,7 @@ public enum WordTimings {
                     text: text,
                     start: try fields.required("start", in: word).number(),
                     end: try fields.required("end", in: word).number(),
-                    place: "\(word.path) '\(text)'"))
+                    place: "\(word.path) \(shown(text))"))
         }
         return entries
     }
@@ -102,9 +145,14 @@ public enum WordTimings {
                 throw NarratorError(file: path, place: place, "start and end must be numbers of seconds")
             }
             let word = fields.count == 3 ? String(fields[2]).trimmingCharacters(in: .whitespaces) : ""
-            entries.append(Entry(text: word, start: start, end: end, place: "\(place) '\(word)'"))
+            entries.append(Entry(text: word, start: start, end: end, place: "\(place) \(shown(word))"))
         }
         return entries
+    }
+
+    /// A word's text as a message quotes it: at most 60 characters, the rest elided.
+    static func shown(_ text: some StringProtocol) -> String {
+        text.count <= 60 ? "'\(text)'" : "'\(text.prefix(59))…'"
     }
 
     /// Lines split at LF, CRLF or CR ("\r\n" is one Character in Swift).

@@ -253,7 +253,7 @@ public struct LibraryValidator: Sendable {
         if clips > 0 {
             findings.append(Finding(
                 .warning, .clipped, lesson: name, file: display(spec.file), place: "clips.\(id)",
-                "clipped\(region): \(clips) run\(clips == 1 ? "" : "s") of \(AudioScan.clipRun)+ samples at full scale"))
+                "clipped\(region): \(Wording.count(clips, "run")) of \(AudioScan.clipRun)+ samples at full scale"))
         }
         return findings
     }
@@ -310,10 +310,10 @@ public struct LibraryValidator: Sendable {
         guard said != written else { return nil }
         let index = zip(said, written).prefix(while: { $0 == $1 }).count
         if index == said.count {
-            return "the timings end after \(said.count) words; the transcript goes on with '\(written[index])'"
+            return "the timings end after \(Wording.count(said.count, "word")); the transcript goes on with '\(written[index])'"
         }
         if index == written.count {
-            return "the timings have \(said.count - written.count) words more than the transcript, from '\(said[index])' (word \(index))"
+            return "the timings have \(Wording.count(said.count - written.count, "word")) more than the transcript, from '\(said[index])' (word \(index))"
         }
         return "word \(index) of the transcript is '\(written[index])', the timings say '\(said[index])'"
     }

@@ -54,20 +54,20 @@ struct Plot: ParsableCommand {
                 } else {
                     "requests"
                 }
-            let seconds = String(format: "%.3f", Frames.seconds(schedule.frames, rate: schedule.sampleRate))
+            let seconds = Frames.describe(schedule.frames, rate: schedule.sampleRate)
             // The seed matters only where a pool was drawn from.
             let drawn = schedule.cues.contains { if case .clipStart(_, let pool?) = $0.kind { pool.isEmpty == false } else { false } }
             let title =
                 "\(URL(fileURLWithPath: chainOptions.lesson).lastPathComponent): \(what)\(drawn ? ", seed \(seed)" : "") · "
-                + "\(schedule.sampleRate) Hz, \(schedule.channels) ch · \(seconds) s"
+                + "\(schedule.sampleRate) Hz, \(schedule.channels) ch · \(seconds)"
             let layout = try PlotLayout(schedule: schedule, options: PlotOptions(width: width, height: height, title: title))
             var envelope = WaveformEnvelope(totalFrames: schedule.frames, columns: layout.plotWidth, channels: schedule.channels)
             try prepared.render { samples, frames in envelope.add(samples, frames: frames) }
             try PlotFile.write(svg: WaveformPlot.svg(layout: layout, envelope: envelope), width: width, height: height, to: output)
             let words = schedule.cues.filter { if case .word = $0.kind { true } else { false } }.count
             print(
-                "\(output): \(width) × \(height) px, \(seconds) s (\(schedule.frames) frames at \(schedule.sampleRate) Hz), "
-                    + "\(words) words, \(schedule.cues.count - words) other cues")
+                "\(output): \(width) × \(height) px, \(seconds) (\(schedule.frames) frames at \(schedule.sampleRate) Hz), "
+                    + "\(Wording.count(words, "word")), \(Wording.count(schedule.cues.count - words, "other cue"))")
         }
     }
 }

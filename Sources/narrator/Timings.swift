@@ -50,7 +50,7 @@ struct Timings: ParsableCommand {
                     : try WordTimings.read(path: input, rate: rate)
                 for note in imported.notes { printError("note: \(note)") }
                 try WordTimings.write(imported.words, rate: rate, to: output, audio: audio)
-                print("\(input) (\(imported.format.rawValue)): \(imported.words.count) words → \(output)")
+                print("\(input) (\(imported.format.rawValue)): \(Wording.count(imported.words.count, "word")) → \(output)")
             }
         }
     }

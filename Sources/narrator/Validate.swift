@@ -82,8 +82,8 @@ struct Validate: ParsableCommand {
         }
         lines.append("")
         lines.append(
-            "\(report.errors) error\(report.errors == 1 ? "" : "s"), \(report.warnings) warning\(report.warnings == 1 ? "" : "s"): "
-                + "\(report.lessons.count) lessons, \(report.audioFiles) audio files in \(String(format: "%.2f", seconds)) s")
+            "\(Wording.count(report.errors, "error")), \(Wording.count(report.warnings, "warning")): "
+                + "\(Wording.count(report.lessons.count, "lesson")), \(Wording.count(report.audioFiles, "audio file")) in \(String(format: "%.2f", seconds)) s")
         return lines.joined(separator: "\n")
     }
 }

@@ -85,7 +85,7 @@ struct ValidateTests {
         #expect(lines.contains { $0.hasPrefix("lesson.json ") && $0.split(separator: " ").suffix(4) == ["11", "7", "6", "5"] }, "\(result.stdout)")
         #expect(lines.contains { $0.split(separator: " ") == ["transcript", "1", "0"] })
         #expect(lines.contains { $0.split(separator: " ") == ["unreferenced", "0", "2"] })
-        #expect(lines.last?.hasPrefix("7 errors, 6 warnings: 1 lessons, 8 audio files in ") == true, "\(lines.last ?? "")")
+        #expect(lines.last?.hasPrefix("7 errors, 6 warnings: 1 lesson, 8 audio files in ") == true, "\(lines.last ?? "")")
     }
 
     @Test func jsonForMachines() throws {
@@ -117,7 +117,7 @@ struct ValidateTests {
             #"{"sampleRate": 48000, "clips": {"rate": {"file": "rate.wav"}, "spare": {"file": "good.wav"}}, "chains": {"c": [{"clip": "rate"}]}}"#)
         let result = try run(Repo.narrator, ["validate", "--progress", "ok.json"], cwd: dir.path)
         #expect(result.status == 0, "\(result.stdout)")
-        #expect(result.stdout.contains("0 errors, 2 warnings: 1 lessons, 2 audio files"), "\(result.stdout)")
+        #expect(result.stdout.contains("0 errors, 2 warnings: 1 lesson, 2 audio files"), "\(result.stdout)")
         #expect(result.stderr.hasPrefix("\rvalidating [") && result.stderr.hasSuffix("] 5/5\n"), "\(result.stderr)")
     }
 
@@ -136,7 +136,7 @@ struct ValidateTests {
             #"{"sampleRate": 48000, "clips": {"say": {"file": "fx.wav", "transcript": "ding"}}, "sprites": {"fx": {"map": "fx.json"}}, "chains": {"c": [{"clip": "say"}, {"clip": "fx.ding"}, {"clip": "fx.late"}]}}"#)
         let result = try run(Repo.narrator, ["validate", "."], cwd: dir.path)
         let lines = result.stdout.split(separator: "\n").filter { $0.hasPrefix("error") || $0.hasPrefix("warning") }
-        #expect(lines == ["error: fx.json: sprite.late: region ends at 1.4 s, past the end of \(dir.path)/fx.flac (1.0 s)"], "\(result.stdout)")
+        #expect(lines == ["error: fx.json: sprite.late: region ends at 1.4 s, past the end of \(dir.path)/fx.flac (1 s)"], "\(result.stdout)")
         #expect(result.status == 1)
     }
 
@@ -155,5 +155,27 @@ struct ValidateTests {
         let result = try run(Repo.narrator, ["validate", "/nonexistent/library"])
         #expect(result.status == 1)
         #expect(result.stdout.hasPrefix("error: /nonexistent/library: no such file"), "\(result.stdout)")
+    }
+
+    /// Times a person reads (milliseconds, not 17 digits) and counts that agree with their
+    /// noun, in validate's findings and summary.
+    @Test func messagesReadAsAPersonWouldWriteThem() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        // 0.4 s at 44.1 kHz: 17640 frames, 0.4 s exactly; the word ends at 21292/48000 s.
+        let made = try runTool("sox", ["-D", "-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("a.wav"), "synth", "0.4", "sine", "440", "vol", "0.5"])
+        try #require(made.status == 0, "\(made.stderr)")
+        dir.write("late.txt", "0.1\t0.44358333333333333\thi\n")
+        dir.write("short.txt", "0.1\t0.2\thi\n")
+        dir.write(
+            "lesson.json",
+            #"{"sampleRate": 48000, "clips": {"late": {"file": "a.wav", "timings": "late.txt"}, "short": {"file": "a.wav", "timings": "short.txt", "transcript": "hi there"}}, "chains": {"c": [{"clip": "late"}, {"clip": "short"}]}}"#)
+        let result = try run(Repo.narrator, ["validate", "."], cwd: dir.path)
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("error: late.txt: word 0 'hi': ends at 0.444 s, past the end of its audio \(dir.path)/a.wav (0.4 s)")
+            || lines.contains("error: late.txt: word 0 'hi': ends at 0.444 s, past the end of its audio a.wav (0.4 s)"), "\(result.stdout)")
+        #expect(lines.contains("error: short.txt: clips.short: the timings end after 1 word; the transcript goes on with 'there'"), "\(result.stdout)")
+        #expect(lines.last?.hasPrefix("2 errors, 0 warnings: 1 lesson, 1 audio file in ") == true, "\(result.stdout)")
+        #expect(!result.stdout.contains("33333"), "\(result.stdout)")
     }
 }

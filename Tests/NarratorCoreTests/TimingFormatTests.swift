@@ -120,7 +120,7 @@ struct TimingFormatTests {
         ("bad.srt", "1\n00:00:01,000 -> 00:00:02,000\nhi\n", "line 1: expected a cue"),
         ("bad2.srt", "1\n00:00:01,000 --> 00:00:0x,000\nhi\n", "line 2: bad cue timing line"),
         ("bad.TextGrid", "File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\n0\n1\n<exists>\n2\n\"IntervalTier\"\n\"phones\"\n0\n1\n1\n0\n1\n\"a\"\n\"IntervalTier\"\n\"syllables\"\n0\n1\n1\n0\n1\n\"a\"\n", "no interval tier named 'words' (tiers: 'phones', 'syllables')"),
-        ("cut.TextGrid", "File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\n0\n1\n<exists>\n1\n\"IntervalTier\"\n\"words\"\n0\n1\n2\n0\n0.5\n\"a\"\n0.5\n", "ends early: expected an interval's xmax"),
+        ("cut.TextGrid", "File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\n0\n1\n<exists>\n1\n\"IntervalTier\"\n\"words\"\n0\n1\n2\n0\n0.5\n\"a\"\n0.5\n", "line 12: announces 2 intervals, but the rest of the file holds at most 1"),
         ("quote.TextGrid", "File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n\n0\n1\n<exists>\n1\n\"IntervalTier\"\n\"words\n", "line 9: unclosed quoted text"),
         ("bad.csv", "f1,0.0,0.5,\"a\nf2,0.5,1.0,\"b\"\n", "line 1: expected id,begin,end"),
         ("bad.json", #"{"fragments": [{"begin": "zero", "end": "1.0", "lines": ["a"]}]}"#, "fragments[0].begin: expected seconds, got 'zero'"),
