@@ -105,10 +105,10 @@ struct DaemonProtocolTests {
         #expect(!events.contains { $0.event == "cue" }, "stopped before anything was heard")
     }
 
-    /// The event-loop threads (NIO's, named NIO-SGLTN-…) as the kernel reports them: their
+    /// The event-loop threads (NIO's, named NIO-ELT-…) as the kernel reports them: their
     /// scheduling policy and real-time priority.
     static func eventLoopThreads(of pid: Int32) -> [(policy: Int, priority: Int)] {
-        KernelThread.all(of: "\(pid)").filter { $0.name.hasPrefix("NIO-SGLTN") }.map { ($0.policy, $0.realtimePriority) }
+        KernelThread.all(of: "\(pid)").filter { $0.name.hasPrefix("NIO-ELT") }.map { ($0.policy, $0.realtimePriority) }
     }
 
     @Test(.enabled(if: geteuid() == 0, "SCHED_FIFO needs root here"))
