@@ -61,8 +61,9 @@ public final class NarratorService: Sendable {
 
     /// Worker threads preparing requests (each mostly waits on its loader child).
     static let workers = 3
-    /// Requests waiting for a worker, all clients together.
+    /// Requests waiting for a worker, all clients together, and one connection's.
     static let maxQueued = 128
+    static let maxQueuedPerConnection = 8
     /// Playbacks at once (each has an audio, a cue and a stream thread, and a device).
     static let maxPlaybacks = 8
     /// Nesting of `[` and `{` a request may have.
@@ -108,6 +109,9 @@ public final class NarratorService: Sendable {
 
     private struct State {
         var queue: [Job] = []
+        /// Jobs being worked on, per connection: a worker takes the oldest job of a connection
+        /// that has none, so that one busy client does not hold up the others.
+        var working: [Int: Int] = [:]
         /// Playbacks preparing or playing: at most `maxPlaybacks`.
         var playbackSlots = 0
         var connections: [Int: Connection] = [:]
@@ -236,6 +240,9 @@ public final class NarratorService: Sendable {
                 if state.queue.count >= Self.maxQueued {
                     return refuse("busy: \(Self.maxQueued) requests are waiting to be prepared; try again shortly")
                 }
+                if state.queue.lazy.filter({ $0.recipient.connection == connection }).count >= Self.maxQueuedPerConnection {
+                    return refuse("busy: \(Self.maxQueuedPerConnection) requests of this connection are waiting to be prepared; wait for their answers")
+                }
                 state.connections[connection]?.requests[id] = listing ? .listing(canceled: false) : .preparing(canceled: nil)
                 state.queue.append(Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: listing))
                 return true
@@ -288,17 +295,20 @@ public final class NarratorService: Sendable {
             queued.wait()
             let job: Job? = state.withLock { state in
                 guard !state.queue.isEmpty else { return nil }
-                let job = state.queue.removeFirst()
+                let index = state.queue.firstIndex { state.working[$0.recipient.connection, default: 0] == 0 } ?? 0
+                let job = state.queue.remove(at: index)
+                state.working[job.recipient.connection, default: 0] += 1
                 state.running += 1
                 return job
             }
             guard let job else { continue }
-            if job.listing {
-                list(job)
-                running(-1)
-            } else if !start(job) {
-                running(-1)
+            let playing = job.listing ? false : start(job)
+            if job.listing { list(job) }
+            state.withLock { state in
+                state.working[job.recipient.connection, default: 1] -= 1
+                if state.working[job.recipient.connection] == 0 { state.working[job.recipient.connection] = nil }
             }
+            if !playing { running(-1) }
         }
     }
 
@@ -338,18 +348,20 @@ public final class NarratorService: Sendable {
         guard wanted(me), let outlet = state.withLock({ $0.connections[me.connection]?.outlet }) else {
             return conclude(me, with: .error("stopped"))
         }
-        // A client that takes nothing for this long is sent the rest regardless (and dropped
-        // once over its outlet's limit), so that it cannot hold a worker.
-        var last = (backlog: 0, progress: MonotonicClock.now())
+        // A client that has kept the listing waiting this long in all is sent the rest
+        // regardless (and dropped once over its outlet's limit): a slow reader cannot hold a
+        // worker for long.
+        var waited: Int64 = 0
+        var lastAsked = MonotonicClock.now()
         let outcome = loader.run(
             request: job.message, lesson: job.lesson,
             isCanceled: { !wanted(me) },
             canRead: {
-                let backlog = outlet.backlog
                 let now = MonotonicClock.now()
-                if backlog < last.backlog || backlog <= 256 * 1024 { last.progress = now }
-                last.backlog = backlog
-                return backlog <= 256 * 1024 || now - last.progress > 10_000_000_000
+                defer { lastAsked = now }
+                guard outlet.backlog > 256 * 1024 else { return true }
+                waited += now - lastAsked
+                return waited > 5_000_000_000
             },
             lines: { bodies in
                 state.withLock { state in
@@ -483,7 +495,7 @@ public final class NarratorService: Sendable {
             release()
             let line: EventLine =
                 switch error {
-                case let error as PlaybackError: .error("audio device '\(error.device)': \(error.message)", fields: ["code": .string(error.code)])
+                case let error as PlaybackError: .error(library.scrub("audio device '\(error.device)': \(error.message)"), fields: ["code": .string(error.code)])
                 case let error as NarratorError: .error(library.publicDescription(of: error))
                 default: .error(library.scrub("\(error)"))
                 }
@@ -578,14 +590,14 @@ public final class NarratorService: Sendable {
                     lines.append(EventLine("lateSwitch", frame: switched, heard: at, fields: ["playback": playback]))
                 case .streamProblem(let problem, let at):
                     lines.append(
-                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(problem.description)]))
+                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(service.library.publicDescription(of: problem))]))
                 case .canceled(let frame, let at):
                     let reason = service.cancelReason(of: name)
                     terminal = EventLine("canceled", frame: frame, heard: at, fields: ["playback": playback, "reason": .string(reason)])
                 case .error(let error, let frame, let at):
                     terminal = EventLine(
                         "error", frame: frame, heard: at,
-                        fields: ["playback": playback, "code": .string(error.code), "message": .string("audio device '\(error.device)': \(error.message)")])
+                        fields: ["playback": playback, "code": .string(error.code), "message": .string(service.library.scrub("audio device '\(error.device)': \(error.message)"))])
                 }
             }
             if !lines.isEmpty { service.publish(lines, from: name) }
