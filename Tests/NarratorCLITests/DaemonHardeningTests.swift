@@ -88,7 +88,8 @@ struct DaemonHardeningTests {
         #expect(daemon.stop() == 0)
     }
 
-    /// 1000 clients that each ask for a long cue sheet (`repeat` 50) and close at once, from
+    /// 1000 clients that each ask for a long cue sheet (`repeat` 50), or one in five to play it,
+    /// and close at once, from
     /// four threads, while the daemon's threads and memory are read from /proc every 10 ms and
     /// another client's request must be answered in time. Bounds: 64 threads, 256 MiB.
     @Test func abandonedRequestStormStaysBounded() throws {
@@ -97,7 +98,10 @@ struct DaemonHardeningTests {
         let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
         defer { daemon.stop() }
         let pid = daemon.process.processIdentifier
-        let request = #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct", "repeat": 50}"#
+        let requests = [
+            #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct", "repeat": 50}"#,
+            #"{"id": 1, "op": "play", "lesson": "sample.json", "chain": "correct", "repeat": 50}"#,
+        ]
         // Before: how long a good request takes with nothing else going on.
         let calm = try SocketClient(daemon.socket)
         let calmStart = Date()
@@ -136,12 +140,12 @@ struct DaemonHardeningTests {
             storm.enter()
             Thread {
                 defer { storm.leave() }
-                for _ in 0..<250 {
+                for number in 0..<250 {
                     guard let client = try? SocketClient(daemon.socket) else {
                         refused.lock.withLock { refused.value += 1 }
                         continue
                     }
-                    client.send(request)
+                    client.send(requests[number % 5 == 4 ? 1 : 0])
                     _ = client  // closed here, at once
                 }
             }.start()
