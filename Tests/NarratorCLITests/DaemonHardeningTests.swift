@@ -53,6 +53,12 @@ struct DaemonHardeningTests {
         // Nesting deep enough to exhaust a recursive parser's stack.
         dir.write("library/bad-deep.json", String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000))
         poisoned.append("bad-deep.json")
+        // Too big to be a lesson (read whole, it would be 17 MiB of daemon memory per request),
+        // and a FIFO, which a reader would wait on for ever.
+        dir.write("library/bad-huge.json", "{\"sampleRate\": 48000" + String(repeating: " ", count: 17 << 20) + "}")
+        poisoned.append("bad-huge.json")
+        #expect(mkfifo(library + "/bad-fifo.json", 0o600) == 0)
+        poisoned.append("bad-fifo.json")
         return (library, poisoned)
     }
 
