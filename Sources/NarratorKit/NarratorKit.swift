@@ -22,7 +22,7 @@ public enum Program: Sendable, Equatable {
 /// let lesson = try NarratorLesson(path: "Timings/lessons/homer-sight-words.json")
 /// let prepared = try lesson.prepare(.activity("sight-words"), seed: 7)
 /// let playback = try prepared.play()
-/// for await event in playback.events { … }        // each cue when it is heard
+/// for await event in playback.events { … }        // each cue once it is heard
 /// playback.tap("see")                              // the child answers
 /// ```
 public struct NarratorLesson: Sendable {
@@ -130,12 +130,16 @@ public struct PreparedProgram: Sendable {
     ///   to this function on the cue thread the moment they are delivered, those of one moment
     ///   (the cues of one frame) in one call: the shortest way out, for a caller that forwards
     ///   events elsewhere (the daemon). It must return quickly.
+    /// - Parameter onFinished: called on the cue thread once playback has ended (after the
+    ///   last event), with how: a caller that must not keep a thread waiting in
+    ///   `waitUntilFinished()` (the daemon) is told instead.
     public func play(
         device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
-        onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil
+        onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
+        onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) throws(PlaybackError) -> Playback {
         let player = try LivePlayer(schedule: schedule, device: device, latencyMs: latencyMs, realtime: realtime)
-        return Playback(player: player, planner: planner, initial: schedule, onEvents: onEvents)
+        return Playback(player: player, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
     }
 
     /// Plays on a device of the caller's (tests).
@@ -163,7 +167,10 @@ public final class Playback: Sendable {
         var outcome: PlaybackOutcome?
     }
 
-    fileprivate init(player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil) {
+    fileprivate init(
+        player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
+        onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
+    ) {
         self.player = player
         output = player.output
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
@@ -188,6 +195,7 @@ public final class Playback: Sendable {
             state.withLock { $0.outcome = outcome }
             continuation.finish()
             finished.signal()
+            onFinished?(outcome)
         }
         thread.name = "narrator-cues"
         thread.start()

@@ -7,9 +7,10 @@ import Synchronization
 public enum PlaybackEvent: Sendable {
     /// Playback began: what the device agreed to and its measured output delay.
     case start(StartInfo)
-    /// A cue of the schedule, delivered when its frame is heard. For `chainEnd`, when the
-    /// chain's last frame has been heard.
-    case cue(Cue, at: Int64)
+    /// A cue of the schedule, delivered once its frame is heard. `at` is when its frame is heard
+    /// (the audio clock's time of `cue.frame`, on the anchor it was delivered by); `delivered`
+    /// is when it was handed over, a little later. For `chainEnd`, the chain's last frame.
+    case cue(Cue, at: Int64, delivered: Int64)
     /// The device ran dry (or was suspended) and recovered; the timeline goes on where it was.
     case underrun(count: Int, at: Int64)
     /// A new plan took over later than it should have (the device could not take back enough
@@ -33,7 +34,9 @@ public struct StartInfo: Sendable {
     /// handed to the device, in monotonic nanoseconds.
     public var startTime: Int64
     public var firstWriteTime: Int64
-    /// When the schedule's frame 0 is heard, as the audio clock predicts it at the start.
+    /// When the schedule's frame 0 is heard: `start` is reported once that moment has passed
+    /// and a fresh reading of the device confirmed the clock, and this is frame 0's time on
+    /// that anchor (not on the first one the clock settled on, which can be tens of ms off).
     public var firstFrameHeardTime: Int64
 }
 
@@ -272,7 +275,7 @@ public final class LivePlayer: @unchecked Sendable {
                 sleep(until: now + 1_000_000)
                 continue
             }
-            if let replanner {
+            if started, let replanner {
                 let heard = anchor.frame + Int(Double(now - anchor.time) * Double(rate) / 1e9)
                 if let (plan, differs) = replanner(heard, heard + responseDelayFrames),
                     let switched = offer(plan, at: max(heard + rewindMarginFrames, differs))
@@ -290,6 +293,18 @@ public final class LivePlayer: @unchecked Sendable {
             }
             confirmed = (anchor, snapshot.readingTime)
             if !started {
+                // `start` says when frame 0 is heard: wait until it is, on an anchor that a
+                // reading taken no earlier than `confirmationWindow` before then confirms,
+                // like a cue's.
+                let firstDue = anchor.time(ofFrame: 0, rate: rate)
+                if snapshot.framesWritten == 0 || now < firstDue {
+                    sleep(until: snapshot.framesWritten == 0 ? now + 1_000_000 : min(firstDue, now + 10_000_000))
+                    continue
+                }
+                if snapshot.readingTime < firstDue - confirmationWindow {
+                    sleep(until: now + 250_000)
+                    continue
+                }
                 started = true
                 onEvent(
                     .start(
@@ -332,7 +347,7 @@ public final class LivePlayer: @unchecked Sendable {
             var moment: [PlaybackEvent] = []
             for index in next...last {
                 if index > next, audioExit.load(ordering: .acquiring) == AudioExit.canceled.rawValue { break }
-                moment.append(.cue(cues[index], at: now))
+                moment.append(.cue(cues[index], at: anchor.time(ofFrame: cues[index].frame, rate: rate), delivered: now))
                 lastDelivered = max(lastDelivered, cues[index].frame)
                 next = index + 1
             }

@@ -38,8 +38,9 @@ public enum NarratorDaemon {
     /// "daemon stopping"), then the connections close and the socket file is removed.
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
-        // Both transports on the same event loops: the threads that write every event.
-        let loops = MultiThreadedEventLoopGroup.singleton
+        // Both transports on the same event loops: the threads that write every event. A few,
+        // whatever the machine: the daemon's threads are bounded (at most 64 in all).
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: min(System.coreCount, 4))
         if options.realtimeDelivery, await !raise(loops) {
             logger.warning("delivery threads stay at normal priority: SCHED_FIFO is not permitted (root, CAP_SYS_NICE or RLIMIT_RTPRIO)")
         }
@@ -67,6 +68,12 @@ public enum NarratorDaemon {
         try await group.run()
     }
 
+    /// `narrator serve --prepare-request`: the loader child of a daemon (`LessonLoader`).
+    /// Returns the exit status.
+    public static func prepareInChild(library: String, request: String) -> Int32 {
+        LessonLoader.child(library: library, request: request)
+    }
+
     /// SCHED_FIFO priority of the event-loop threads, below the audio and cue threads.
     public static let deliveryPriority: Int32 = 18
 
@@ -77,8 +84,8 @@ public enum NarratorDaemon {
     /// to the last's fell from p50 0.8–1.2 ms to 0.4–0.7 ms in the daemon benchmark
     /// (scripts/bench-daemon.sh). The loops block in epoll between moments and prepare no
     /// audio (that has its own threads), so they take little from the sound server's own
-    /// threads. But threads started from them inherit the policy (a playback's preparing,
-    /// audio and cue threads), and with it on by default the live test suite failed in 2 of 3
+    /// threads. (Playbacks are started from the service's worker threads, at normal
+    /// priority, not from these.) With it on by default the live test suite failed in 2 of 3
     /// runs (recordings with gaps, cues late), so it is asked for, not assumed. False when
     /// not permitted.
     static func raise(_ loops: any EventLoopGroup) async -> Bool {

@@ -37,8 +37,64 @@ struct LessonLibrary: Sendable {
         return real
     }
 
+    /// The largest lesson file read: lessons are small (the audio is in files they name).
+    static let maxLessonBytes = 16 << 20
+
     func load(_ name: String) throws(NarratorError) -> NarratorLesson {
-        try NarratorLesson(path: try resolve(name))
+        let path = try resolve(name)
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw NarratorError(file: name, "not a regular file")
+        }
+        guard info.st_size <= Self.maxLessonBytes else {
+            throw NarratorError(file: name, "\(info.st_size) bytes, over the \(Self.maxLessonBytes >> 20) MiB a lesson file may have")
+        }
+        return try NarratorLesson(path: path)
+    }
+
+    /// `error` as a client may read it: files inside the library by their path in it, any other
+    /// absolute path by its last component only (`…/name`). Clients never learn where the
+    /// library or anything else lives on the host.
+    func publicDescription(of error: NarratorError) -> String {
+        NarratorError(file: publicPath(error.file), place: error.place.map(scrub), scrub(error.message)).description
+    }
+
+    /// A path as a client may see it.
+    func publicPath(_ path: String) -> String {
+        let prefix = root == "/" ? "/" : root + "/"
+        if path.hasPrefix(prefix) { return String(path.dropFirst(prefix.count)) }
+        if path.hasPrefix("/") { return "…/" + (path.split(separator: "/").last.map(String.init) ?? "") }
+        return path
+    }
+
+    /// `text` with every absolute path in it made public: the library's prefix removed, other
+    /// absolute paths cut to their last component. A path starts at a `/` that begins the
+    /// text or follows a space, a quote or a bracket, and runs to the next space or quote.
+    func scrub(_ text: String) -> String {
+        let prefix = root == "/" ? "/" : root + "/"
+        var text = root == "/" ? text : text.replacingOccurrences(of: prefix, with: "")
+        text = text.replacingOccurrences(of: root, with: ".")
+        var out = ""
+        var path: String?
+        var previous: Character = " "
+        for character in text {
+            if var current = path {
+                if character.isWhitespace || "'\"`)],;".contains(character) {
+                    out += publicPath(current) + String(character)
+                    path = nil
+                } else {
+                    current.append(character)
+                    path = current
+                }
+            } else if character == "/" && (previous.isWhitespace || "'\"`([=:".contains(previous)) {
+                path = "/"
+            } else {
+                out.append(character)
+            }
+            previous = character
+        }
+        if let path { out += publicPath(path) }
+        return out
     }
 
     private static func realPath(_ path: String) -> String? {

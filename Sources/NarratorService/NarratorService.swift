@@ -18,14 +18,18 @@ public final class NarratorService: Sendable {
         public var realtime: Bool
         /// The largest request accepted, in bytes; a longer one gets an error event.
         public var maxMessageBytes: Int
+        /// The `narrator` executable whose `serve --prepare-request` prepares each lesson in a
+        /// child process (`LessonLoader`): by default this process's own.
+        public var loaderExecutable: String
 
         public init(library: String, device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
-                    maxMessageBytes: Int = 65536) {
+                    maxMessageBytes: Int = 65536, loaderExecutable: String? = nil) {
             self.library = library
             self.device = device
             self.latencyMs = latencyMs
             self.realtime = realtime
             self.maxMessageBytes = maxMessageBytes
+            self.loaderExecutable = loaderExecutable ?? LessonLoader.currentExecutable
         }
     }
 
@@ -46,9 +50,24 @@ public final class NarratorService: Sendable {
         case subscribed(String?)
     }
 
-    /// Active requests one connection may have at once (each play or cues request has a
-    /// thread while it is prepared).
+    /// Active requests one connection may have at once.
     static let maxActiveRequests = 64
+
+    // The work of all clients together is bounded, whatever they do: requests that prepare a
+    // lesson wait in one queue for a fixed set of worker threads (each runs one loader child
+    // at a time); a full queue, or every playback slot taken, is an `error` "busy" at once.
+    // A request whose client has gone leaves the queue, and one being prepared is stopped
+    // (its child killed).
+
+    /// Worker threads preparing requests (each mostly waits on its loader child).
+    static let workers = 3
+    /// Requests waiting for a worker, all clients together, and one connection's.
+    static let maxQueued = 128
+    static let maxQueuedPerConnection = 8
+    /// Playbacks at once (each has an audio, a cue and a stream thread, and a device).
+    static let maxPlaybacks = 8
+    /// Nesting of `[` and `{` a request may have.
+    static let maxRequestDepth = 32
 
     private struct Recipient: Hashable {
         let connection: Int
@@ -78,7 +97,23 @@ public final class NarratorService: Sendable {
         var cancelReason: String?
     }
 
+    /// A request waiting for a worker.
+    private struct Job {
+        let recipient: Recipient
+        let message: Data
+        let lesson: String
+        let program: Program
+        let seed: UInt64
+        let listing: Bool
+    }
+
     private struct State {
+        var queue: [Job] = []
+        /// Jobs being worked on, per connection: a worker takes the oldest job of a connection
+        /// that has none, so that one busy client does not hold up the others.
+        var working: [Int: Int] = [:]
+        /// Playbacks preparing or playing: at most `maxPlaybacks`.
+        var playbackSlots = 0
         var connections: [Int: Connection] = [:]
         var playbacks: [String: Entry] = [:]
         var waitingForNext: [Recipient] = []
@@ -89,9 +124,19 @@ public final class NarratorService: Sendable {
         var drained: [CheckedContinuation<Void, Never>] = []
     }
 
+    private let loader: LessonLoader
+    /// One signal per job queued (a purged job leaves a signal that finds nothing).
+    private let queued = DispatchSemaphore(value: 0)
+
     public init(_ configuration: Configuration) throws(NarratorError) {
         self.configuration = configuration
         library = try LessonLibrary(path: configuration.library)
+        loader = LessonLoader(executable: configuration.loaderExecutable, library: library)
+        for number in 0..<Self.workers {
+            let thread = Thread { [self] in work() }
+            thread.name = "narrator-prepare-\(number)"
+            thread.start()
+        }
     }
 
     /// A new client, whose events go out through `outlet` until the daemon finishes it
@@ -112,6 +157,10 @@ public final class NarratorService: Sendable {
         let reason = "daemon stopping"
         state.withLock { state in
             state.stopping = true
+            for job in state.queue {
+                finish(job.recipient, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+            }
+            state.queue = []
             for (number, connection) in state.connections {
                 for id in connection.requests.keys {
                     _ = stop(Recipient(connection: number, id: id), reason: reason, in: &state)
@@ -141,25 +190,23 @@ public final class NarratorService: Sendable {
     // MARK: Requests
 
     func receive(_ data: Data, from connection: Int) {
+        guard Self.nesting(of: data) <= Self.maxRequestDepth else {
+            reply(.error("request: nested deeper than \(Self.maxRequestDepth) levels"), to: connection, id: nil)
+            return
+        }
         let (id, parsed) = ServiceRequest.parse(data)
         guard case .success(let request) = parsed, let id else {
             if case .failure(let error) = parsed { reply(.error(error.description), to: connection, id: id) }
             return
         }
         let me = Recipient(connection: connection, id: id)
-        /// What is left to do outside the lock.
-        enum Work {
-            case none
-            case prepare(lesson: String, program: Program, seed: UInt64)
-            case list(lesson: String, program: Program, seed: UInt64)
-        }
         // Checked and registered in one step: a stop, a disconnect or the shutdown sees the
         // request either not yet there or already active.
-        let work: Work = state.withLock { state in
-            guard let client = state.connections[connection] else { return .none }
-            func refuse(_ problem: String) -> Work {
+        let work: Bool = state.withLock { state in
+            guard let client = state.connections[connection] else { return false }
+            func refuse(_ problem: String) -> Bool {
                 send(.error(problem), to: me, in: &state)
-                return .none
+                return false
             }
             if state.stopping { return refuse("the daemon is stopping") }
             if client.requests[id] != nil {
@@ -173,13 +220,13 @@ public final class NarratorService: Sendable {
                 let now = MonotonicClock.now()
                 playback.tap(answer)
                 send(EventLine("end", frame: nil, heard: now), to: me, in: &state)
-                return .none
+                return false
             case .stop(let target):
                 guard stop(Recipient(connection: connection, id: target), reason: "stopped", in: &state) else {
                     return refuse("request \(target) is not active on this connection")
                 }
                 send(EventLine("end", frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
-                return .none
+                return false
             default:
                 break
             }
@@ -187,19 +234,23 @@ public final class NarratorService: Sendable {
                 return refuse("\(Self.maxActiveRequests) requests are already active on this connection")
             }
             switch request {
-            case .play(let lesson, let program, let seed):
-                state.connections[connection]?.requests[id] = .preparing(canceled: nil)
-                state.running += 1
-                return .prepare(lesson: lesson, program: program, seed: seed)
-            case .cues(let lesson, let program, let seed):
-                state.connections[connection]?.requests[id] = .listing(canceled: false)
-                state.running += 1
-                return .list(lesson: lesson, program: program, seed: seed)
+            case .play(let lesson, let program, let seed), .cues(let lesson, let program, let seed):
+                let listing: Bool
+                if case .cues = request { listing = true } else { listing = false }
+                if state.queue.count >= Self.maxQueued {
+                    return refuse("busy: \(Self.maxQueued) requests are waiting to be prepared; try again shortly")
+                }
+                if state.queue.lazy.filter({ $0.recipient.connection == connection }).count >= Self.maxQueuedPerConnection {
+                    return refuse("busy: \(Self.maxQueuedPerConnection) requests of this connection are waiting to be prepared; wait for their answers")
+                }
+                state.connections[connection]?.requests[id] = listing ? .listing(canceled: false) : .preparing(canceled: nil)
+                state.queue.append(Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: listing))
+                return true
             case .subscribe(let playback):
                 if playback == "next" {
                     state.waitingForNext.append(me)
                     state.connections[connection]?.requests[id] = .subscribed(nil)
-                    return .none
+                    return false
                 }
                 guard state.playbacks[playback] != nil else {
                     return refuse("no playback '\(playback)' is playing (name one from a begin event, or next)")
@@ -207,54 +258,122 @@ public final class NarratorService: Sendable {
                 state.playbacks[playback]?.subscribers.append(me)
                 state.connections[connection]?.requests[id] = .subscribed(playback)
                 if let begin = state.playbacks[playback]?.begin { send(begin, to: me, in: &state) }
-                return .none
+                return false
             case .tap, .stop:
-                return .none
+                return false
             }
         }
-        switch work {
-        case .none:
-            break
-        case .prepare(let lesson, let program, let seed):
-            Thread.detachNewThread { [self] in start(lesson: lesson, program: program, seed: seed, for: me) }
-        case .list(let lesson, let program, let seed):
-            Thread.detachNewThread { [self] in list(lesson: lesson, program: program, seed: seed, for: me) }
+        if work { queued.signal() }
+    }
+
+    /// The deepest nesting of arrays and objects in `data` (outside strings), counted without
+    /// parsing: the parser recurses.
+    static func nesting(of data: Data) -> Int {
+        var depth = 0, deepest = 0, inString = false, escaped = false
+        for byte in data {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                deepest = max(deepest, depth)
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return deepest
+    }
+
+    // MARK: Workers
+
+    /// A worker thread: takes the oldest queued request, forever.
+    private func work() {
+        while true {
+            queued.wait()
+            let job: Job? = state.withLock { state in
+                guard !state.queue.isEmpty else { return nil }
+                let index = state.queue.firstIndex { state.working[$0.recipient.connection, default: 0] == 0 } ?? 0
+                let job = state.queue.remove(at: index)
+                state.working[job.recipient.connection, default: 0] += 1
+                state.running += 1
+                return job
+            }
+            guard let job else { continue }
+            let playing = job.listing ? false : start(job)
+            if job.listing { list(job) }
+            state.withLock { state in
+                state.working[job.recipient.connection, default: 1] -= 1
+                if state.working[job.recipient.connection] == 0 { state.working[job.recipient.connection] = nil }
+            }
+            if !playing { running(-1) }
         }
     }
 
-    /// Sends a schedule's cues (without playing), at the pace the client reads them.
-    private func list(lesson: String, program: Program, seed: UInt64, for me: Recipient) {
-        defer { running(-1) }
-        let prepared: PreparedProgram
-        do throws(NarratorError) {
-            prepared = try library.load(lesson).prepare(program, seed: seed)
-        } catch {
-            finish(me, with: .error(error.description))
-            return
-        }
-        for cue in prepared.cues {
-            let line = EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue))
-            guard let outlet = state.withLock({ state -> (any EventOutlet)? in
-                guard case .listing(canceled: false)? = state.connections[me.connection]?.requests[me.id] else { return nil }
-                send(line, to: me, in: &state)
-                return state.connections[me.connection]?.outlet
-            }) else { break }
-            // A long schedule waits for the client to read, rather than filling memory.
-            var waited = 0
-            while outlet.backlog > 256 * 1024 && waited < 30_000 {
-                usleep(1000)
-                waited += 1
+    /// Whether `request` is still wanted: its connection is there and it was not stopped.
+    private func wanted(_ request: Recipient) -> Bool {
+        state.withLock { state in
+            switch state.connections[request.connection]?.requests[request.id] {
+            case .listing(canceled: false)?, .preparing(canceled: nil)?: true
+            default: false
             }
         }
-        let canceled = state.withLock { state in
-            if case .listing(canceled: true)? = state.connections[me.connection]?.requests[me.id] { return true }
-            return false
+    }
+
+    /// The terminal event of a request stopped before it played: `canceled`, with the reason.
+    private func canceledLine(_ request: Recipient, in state: State) -> EventLine {
+        var reason = state.stopping ? "daemon stopping" : "stopped"
+        if case .preparing(let given?)? = state.connections[request.connection]?.requests[request.id] { reason = given }
+        return EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)])
+    }
+
+    /// Ends a request that is not playing: `line`, or `canceled` when it was stopped meanwhile
+    /// (nothing when its client has gone).
+    private func conclude(_ request: Recipient, with line: EventLine) {
+        state.withLock { state in
+            switch state.connections[request.connection]?.requests[request.id] {
+            case nil: return
+            case .listing(canceled: true)?, .preparing(canceled: .some)?: finish(request, with: canceledLine(request, in: state), in: &state)
+            default: finish(request, with: line, in: &state)
+            }
         }
-        finish(
-            me,
-            with: canceled
-                ? EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(state.withLock { $0.stopping } ? "daemon stopping" : "stopped")])
-                : EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]))
+    }
+
+    /// Sends a schedule's cues (without playing), at the pace the client reads them: they are
+    /// the loader child's output, read no faster than the client takes them.
+    private func list(_ job: Job) {
+        let me = job.recipient
+        guard wanted(me), let outlet = state.withLock({ $0.connections[me.connection]?.outlet }) else {
+            return conclude(me, with: .error("stopped"))
+        }
+        // A client that has kept the listing waiting this long in all is sent the rest
+        // regardless (and dropped once over its outlet's limit): a slow reader cannot hold a
+        // worker for long.
+        var waited: Int64 = 0
+        var lastAsked = MonotonicClock.now()
+        let outcome = loader.run(
+            request: job.message, lesson: job.lesson,
+            isCanceled: { !wanted(me) },
+            canRead: {
+                let now = MonotonicClock.now()
+                defer { lastAsked = now }
+                guard outlet.backlog > 256 * 1024 else { return true }
+                waited += now - lastAsked
+                return waited > 5_000_000_000
+            },
+            lines: { bodies in
+                state.withLock { state in
+                    guard case .listing(canceled: false)? = state.connections[me.connection]?.requests[me.id] else { return }
+                    send(bodies, to: [me], in: &state)
+                }
+            })
+        switch outcome {
+        case .finished(let terminal): conclude(me, with: EventLine(body: terminal))
+        case .canceled: conclude(me, with: .error("stopped"))
+        case .failed(let problem): conclude(me, with: .error(library.scrub(problem)))
+        }
     }
 
     /// A message that is not a request at all (too long, not text): an error event, no id.
@@ -279,6 +398,12 @@ public final class NarratorService: Sendable {
     /// Ends `request`; false when it is not active. A playback is stopped (its terminal
     /// `canceled` follows from its cue thread), a subscription ends with `canceled` now.
     private func stop(_ request: Recipient, reason: String, in state: inout State) -> Bool {
+        if let queued = state.queue.firstIndex(where: { $0.recipient == request }) {
+            // Still waiting for a worker: it never will.
+            state.queue.remove(at: queued)
+            finish(request, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+            return true
+        }
         switch state.connections[request.connection]?.requests[request.id] {
         case .playing(let name)?:
             if state.playbacks[name]?.cancelReason == nil { state.playbacks[name]?.cancelReason = reason }
@@ -321,26 +446,61 @@ public final class NarratorService: Sendable {
 
     // MARK: Playback
 
-    /// Prepares and opens the device (on a thread of its own: both block), forwards each event
-    /// from the cue thread as it is delivered, and sends the terminal event once playback ends.
-    private func start(lesson: String, program: Program, seed: UInt64, for owner: Recipient) {
-        defer { running(-1) }
+    /// Prepares (first in a loader child, then here) and opens the device, on a worker; the
+    /// playback's cue thread then forwards each event as it is delivered, and sends the
+    /// terminal event once playback ends. True when a playback started (it ends `running`).
+    private func start(_ job: Job) -> Bool {
+        let owner = job.recipient
+        let slot: Bool = state.withLock { state in
+            guard state.playbackSlots < Self.maxPlaybacks else { return false }
+            state.playbackSlots += 1
+            return true
+        }
+        guard slot else {
+            conclude(owner, with: .error("busy: \(Self.maxPlaybacks) playbacks are playing or being prepared; try again later"))
+            return false
+        }
+        func release() { state.withLock { $0.playbackSlots -= 1 } }
+        let checked = loader.run(request: job.message, lesson: job.lesson, isCanceled: { !wanted(owner) }, canRead: { true }, lines: { _ in })
+        switch checked {
+        case .finished(let terminal) where terminal.contains(#""event":"end""#):
+            break
+        case .finished(let terminal):
+            release()
+            conclude(owner, with: EventLine(body: terminal))
+            return false
+        case .canceled:
+            release()
+            conclude(owner, with: .error("stopped"))
+            return false
+        case .failed(let problem):
+            release()
+            conclude(owner, with: .error(library.scrub(problem)))
+            return false
+        }
         let playback: Playback
-        let forwarder: Forwarder
+        let forwarder = Forwarder(service: self)
         do {
-            let prepared = try library.load(lesson).prepare(program, seed: seed)
-            forwarder = Forwarder(service: self, frames: prepared.schedule.frames)
+            let prepared = try library.load(job.lesson).prepare(job.program, seed: job.seed)
+            guard wanted(owner) else {
+                release()
+                conclude(owner, with: .error("stopped"))
+                return false
+            }
+            forwarder.frames = prepared.schedule.frames
             playback = try prepared.play(
                 device: configuration.device, latencyMs: configuration.latencyMs, realtime: configuration.realtime,
-                onEvents: forwarder.forward)
+                onEvents: forwarder.forward, onFinished: { [self] _ in ended(forwarder) })
         } catch {
+            release()
             let line: EventLine =
                 switch error {
-                case let error as PlaybackError: .error("audio device '\(error.device)': \(error.message)", fields: ["code": .string(error.code)])
-                default: .error("\(error)")
+                case let error as PlaybackError: .error(library.scrub("audio device '\(error.device)': \(error.message)"), fields: ["code": .string(error.code)])
+                case let error as NarratorError: .error(library.publicDescription(of: error))
+                default: .error(library.scrub("\(error)"))
                 }
-            finish(owner, with: line)
-            return
+            conclude(owner, with: line)
+            return false
         }
         state.withLock { state in
             state.lastPlayback += 1
@@ -358,14 +518,22 @@ public final class NarratorService: Sendable {
             state.playbacks[name] = entry
         }
         forwarder.started.signal()
-        _ = playback.waitUntilFinished()
+        return true
+    }
+
+    /// A playback has ended (on its cue thread, after its last event): its terminal event
+    /// goes to its owner and subscribers, and its slot is free.
+    private func ended(_ forwarder: Forwarder) {
+        forwarder.waitUntilNamed()
         let name = forwarder.name
         let end = forwarder.terminal ?? EventLine("end", frame: forwarder.last?.frame ?? forwarder.frames,
                                                   heard: forwarder.last?.heard ?? MonotonicClock.now(), fields: ["playback": .string(name)])
         state.withLock { state in
+            state.playbackSlots -= 1
             guard let entry = state.playbacks.removeValue(forKey: name) else { return }
             for recipient in [entry.owner] + entry.subscribers { finish(recipient, with: end, in: &state) }
         }
+        running(-1)
     }
 
     /// Turns one playback's events into event lines, on its cue thread. Its fields are written
@@ -373,26 +541,28 @@ public final class NarratorService: Sendable {
     /// playback has finished.
     private final class Forwarder: @unchecked Sendable {
         let service: NarratorService
-        let frames: Int
+        var frames = 0
         var name = ""
         let started = DispatchSemaphore(value: 0)
         private var waited = false
         var last: (frame: Int, heard: Int64)?
         var terminal: EventLine?
 
-        init(service: NarratorService, frames: Int) {
+        init(service: NarratorService) {
             self.service = service
-            self.frames = frames
+        }
+
+        /// The playback's name is given once it is registered (right after it opens).
+        func waitUntilNamed() {
+            guard !waited else { return }
+            started.wait()
+            started.signal()
+            waited = true
         }
 
         /// Forwards the events of one moment: their lines go to each client in one write.
         func forward(_ events: [PlaybackEvent]) {
-            if !waited {
-                // The playback's name is given once it is registered (right after it opens).
-                started.wait()
-                started.signal()
-                waited = true
-            }
+            waitUntilNamed()
             let playback = Scalar.string(name)
             var lines: [EventLine] = []
             for event in events {
@@ -407,25 +577,27 @@ public final class NarratorService: Sendable {
                                 "playback": playback, "sampleRate": .int(Int64(info.output.sampleRate)),
                                 "device": .string(info.output.device), "latencyMs": .double(latency),
                             ]))
-                case .cue(let cue, let at):
-                    last = (cue.frame, at)
+                case .cue(let cue, let heard, let delivered):
+                    // `heard`: when the cue's frame is heard; `delivered`: when it went out.
+                    last = (cue.frame, heard)
                     var fields = EventLine.cueFields(cue)
                     fields["playback"] = playback
-                    lines.append(EventLine("cue", frame: cue.frame, heard: at, fields: fields))
+                    fields["delivered"] = .int(delivered)
+                    lines.append(EventLine("cue", frame: cue.frame, heard: heard, fields: fields))
                 case .underrun(let count, let at):
                     lines.append(EventLine("underrun", frame: last?.frame, heard: at, fields: ["playback": playback, "count": .int(Int64(count))]))
                 case .lateSwitch(_, let switched, let at):
                     lines.append(EventLine("lateSwitch", frame: switched, heard: at, fields: ["playback": playback]))
                 case .streamProblem(let problem, let at):
                     lines.append(
-                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(problem.description)]))
+                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(service.library.publicDescription(of: problem))]))
                 case .canceled(let frame, let at):
                     let reason = service.cancelReason(of: name)
                     terminal = EventLine("canceled", frame: frame, heard: at, fields: ["playback": playback, "reason": .string(reason)])
                 case .error(let error, let frame, let at):
                     terminal = EventLine(
                         "error", frame: frame, heard: at,
-                        fields: ["playback": playback, "code": .string(error.code), "message": .string("audio device '\(error.device)': \(error.message)")])
+                        fields: ["playback": playback, "code": .string(error.code), "message": .string(service.library.scrub("audio device '\(error.device)': \(error.message)"))])
                 }
             }
             if !lines.isEmpty { service.publish(lines, from: name) }
@@ -494,6 +666,7 @@ public final class NarratorService: Sendable {
     /// A client that cannot keep up (its outlet refused a line) is disconnected, as if gone.
     private func drop(_ connection: Int, in state: inout State) {
         guard let client = state.connections.removeValue(forKey: connection) else { return }
+        state.queue.removeAll { $0.recipient.connection == connection }
         for (id, active) in client.requests {
             let request = Recipient(connection: connection, id: id)
             switch active {

@@ -162,6 +162,9 @@ struct EventLine: Sendable {
         body = members.keys.sorted().map { Self.quoted($0) + ":" + members[$0]!.json }.joined(separator: ",") + "}"
     }
 
+    /// A body as encoded elsewhere (a loader child's line).
+    init(body: String) { self.body = body }
+
     static func error(_ message: String, fields: [String: Scalar] = [:]) -> EventLine {
         var fields = fields
         fields["message"] = .string(message)

@@ -44,7 +44,9 @@ func deliveryErrors(_ events: [[String: Any]], _ recording: Recording, _ alignme
         guard let type = event["type"] as? String, !["start", "underrun", "canceled", "error"].contains(type),
             let frame = event["frame"] as? Int, let range = alignment.recordingFrames(ofReferenceFrame: frame), range.count == 1
         else { continue }
-        let error = Double(int64(event["clock"]) - Int64(recording.audibleTime(ofFrame: range.lowerBound))) / 1e6
+        // "clock" is when the cue's frame is heard (the clock's own stamp); "delivered", when
+        // the cue went out: what this measures.
+        let error = Double(int64(event["delivered"]) - Int64(recording.audibleTime(ofFrame: range.lowerBound))) / 1e6
         errors.append(abs(error))
         late = max(late, error)
         early = max(early, -error)

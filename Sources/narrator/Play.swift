@@ -10,8 +10,8 @@ struct Play: ParsableCommand {
         discussion: """
             Events are JSON lines: first a "start" event (the device's sample rate, channels, \
             format, period and buffer, and the measured output delay), then each cue as it is \
-            heard, with the cue sheet's fields plus "t" (seconds since playback started) and \
-            "clock" (CLOCK_MONOTONIC nanoseconds). Playback ends with exactly one terminal event: \
+            heard, with the cue sheet's fields plus "clock" (CLOCK_MONOTONIC nanoseconds when its frame is heard), \
+            "t" (that, in seconds since playback started) and "delivered" (when it was handed over). Playback ends with exactly one terminal event: \
             the last "chainEnd" (marked "final": true), "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
             Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
             the chain's words are shown, the one being heard highlighted.
@@ -163,7 +163,7 @@ final class EventSink: @unchecked Sendable {
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
             var final = false
-            if case .cue(let cue, _) = event { final = cue == lastCue || ["activityEnd", "stop"].contains(cue.type) }
+            if case .cue(let cue, _, _) = event { final = cue == lastCue || ["activityEnd", "stop"].contains(cue.type) }
             handle.write(Data((EventJSON.line(event, startTime: startTime, final: final) + "\n").utf8))
         }
         display?.show(event)
@@ -196,12 +196,15 @@ enum EventJSON {
                 "periodFrames": info.output.periodFrames, "bufferFrames": info.output.bufferFrames,
                 "latencyFrames": info.measuredDelayFrames,
                 "latencyMs": (Double(info.measuredDelayFrames) / rate * 1e6).rounded() / 1000,
-                "firstWriteClock": info.firstWriteTime, "realtime": info.realtime,
+                "firstWriteClock": info.firstWriteTime, "firstFrameHeardClock": info.firstFrameHeardTime,
+                "realtime": info.realtime,
             ]
-        case .cue(let cue, let time):
-            at = time
+        case .cue(let cue, let heard, let delivered):
+            // "clock" is when the cue's frame is heard; "delivered", when it was handed over.
+            at = heard
             let data = Data(cue.jsonLine.utf8)
             fields = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
+            fields["delivered"] = delivered
             if final { fields["final"] = true }
         case .underrun(let count, let time):
             at = time
@@ -241,7 +244,7 @@ final class ReadAlong: @unchecked Sendable {
         switch event {
         case .start(let info):
             print("playing on \(info.output.device) (\(info.output.sampleRate) Hz, delay \(info.measuredDelayFrames * 1000 / info.output.sampleRate) ms)")
-        case .cue(let cue, _):
+        case .cue(let cue, _, _):
             lastFrame = cue.frame
             switch cue.kind {
             case .clipStart(let clip, _):

@@ -46,6 +46,11 @@ struct Serve: ParsableCommand {
     @Flag(help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
     var realtimeDelivery = false
 
+    /// The daemon's own child: prepares one request's lesson and writes its events (see
+    /// `LessonLoader`). Not for people.
+    @Option(help: .hidden)
+    var prepareRequest: String?
+
     func validate() throws {
         guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
         if noSocket && listen == nil { throw ValidationError("--no-socket needs --listen: the daemon would have no way in") }
@@ -66,6 +71,11 @@ struct Serve: ParsableCommand {
     }
 
     func run() throws {
+        if let prepareRequest {
+            let status = NarratorDaemon.prepareInChild(library: library, request: prepareRequest)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = .warning

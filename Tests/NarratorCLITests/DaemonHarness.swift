@@ -29,3 +29,79 @@ enum Clients {
         return try NarratorTestSupport.run("/bin/sh", ["-c", script, "sh", file, daemon.socket])
     }
 }
+
+/// A client on the daemon's Unix socket from the test itself: lines out, events in, with a
+/// deadline on every read.
+final class SocketClient {
+    let fd: Int32
+    private var pending = [UInt8]()
+
+    init(_ path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw DaemonError("cannot connect to \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count <= 0 { return }
+            sent += count
+        }
+    }
+
+    /// Events until one satisfies `last` (included), or nil when the connection closed or the
+    /// deadline passed first.
+    func events(timeout: TimeInterval = 30, until last: (ReceivedEvent) -> Bool) -> [ReceivedEvent]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var events: [ReceivedEvent] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeFirst(newline + 1)
+                guard let event = try? ReceivedEvent.parse(line).first else { continue }
+                events.append(event)
+                if last(event) { return events }
+            }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return nil }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { return nil }
+            pending += buffer[0..<count]
+        }
+    }
+}
+
+/// What the kernel says of a process's size: threads, resident memory now and at its peak.
+struct ProcessSize {
+    let threads: Int
+    let rssKiB: Int
+    let peakKiB: Int
+
+    init?(pid: Int32) {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        func value(_ key: String) -> Int? {
+            status.split(separator: "\n").first { $0.hasPrefix(key + ":") }
+                .flatMap { Int($0.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") }
+        }
+        guard let threads = value("Threads"), let rss = value("VmRSS"), let peak = value("VmHWM") else { return nil }
+        (self.threads, rssKiB, peakKiB) = (threads, rss, peak)
+    }
+}

@@ -57,7 +57,7 @@ struct APITests {
         var types: [String] = []
         var answered = false
         for await event in playback.events {
-            guard case .cue(let cue, _) = event else { continue }
+            guard case .cue(let cue, _, _) = event else { continue }
             types.append(cue.type)
             // Answer as soon as the prompt has been heard to end; then close during feedback.
             if cue.type == "chainEnd" && !answered {

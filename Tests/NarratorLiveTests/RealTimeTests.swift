@@ -52,7 +52,7 @@ struct LiveFixture {
 final class EventLog: @unchecked Sendable {
     var events: [PlaybackEvent] = []
     var cues: [(cue: Cue, at: Int64)] {
-        events.compactMap { if case .cue(let cue, let at) = $0 { (cue, at) } else { nil } }
+        events.compactMap { if case .cue(let cue, _, let delivered) = $0 { (cue, delivered) } else { nil } }
     }
     var terminals: Int {
         events.filter { event in

@@ -1,0 +1,234 @@
+import Foundation
+import NarratorKit
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Loads and prepares lessons for the daemon in a child process (`narrator serve
+/// --prepare-request`), so that nothing a file in the library holds can end the daemon.
+///
+/// Parsers refuse bad input with an error, but a trap anywhere under a lesson (a conversion
+/// that overflows, a parser in a system library that crashes on bytes it should refuse, an
+/// allocation of a size a header made up, a recursion too deep) would end whatever process it
+/// happens in, and a Swift trap cannot be caught. So a lesson is first prepared by a child of
+/// the daemon's own executable, with limits on its memory and CPU time: a `cues` request's
+/// events are the child's output, read as the client takes them; a `play` request is prepared
+/// again in the daemon (it needs the decoded audio) only once the child prepared the same
+/// files without harm. A child that traps, is killed or takes too long is one `error` event.
+///
+/// (A file replaced between the child's reading and the daemon's, with something that traps,
+/// could still reach the daemon's own reading of a `play`: the window is the time it takes to
+/// prepare the lesson once.)
+struct LessonLoader: Sendable {
+    /// The program the child runs: this executable, which must be `narrator`.
+    let executable: String
+    let library: LessonLibrary
+
+    /// The child's address space and CPU time: far above what a lesson needs (decoded audio
+    /// and its cues), low enough that a runaway allocation fails at once rather than swapping.
+    static let childMemoryLimit: rlim_t = 3 << 30
+    static let childCPUSeconds: rlim_t = 120
+    /// A child that writes nothing for this long, while its reader waits, is killed.
+    static let idleLimit: Int64 = 60_000_000_000
+    /// The longest event line a child may write.
+    static let maxLine = 1 << 20
+
+    enum Outcome {
+        /// The child ended normally: its last line, the request's terminal event (`end` or
+        /// `error`), not yet sent.
+        case finished(terminal: String)
+        /// `isCanceled` said so: the child was killed.
+        case canceled
+        /// The child crashed, was killed by its limits, or wrote something else.
+        case failed(String)
+    }
+
+    /// Runs the child for `request` (the request message itself). The event lines it writes
+    /// before its last go to `lines`, as they are read, and they are read only while `canRead`
+    /// allows (the client's backlog); `isCanceled` is asked every few milliseconds.
+    func run(
+        request: Data, lesson: String, isCanceled: () -> Bool, canRead: () -> Bool, lines: ([String]) -> Void
+    ) -> Outcome {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (fds[0], fds[1])
+        // Not inherited by another worker's child (which also closes what it inherits first).
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        defer { close(readEnd) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = [executable, "serve", "--library", library.root, "--prepare-request", String(decoding: request, as: UTF8.self)]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        // A trap in the child ends it at once: no backtrace (the Swift runtime's takes seconds).
+        var environment: [UnsafeMutablePointer<CChar>?] = [strdup("SWIFT_BACKTRACE=enable=no")]
+        var entry = environ
+        while let variable = entry.pointee {
+            if strncmp(variable, "SWIFT_BACKTRACE=", 16) != 0 { environment.append(strdup(variable)) }
+            entry += 1
+        }
+        environment.append(nil)
+        defer { for pointer in environment { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, &argv, &environment)
+        close(writeEnd)
+        guard spawned == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(spawned)))") }
+
+        var pending = [UInt8]()
+        var lastLine: String?
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var lastOutput = MonotonicClock.now()
+        var tooLong = false
+        reading: while true {
+            if isCanceled() {
+                kill(pid, SIGKILL)
+                reap(pid)
+                return .canceled
+            }
+            if MonotonicClock.now() - lastOutput > Self.idleLimit {
+                kill(pid, SIGKILL)
+                reap(pid)
+                return .failed("preparing lesson '\(lesson)' took too long; it was stopped")
+            }
+            guard canRead() else {
+                usleep(2000)
+                lastOutput = MonotonicClock.now()  // waiting on the client, not on the child
+                continue
+            }
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 10)
+            if ready < 0 && errno != EINTR { break }
+            guard ready > 0 else { continue }
+            let count = read(readEnd, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                break
+            }
+            if count == 0 { break }  // the child closed its output: it has ended
+            lastOutput = MonotonicClock.now()
+            pending += buffer[0..<count]
+            var start = 0
+            var complete: [String] = []
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                if let previous = lastLine { complete.append(previous) }
+                lastLine = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
+            }
+            pending.removeFirst(start)
+            if !complete.isEmpty { lines(complete) }
+            if pending.count > Self.maxLine {
+                tooLong = true
+                kill(pid, SIGKILL)
+                break reading
+            }
+        }
+        let status = reap(pid)
+        if tooLong { return .failed("lesson '\(lesson)': the loader wrote an event over \(Self.maxLine) bytes") }
+        if status.exited && status.code == 0, pending.isEmpty, let terminal = lastLine {
+            return .finished(terminal: terminal)
+        }
+        if let signal = status.signal {
+            let name = [SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL",
+                        SIGXCPU: "SIGXCPU", SIGFPE: "SIGFPE"][signal] ?? "signal \(signal)"
+            return .failed(
+                "lesson '\(lesson)' could not be loaded: reading it or a file it names crashed the loader (\(name)); "
+                    + "run `narrator validate` on it")
+        }
+        return .failed("lesson '\(lesson)' could not be loaded: the loader ended with status \(status.code)")
+    }
+
+    /// Waits for the child; how it ended.
+    @discardableResult
+    private func reap(_ pid: pid_t) -> (exited: Bool, code: Int32, signal: Int32?) {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return (false, -1, nil) }
+        }
+        let signal = status & 0x7f
+        if signal == 0 { return (true, (status >> 8) & 0xff, nil) }
+        return (false, -1, signal)
+    }
+
+    // MARK: The child's side
+
+    /// `narrator serve --prepare-request JSON`: prepares the request's program and writes
+    /// its events' bodies, one per line: for `cues` every cue, then `end`; for `play` only
+    /// `end`; or one `error`. Paths in errors are the library's own. Returns the exit status.
+    static func child(library root: String, request: String) -> Int32 {
+        // No client's socket, nor a listening one, lives on in the child.
+        closeInherited()
+        limit(RLIMIT_AS, childMemoryLimit)
+        limit(RLIMIT_CPU, childCPUSeconds)
+        limit(RLIMIT_CORE, 0)
+        let out = FileHandle.standardOutput
+        var text = ""
+        func emit(_ line: EventLine) {
+            text += line.body
+            text += "\n"
+            if text.utf8.count >= 65536 {
+                out.write(Data(text.utf8))
+                text = ""
+            }
+        }
+        defer { out.write(Data(text.utf8)) }
+        let library: LessonLibrary
+        do throws(NarratorError) {
+            library = try LessonLibrary(path: root)
+        } catch {
+            emit(.error("the lesson library cannot be read"))
+            return 0
+        }
+        let (_, parsed) = ServiceRequest.parse(Data(request.utf8))
+        let lesson: String, program: Program, seed: UInt64, listing: Bool
+        switch parsed {
+        case .success(.cues(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, true)
+        case .success(.play(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, false)
+        case .success: return 2
+        case .failure(let error):
+            emit(.error(library.publicDescription(of: error)))
+            return 0
+        }
+        let prepared: PreparedProgram
+        do throws(NarratorError) {
+            prepared = try library.load(lesson).prepare(program, seed: seed)
+        } catch {
+            emit(.error(library.publicDescription(of: error)))
+            return 0
+        }
+        if listing {
+            for cue in prepared.cues { emit(EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue))) }
+        }
+        emit(EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]))
+        return 0
+    }
+
+    private static func limit(_ resource: __rlimit_resource, _ value: rlim_t) {
+        var current = rlimit()
+        let which = __rlimit_resource_t(resource.rawValue)
+        guard getrlimit(which, &current) == 0 else { return }
+        current.rlim_cur = min(value, current.rlim_max)
+        setrlimit(which, &current)
+    }
+
+    /// Closes every descriptor above stderr.
+    private static func closeInherited() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for name in names {
+            if let fd = Int32(name), fd > 2 { close(fd) }
+        }
+    }
+
+    /// This process's executable (the daemon's own `narrator`).
+    static var currentExecutable: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return CommandLine.arguments.first ?? "narrator" }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

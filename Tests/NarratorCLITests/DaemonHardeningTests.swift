@@ -1,0 +1,244 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `narrator serve` against what should not take it down or make it grow: lessons whose files
+/// are malformed in ways that have crashed parsers, a storm of clients that send a request and
+/// leave, and errors that must not tell clients where things live on the host.
+@Suite("Daemon hardening", .serialized)
+struct DaemonHardeningTests {
+    /// A library in `dir`: the sample lesson (its paths absolute, so that it loads from here),
+    /// and lessons each of whose one clip names a poisoned timings file, made here.
+    static func poisonedLibrary(_ dir: TempDir) throws -> (library: String, poisoned: [String]) {
+        let library = dir.file("library")
+        try FileManager.default.createDirectory(atPath: library + "/timings", withIntermediateDirectories: true)
+        let sample = try String(contentsOfFile: Repo.path("Timings/lessons/sample.json"), encoding: .utf8)
+            .replacingOccurrences(of: "\"../../Audio/", with: "\"" + Repo.path("Audio") + "/")
+            .replacingOccurrences(of: "\"timings\": \"", with: "\"timings\": \"" + Repo.path("Timings/lessons") + "/")
+        dir.write("library/sample.json", sample)
+        let audio = Repo.path("Audio/fixtures/sentence.wav")
+        var textGrid = try String(contentsOfFile: Repo.path("Timings/fixtures/formats/sentence.short.TextGrid"), encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        // Tier count, then an interval count, far beyond any integer.
+        textGrid[6] = "1e30"
+        dir.write("library/timings/tiers.TextGrid", textGrid.joined(separator: "\n"))
+        textGrid[6] = "1"
+        textGrid[11] = "18446744073709551616"
+        dir.write("library/timings/intervals.TextGrid", textGrid.joined(separator: "\n"))
+        // Invalid UTF-8 in an element name, an attribute name and a processing instruction.
+        let smil = try Data(contentsOf: URL(fileURLWithPath: Repo.path("Timings/fixtures/formats/sentence.aeneas.smil")))
+        func poisoned(_ text: String, _ bad: [UInt8], at marker: String) -> Data {
+            let head = Data(text.utf8)
+            let range = head.range(of: Data(marker.utf8))!
+            var data = head
+            data.replaceSubrange(range, with: Data(marker.utf8.prefix(3)) + Data(bad) + Data(marker.utf8.dropFirst(3)))
+            return data
+        }
+        let smilText = String(decoding: smil, as: UTF8.self)
+        _ = dir.write("library/timings/element.smil", data: poisoned(smilText, [0xe1], at: "<audio"))
+        _ = dir.write("library/timings/attribute.smil", data: poisoned(smilText, [0xe1, 0x80], at: "clipBegin"))
+        _ = dir.write("library/timings/instruction.smil", data: Data("<?p".utf8) + Data([0xe1]) + Data(" x?>\n".utf8) + smil)
+        var poisoned: [String] = []
+        for timings in ["tiers.TextGrid", "intervals.TextGrid", "element.smil", "attribute.smil", "instruction.smil"] {
+            let name = "bad-" + timings.replacingOccurrences(of: ".", with: "-") + ".json"
+            dir.write(
+                "library/" + name,
+                #"{"sampleRate": 48000, "channels": 2, "clips": {"w": {"file": "\#(audio)", "timings": "timings/\#(timings)"}}, "chains": {"c": [{"clip": "w"}]}}"#)
+            poisoned.append(name)
+        }
+        // Nesting deep enough to exhaust a recursive parser's stack.
+        dir.write("library/bad-deep.json", String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000))
+        poisoned.append("bad-deep.json")
+        // Too big to be a lesson (read whole, it would be 17 MiB of daemon memory per request),
+        // and a FIFO, which a reader would wait on for ever.
+        dir.write("library/bad-huge.json", "{\"sampleRate\": 48000" + String(repeating: " ", count: 17 << 20) + "}")
+        poisoned.append("bad-huge.json")
+        #expect(mkfifo(library + "/bad-fifo.json", 0o600) == 0)
+        poisoned.append("bad-fifo.json")
+        return (library, poisoned)
+    }
+
+    /// Every poisoned lesson, asked for its cues and played, is one `error` event for that
+    /// request; a client subscribed meanwhile on another connection keeps its connection and is
+    /// answered after, and the daemon exits normally.
+    @Test func poisonedLessonsAreErrorsAndOtherClientsNoticeNothing() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (library, poisoned) = try Self.poisonedLibrary(dir)
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let bystander = try SocketClient(daemon.socket)
+        bystander.send(#"{"id": "w", "op": "subscribe", "playback": "next"}"#)
+        let attacker = try SocketClient(daemon.socket)
+        for (index, lesson) in poisoned.enumerated() {
+            for op in ["cues", "play"] {
+                attacker.send(#"{"id": "\#(op)-\#(index)", "op": "\#(op)", "lesson": "\#(lesson)", "chain": "c"}"#)
+                let events = try #require(attacker.events { $0.isTerminal }, "\(op) \(lesson): no answer; daemon: \(daemon.stderr)")
+                let last = try #require(events.last)
+                let message = last.fields["message"] as? String ?? ""
+                #expect(last.event == "error" && last.id == "\(op)-\(index)", "\(op) \(lesson): \(last.fields)")
+                #expect(!message.contains(dir.path), "\(message)")
+                print("\(op) \(lesson): \(message)")
+            }
+        }
+        #expect(daemon.process.isRunning, "the daemon died: \(daemon.stderr)")
+        // The bystander's connection is still up: it is answered on it.
+        bystander.send(#"{"id": "after", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+        let answer = try #require(bystander.events { $0.id == "after" && $0.isTerminal }, "the bystander was dropped")
+        #expect(answer.last?.event == "end", "\(answer.last?.fields ?? [:])")
+        #expect(!answer.contains { $0.id == "w" && $0.isTerminal }, "the subscription ended: \(answer.map(\.fields))")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// 1000 clients that each ask for a long cue sheet (`repeat` 50), or one in five to play it,
+    /// and close at once, from
+    /// four threads, while the daemon's threads and memory are read from /proc every 10 ms and
+    /// another client's request must be answered in time. Bounds: 64 threads, 256 MiB.
+    @Test func abandonedRequestStormStaysBounded() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let pid = daemon.process.processIdentifier
+        let requests = [
+            #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct", "repeat": 50}"#,
+            #"{"id": 1, "op": "play", "lesson": "sample.json", "chain": "correct", "repeat": 50}"#,
+        ]
+        // Before: how long a good request takes with nothing else going on.
+        let calm = try SocketClient(daemon.socket)
+        let calmStart = Date()
+        calm.send(#"{"id": "calm", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+        #expect(calm.events { $0.isTerminal }?.last?.event == "end")
+        let calmSeconds = Date().timeIntervalSince(calmStart)
+
+        final class Peak: @unchecked Sendable {
+            var threads = 0, rssKiB = 0, peakKiB = 0, samples = 0
+            var running = true
+            let lock = NSLock()
+        }
+        let peak = Peak()
+        let sampler = Thread {
+            while peak.lock.withLock({ peak.running }) {
+                if let size = ProcessSize(pid: pid) {
+                    peak.lock.withLock {
+                        peak.threads = max(peak.threads, size.threads)
+                        peak.rssKiB = max(peak.rssKiB, size.rssKiB)
+                        peak.peakKiB = max(peak.peakKiB, size.peakKiB)
+                        peak.samples += 1
+                    }
+                }
+                usleep(10_000)
+            }
+        }
+        sampler.start()
+        let started = Date()
+        let storm = DispatchGroup()
+        final class Count: @unchecked Sendable {
+            var value = 0
+            let lock = NSLock()
+        }
+        let refused = Count()
+        for _ in 0..<4 {
+            storm.enter()
+            Thread {
+                defer { storm.leave() }
+                for number in 0..<250 {
+                    guard let client = try? SocketClient(daemon.socket) else {
+                        refused.lock.withLock { refused.value += 1 }
+                        continue
+                    }
+                    client.send(requests[number % 5 == 4 ? 1 : 0])
+                    _ = client  // closed here, at once
+                }
+            }.start()
+        }
+        // In the middle of the storm, a good request.
+        usleep(300_000)
+        let good = try SocketClient(daemon.socket)
+        let goodStart = Date()
+        good.send(#"{"id": "good", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+        let answered = good.events(timeout: 30) { $0.isTerminal }
+        let goodSeconds = Date().timeIntervalSince(goodStart)
+        storm.wait()
+        let stormSeconds = Date().timeIntervalSince(started)
+        // The daemon settles: its preparations for the gone clients stop.
+        usleep(2_000_000)
+        peak.lock.withLock { peak.running = false }
+        let after = ProcessSize(pid: pid)
+        print(String(format: "storm of 1000 abandoning clients in %.1f s (%d refused at connect): peak %d threads, VmRSS %d MiB, VmHWM %d MiB over %d samples; good request %.2f s (alone %.2f s); after: %d threads",
+                     stormSeconds, refused.value, peak.threads, peak.rssKiB / 1024, peak.peakKiB / 1024, peak.samples, goodSeconds, calmSeconds, after?.threads ?? -1))
+        #expect(peak.samples >= 10)
+        #expect(peak.threads <= 64, "\(peak.threads) threads")
+        #expect(peak.peakKiB <= 256 * 1024, "VmHWM \(peak.peakKiB / 1024) MiB")
+        #expect(answered?.last?.event == "end", "\(answered?.last?.fields ?? [:])")
+        #expect(goodSeconds < 5, "the good request took \(goodSeconds) s")
+        #expect(daemon.process.isRunning)
+        // Still answering, and no preparation left running.
+        let later = try SocketClient(daemon.socket)
+        later.send(#"{"id": "later", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+        #expect(later.events { $0.isTerminal }?.last?.event == "end")
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        #expect(children.trimmingCharacters(in: .whitespaces).isEmpty, "loader children left: \(children)")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// Errors name lessons and their files by their path inside the library, on both transports:
+    /// never the library's absolute path, nor any other.
+    @Test func errorsNeverShowHostPaths() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let library = dir.file("library")
+        try FileManager.default.createDirectory(atPath: library + "/sub", withIntermediateDirectories: true)
+        let audio = Repo.path("Audio/fixtures/sentence.wav")
+        dir.write("library/sub/missing-audio.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "nowhere/a.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("library/sub/outside.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(dir.path)/elsewhere/b.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("library/sub/bad-timings.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(audio)", "timings": "t.json"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("library/sub/t.json", "{not json")
+        dir.write("library/broken.json", "{\"sampleRate\": ")
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let requests = [
+            #"{"id": "chain", "op": "cues", "lesson": "sub/missing-audio.json", "chain": "nope"}"#,
+            #"{"id": "activity", "op": "play", "lesson": "sub/missing-audio.json", "activity": "nope"}"#,
+            #"{"id": "audio", "op": "cues", "lesson": "sub/missing-audio.json", "chain": "c"}"#,
+            #"{"id": "audio-play", "op": "play", "lesson": "sub/missing-audio.json", "chain": "c"}"#,
+            #"{"id": "outside", "op": "cues", "lesson": "sub/outside.json", "chain": "c"}"#,
+            #"{"id": "timings", "op": "cues", "lesson": "sub/bad-timings.json", "chain": "c"}"#,
+            #"{"id": "broken", "op": "play", "lesson": "broken.json", "chain": "c"}"#,
+            #"{"id": "absent", "op": "cues", "lesson": "sub/none.json", "chain": "c"}"#,
+        ]
+        var transports: [(String, [ReceivedEvent])] = []
+        let socket = try SocketClient(daemon.socket)
+        var overSocket: [ReceivedEvent] = []
+        for request in requests {
+            socket.send(request)
+            overSocket += try #require(socket.events { $0.isTerminal })
+        }
+        transports.append(("unix", overSocket))
+        if Clients.havePythonWebSockets {
+            let result = try Clients.run(daemon, requests)
+            transports.append(("websocket", result.events))
+        }
+        for (transport, events) in transports {
+            let errors = Dictionary(events.filter { $0.event == "error" }.map { ($0.id, $0.fields["message"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+            #expect(errors.count == requests.count, "\(transport): \(errors)")
+            for (id, message) in errors {
+                #expect(!message.contains(dir.path) && !message.contains(library) && !message.contains(Repo.path("")), "\(transport) \(id): \(message)")
+                #expect(!message.contains("/tmp") && !message.contains("/work"), "\(transport) \(id): \(message)")
+            }
+            #expect(errors["chain"]?.hasPrefix("sub/missing-audio.json: ") == true, "\(errors["chain"] ?? "")")
+            #expect(errors["chain"]?.contains("nope") == true)
+            #expect(errors["activity"]?.hasPrefix("sub/missing-audio.json: ") == true, "\(errors["activity"] ?? "")")
+            #expect(errors["audio"]?.contains("sub/nowhere/a.wav") == true, "\(errors["audio"] ?? "")")
+            #expect(errors["audio-play"]?.contains("sub/nowhere/a.wav") == true, "\(errors["audio-play"] ?? "")")
+            #expect(errors["outside"]?.contains("b.wav") == true, "\(errors["outside"] ?? "")")
+            #expect(errors["timings"]?.contains("sub/t.json") == true, "\(errors["timings"] ?? "")")
+            #expect(errors["broken"]?.hasPrefix("broken.json: ") == true, "\(errors["broken"] ?? "")")
+            print("\(transport): \(errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: " | "))")
+        }
+    }
+}
