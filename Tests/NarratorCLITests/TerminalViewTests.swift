@@ -216,6 +216,31 @@ struct TerminalViewTests {
         #expect(Self.events(events).last?.type == "activityEnd")
     }
 
+    /// Ctrl-C while an answer is being typed: playback is canceled (status 130, "canceled" on
+    /// the status line), and the terminal's settings are put back.
+    @Test func ctrlCPutsTheTerminalBack() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.lesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let events = dir.file("events.jsonl")
+        let pane = try Pane(
+            dir, width: 60, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--activity", "a", "--events", events]))
+        defer { pane.close() }
+        #expect(Self.waitFor(10) { Self.events(events).contains { $0.type == "word" } })
+        try pane.type("ze")
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.hasSuffix("› ze") } ?? false }, "\((try? pane.screen()) ?? [])")
+        try pane.press("C-c")
+        #expect(Self.waitFor(10) { FileManager.default.fileExists(atPath: dir.file("after")) })
+        let screen = try pane.screen()
+        #expect(Self.statusLines(screen).count == 1 && Self.statusLines(screen)[0].contains("canceled"), "\(screen)")
+        #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "130\n")
+        let before = try String(contentsOfFile: dir.file("before"), encoding: .utf8)
+        #expect(before.count > 10 && (try? String(contentsOfFile: dir.file("after"), encoding: .utf8)) == before)
+        #expect(Self.events(events).last?.type == "canceled")
+    }
+
     /// A chain on a narrow terminal: its real length as the total (the last cue's frame),
     /// the words cut to fit around the one being heard, one status line at a time.
     @Test func chainOnANarrowTerminal() throws {
