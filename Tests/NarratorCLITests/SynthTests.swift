@@ -135,6 +135,8 @@ struct SynthTests {
             ("Dr. Smith's trip (really) \"went\" well — yes?", ["Dr", "Smith's", "trip", "really", "went", "well", "yes"]),
             ("I have 123 apples... and 3.14 pies; wait—no. 🙂 yes!", ["I", "have", "123", "apples", "and", "3.14", "pies", "wait—no", "🙂", "yes"]),
             ("Hello. Hello? Hello!", ["Hello", "Hello", "Hello"]),
+            ("🙂", ["🙂"]),
+            ("Mr. & Mrs. O'Neil's 1st—2nd—3rd!!! ¿Qué? «oui»", ["Mr", "&", "Mrs", "O'Neil's", "1st—2nd—3rd", "Qué", "oui"]),
             ("café, naïve & you: 'so' what?", ["café", "naïve", "&", "you", "so", "what"]),
         ]
         for (text, expected) in cases {
@@ -142,7 +144,7 @@ struct SynthTests {
             try #require(made.status == 0, "\(made.stderr)")
             let words = try Self.words(dir.file("s.json"))
             #expect(words.map(\.text) == expected, "\(text)")
-            #expect(made.stdout.contains(", \(expected.count) words →"), "\(made.stdout)")
+            #expect(made.stdout.contains(expected.count == 1 ? ", 1 word →" : ", \(expected.count) words →"), "\(made.stdout)")
             for (word, next) in zip(words, words.dropFirst()) { #expect(word.start < next.start && word.end <= next.start, "\(text): \(word.text)") }
         }
     }
@@ -158,6 +160,16 @@ struct SynthTests {
         let words = try Self.words(dir.file("s.json"))
         #expect(words.map(\.text) == ["Look", "on the", "mat", "it", "jumps", "in the", "park"])
         for (word, next) in zip(words, words.dropFirst()) { #expect(word.end <= next.start) }
+    }
+
+    /// A text with nothing espeak-ng says as a word, or nothing at all: one line, no files.
+    @Test(arguments: ["...", "—", " \t\n"])
+    func nothingToTimeGivesOneLineAndNoFiles(text: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json")])
+        #expect(made.status == 1 && made.stderr.hasPrefix("narrator: ") && made.stderr.filter { $0 == "\n" }.count == 1, "\(made.stderr)")
+        #expect(dir.contents().isEmpty, "\(dir.contents())")
     }
 
     @Test func unknownVoiceGivesOneLineAndNoFiles() throws {
