@@ -11,7 +11,8 @@ import Synchronization
 /// It writes with write(2) on stdout, never through stdio: stdio's locks are shared with the
 /// reader of stdin (a flush of every stream waits for the lock a blocked read holds), and the
 /// line is cut to the terminal's width, read at each redraw (a resize shows within 100 ms), so
-/// that it never wraps and every redraw replaces the last one.
+/// that it never wraps and every redraw replaces the last one (the cursor waits at the line's
+/// start, hidden, so that a terminal that rewraps on a resize leaves nothing behind).
 final class ReadAlong: Sendable {
     private let rate: Int
     /// The length of what plays (frames), when it is known before it plays: a chain, an
@@ -60,7 +61,13 @@ final class ReadAlong: Sendable {
             guard !state.finished else { return }
             switch event {
             case .start(let info):
-                if state.anchor == nil { startTicking() }
+                if state.anchor == nil {
+                    startTicking()
+                    // The cursor waits at the start of the status line, hidden (shown again
+                    // at the end, or at exit).
+                    atexit { Terminal.write(Terminal.showCursor) }
+                    Terminal.write(Terminal.hideCursor)
+                }
                 state.anchor = (0, info.firstFrameHeardTime)
                 let delay = info.measuredDelayFrames * 1000 / max(1, info.output.sampleRate)
                 Terminal.write("\r\u{1B}[2K" + Terminal.fit("playing on \(info.output.device) (\(info.output.sampleRate) Hz, delay \(delay) ms)") + "\n")
@@ -129,7 +136,7 @@ final class ReadAlong: Sendable {
             if state.stoppedAt == nil { state.stoppedAt = frame ?? state.anchor.map { _ in heardFrame(state) } }
             draw(state)
             state.finished = true
-            Terminal.write("\n")
+            Terminal.write("\n" + Terminal.showCursor)
         }
     }
 
@@ -148,7 +155,10 @@ final class ReadAlong: Sendable {
     private func draw(_ state: State) {
         guard !state.finished, state.anchor != nil else { return }
         let width = Terminal.width() ?? 80
-        Terminal.write("\r\u{1B}[2K" + Self.line(state, heard: heardFrame(state), rate: rate, total: total, width: width))
+        // From the start of the line, erase to the end of the screen, draw, and go back to the
+        // start: a terminal that rewraps its lines when made narrower (tmux, VTE, iTerm2)
+        // keeps the cursor on the first row of the old line, so the erase takes all of it.
+        Terminal.write("\r\u{1B}[J" + Self.line(state, heard: heardFrame(state), rate: rate, total: total, width: width) + "\r")
     }
 
     /// The status line for a terminal `width` columns wide: it uses at most `width - 1` (a
@@ -211,6 +221,9 @@ extension String {
 
 /// The terminal on stdout: its width, the columns text takes, and writes that bypass stdio.
 enum Terminal {
+    static let hideCursor = "\u{1B}[?25l"
+    static let showCursor = "\u{1B}[?25h"
+
     /// Columns of the terminal on stdout, read now (TIOCGWINSZ); nil when it is not one.
     static func width() -> Int? {
         var size = winsize()

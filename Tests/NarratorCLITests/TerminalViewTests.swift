@@ -14,7 +14,7 @@ struct TerminalViewTests {
     final class Pane {
         let socket: String
         let tmux: String
-        let width: Int
+        private(set) var width: Int
 
         init(_ dir: TempDir, width: Int, height: Int, script: String) throws {
             tmux = try #require(PulseTestServer.findExecutable("tmux"))
@@ -61,6 +61,12 @@ struct TerminalViewTests {
         func type(_ text: String) throws { _ = try run(tmux, ["-S", socket, "send-keys", "-t", "view", "-l", text]) }
         /// Presses a key by its tmux name (Enter, BSpace).
         func press(_ key: String) throws { _ = try run(tmux, ["-S", socket, "send-keys", "-t", "view", key]) }
+
+        /// Makes the terminal `columns` wide (the program gets SIGWINCH).
+        func resize(_ columns: Int) throws {
+            _ = try run(tmux, ["-S", socket, "resize-window", "-t", "view", "-x", String(columns)])
+            width = columns
+        }
 
         func close() { _ = try? run(tmux, ["-S", socket, "kill-server"]) }
     }
@@ -187,6 +193,14 @@ struct TerminalViewTests {
         #expect(cue("idlePrompt") == nil, "the test must look within the idle wait")
         for (shown, heard) in seen { #expect(abs(shown - heard) <= 0.25, "shown \(shown) s, heard \(heard) s: \(seen)") }
         #expect(seen[2].shown - seen[0].shown >= 0.6, "\(seen)")
+
+        // Narrower while it plays: the next redraws fit the new width, and nothing is left of
+        // the wider line (one status line on the screen).
+        try pane.resize(28)
+        Thread.sleep(forTimeInterval: 0.4)
+        let narrow = try shot("narrower")
+        #expect(narrow.screen.contains { $0.hasPrefix("[") && $0.count >= 20 }, "\(narrow.screen)")
+        try pane.resize(40)
 
         // Typing: shown in the answer field only; Backspace removes a character.
         try pane.type("zebx")
