@@ -72,7 +72,8 @@ struct TerminalViewTests {
     }
 
     /// A lesson whose prompt is seven words long, whose idle wait is 4 s of nothing and whose
-    /// right answer "zebra" plays 1.7 s of words.
+    /// right answer "zebra" plays 1.7 s of words; a tap while narration plays is an answer too
+    /// (so that a slow test still answers).
     static func lesson(_ dir: TempDir) throws -> String {
         let tone = dir.file("tone.wav")
         let made = try runTool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "0.3", "sine", "440", "vol", "0.5"])
@@ -87,7 +88,7 @@ struct TerminalViewTests {
                        "p1": {"file": "\(audio)/sight-words/part1.wav", "timings": "\(timings)/sight-words/part1.json"},
                        "p2": {"file": "\(audio)/sight-words/part2.wav", "timings": "\(timings)/sight-words/part2.json"}},
              "chains": {"prompt": [{"clip": "p1"}, {"clip": "p2"}], "idle": [{"clip": "tone"}], "yes": [{"clip": "p2"}], "no": [{"clip": "tone"}]},
-             "activities": {"a": {"idleSeconds": 4.0, "steps": [{"prompt": "prompt", "answer": "zebra", "idle": "idle", "correct": "yes", "wrong": ["no"]}]}}}
+             "activities": {"a": {"idleSeconds": 4.0, "taps": "interrupt", "steps": [{"prompt": "prompt", "answer": "zebra", "idle": "idle", "correct": "yes", "wrong": ["no"]}]}}}
             """)
     }
 
