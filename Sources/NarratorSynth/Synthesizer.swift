@@ -5,8 +5,9 @@ import NarratorCore
 import Synchronization
 
 /// Scratch narration through libespeak-ng: speech for a text, and each word's frames taken
-/// from espeak-ng's own word events (the sample at which it starts the word), so that lessons
-/// can be built and tested before the voice is recorded.
+/// from espeak-ng's own word events (the sample at which it starts the word, moved on to where
+/// the word's sound starts), so that lessons can be built and tested before the voice is
+/// recorded.
 public enum Synthesizer {
     public struct Speech: Sendable {
         /// Mono samples at `sampleRate`.
@@ -65,19 +66,21 @@ public enum Synthesizer {
 
         func speech(text: String, rate: Int) throws(NarratorError) -> Speech {
             let characters = Array(text.unicodeScalars)
+            let events = Synthesizer.wordStarts(starts, in: characters)
             var words: [WordTiming] = []
-            for (index, start) in starts.enumerated() {
-                // A word runs to where the next word event's text starts: espeak-ng speaks some
+            for (index, event) in events.enumerated() {
+                // A word runs from its token to the next word's token: espeak-ng speaks some
                 // pairs ("in the", "on the") as one word with one event, and they stay together
                 // rather than lose the second word.
-                let from = max(0, min(characters.count, start.position - 1))
-                let nextText = index + 1 < starts.count ? starts[index + 1].position - 1 : characters.count
-                let to = max(from, min(characters.count, max(nextText, from + start.length)))
-                var word = String(String.UnicodeScalarView(characters[from..<to]))
-                word = word.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
-                    .trimmingCharacters(in: .punctuationCharacters.union(.whitespacesAndNewlines))
-                let begin = min(start.sample, samples.count)
-                let next = min(index + 1 < starts.count ? starts[index + 1].sample : samples.count, samples.count)
+                let from = event.character
+                let to = index + 1 < events.count ? events[index + 1].character : characters.count
+                let spoken = String(String.UnicodeScalarView(characters[from..<to]))
+                    .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
+                let trimmed = spoken.trimmingCharacters(in: Synthesizer.sentencePunctuation)
+                // A word of punctuation only ("...") that espeak-ng says keeps its own text.
+                let word = trimmed.isEmpty ? spoken : trimmed
+                let next = min(index + 1 < events.count ? events[index + 1].sample : samples.count, samples.count)
+                let begin = Synthesizer.soundStart(samples, from: min(event.sample, samples.count), before: next)
                 // The word ends where its sound does: the last sample above the noise floor
                 // before the next word starts (espeak-ng's pauses belong to no word).
                 var end = next
@@ -87,6 +90,76 @@ public enum Synthesizer {
             guard !words.isEmpty else { throw NarratorError(file: "libespeak-ng", "reported no words") }
             return Speech(samples: samples.map { Float($0) / 32768 }, sampleRate: rate, words: words)
         }
+    }
+
+    /// What is trimmed from a word's ends: the punctuation around words in sentences and
+    /// quotations, not the symbols that are part of a word and said with it ("10%", "$5",
+    /// "&", "#1").
+    static let sentencePunctuation = CharacterSet(charactersIn: ".,;:!?¡¿…\"'“”‘’«»‹›()[]{}-‐‑‒–—―/").union(.whitespacesAndNewlines)
+
+    /// The word events that start a new word of the text, each with the first character of its
+    /// token (a run of non-whitespace) and its sample.
+    ///
+    /// espeak-ng sends more word events than the text has words, and not all point forward: a
+    /// number or a symbol read as several words ("123", "3.14", "7:30", "$5") gives one event
+    /// per spoken word inside one token; an emoji read as a phrase gives events pointing at the
+    /// space after it; and at the end of a clause it may send a zero-length event pointing back
+    /// at the clause's start ("… calling, so run fast!" ends with one at "calling,"). A timed
+    /// word is one or more whole tokens of the text, in order: an event starts a word only if
+    /// its position lies inside a token after the previous word's token, at a sample no
+    /// earlier than the previous word's. (A zero-length event can be a real word: "Wait—no"
+    /// starts with one, at the text's first character.)
+    static func wordStarts(_ events: [(sample: Int, position: Int, length: Int)], in characters: [Unicode.Scalar])
+        -> [(character: Int, sample: Int)]
+    {
+        // The token of each character: its index among the runs of non-whitespace, nil for
+        // whitespace.
+        var token: [Int?] = []
+        token.reserveCapacity(characters.count)
+        var count = 0
+        var inside = false
+        for character in characters {
+            if character.properties.isWhitespace {
+                token.append(nil)
+                inside = false
+            } else {
+                if !inside { count += 1 }
+                inside = true
+                token.append(count - 1)
+            }
+        }
+        var starts: [(character: Int, sample: Int)] = []
+        var lastToken = -1
+        var lastSample = 0
+        for event in events {
+            let at = event.position - 1
+            guard at >= 0, at < characters.count, let index = token[at], index > lastToken, event.sample >= lastSample else { continue }
+            var first = at
+            while first > 0, token[first - 1] == index { first -= 1 }
+            starts.append((first, event.sample))
+            lastToken = index
+            lastSample = event.sample
+        }
+        return starts
+    }
+
+    /// Where a word's sound starts: the first sample from `from` (its word event) on that is not
+    /// digital silence, before `limit` (the next word's event); `from` if there is none.
+    ///
+    /// espeak-ng places a word event where it starts the word's first phoneme, and before a
+    /// fricative, an affricate or a plosive that phoneme begins with exact zeros: 12 ms before
+    /// /s/, /f/, /ð/, /h/, 13 ms before /b/, /d/, /g/ after a pause, 32 ms before them within
+    /// speech, 49 ms before /p/, /t/, /k/, /tʃ/. For a stop that silence is its closure: a
+    /// listener cannot tell it from the pause before it, and the first thing heard of the
+    /// word is the burst, so the word starts at the burst. The test is exact zero because
+    /// that is what espeak-ng writes in pauses and closures (16-bit samples at its own rate,
+    /// before any resampling); its speech rises from zero past ±8 within one sample, so a
+    /// higher floor would move no silence-led start by more than 45 µs, while it could move a
+    /// word whose event lands on the quiet end of the previous word's sound.
+    static func soundStart(_ samples: [Int16], from: Int, before limit: Int) -> Int {
+        var index = from
+        while index < limit, samples[index] == 0 { index += 1 }
+        return index < limit ? index : from
     }
 
     /// espeak-ng's synth callback: a block of samples and the events inside it.

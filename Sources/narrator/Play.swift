@@ -14,7 +14,10 @@ struct Play: ParsableCommand {
             "t" (that, in seconds since playback started) and "delivered" (when it was handed over). Playback ends with exactly one terminal event: \
             the last "chainEnd" (marked "final": true), "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
             Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
-            the chain's words are shown, the one being heard highlighted.
+            the chain's words are shown, the one being heard highlighted, on one line that fits \
+            the terminal, with the time heard. An activity without --taps is answered live: each \
+            line on stdin is a tap (an answer, a sound's name, replay or close); typed at the \
+            terminal, it shows in the view and Enter sends it.
 
             Example:
               narrator play Timings/lessons/sample.json --chain correct --seed 7 --events events.jsonl
@@ -46,7 +49,7 @@ struct Play: ParsableCommand {
         try reportingErrors { () throws(NarratorError) in
             let live = chainOptions.activity != nil && chainOptions.taps == nil
             let prepared = try chainOptions.prepare(live: live)
-            let sink = try EventSink(path: events, schedule: prepared.schedule)
+            let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
             let playback: Playback
             do throws(PlaybackError) {
                 playback = try prepared.play(device: device, latencyMs: latency, realtime: realtime)
@@ -58,7 +61,8 @@ struct Play: ParsableCommand {
             defer { interrupts.restore() }
             // An activity without scripted taps is answered live: each line on stdin is a tap
             // (an answer, a sound's name, replay or close), heard the moment it is read.
-            if live { LineInput.forward { playback.tap($0) } }
+            let answers = live ? LiveAnswers.start(view: sink.display) { playback.tap($0) } : nil
+            defer { answers?.restore() }
             let verbose = verbose
             let done = DispatchSemaphore(value: 0)
             Task.detached {
@@ -93,20 +97,6 @@ struct Play: ParsableCommand {
 
 }
 
-/// Lines from stdin, read on a thread of their own and handed on as they come.
-enum LineInput {
-    static func forward(_ handle: @escaping @Sendable (String) -> Void) {
-        let thread = Thread {
-            while let line = readLine() {
-                let answer = line.trimmingCharacters(in: .whitespaces)
-                if !answer.isEmpty { handle(answer) }
-            }
-        }
-        thread.name = "narrator-input"
-        thread.start()
-    }
-}
-
 /// Ctrl-C and SIGTERM cancel playback (the device is dropped and closed, a `canceled` event
 /// ends the stream) instead of killing the process.
 final class Interrupts {
@@ -137,23 +127,26 @@ final class Interrupts {
 final class EventSink: @unchecked Sendable {
     private let handle: FileHandle?
     private let path: String?
-    private let display: ReadAlong?
+    /// The view on a terminal, when stdout is one.
+    let display: ReadAlong?
 
     private let lastCue: Cue?
 
-    init(path: String?, schedule: Schedule) throws(NarratorError) {
+    /// `live`: an activity answered live, whose length is not known before it plays.
+    init(path: String?, schedule: Schedule, live: Bool = false) throws(NarratorError) {
         self.path = path
         lastCue = schedule.cues.last
+        let total = live ? nil : schedule.cues.last?.frame
         if let path {
             guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
                 let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
                 throw NarratorError(file: path, "cannot write the events: \(FileProblem.describe(path: directory))")
             }
             self.handle = handle
-            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule) : nil
+            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total) : nil
         } else if isatty(STDOUT_FILENO) != 0 {
             handle = nil
-            display = ReadAlong(schedule: schedule)
+            display = ReadAlong(schedule: schedule, total: total)
         } else {
             handle = FileHandle.standardOutput
             display = nil
@@ -227,77 +220,4 @@ enum EventJSON {
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
-}
-
-/// For people at a terminal: the chain's words, the one being heard in red; pulses as they
-/// happen; a progress line.
-final class ReadAlong: @unchecked Sendable {
-    private let schedule: Schedule
-    private var words: [String] = []
-    private var current: Int?
-    private var note = ""
-    private var lastFrame = 0
-
-    init(schedule: Schedule) { self.schedule = schedule }
-
-    func show(_ event: PlaybackEvent) {
-        switch event {
-        case .start(let info):
-            print("playing on \(info.output.device) (\(info.output.sampleRate) Hz, delay \(info.measuredDelayFrames * 1000 / info.output.sampleRate) ms)")
-        case .cue(let cue, _, _):
-            lastFrame = cue.frame
-            switch cue.kind {
-            case .clipStart(let clip, _):
-                words = []
-                current = nil
-                note = clip
-            case .word(_, _, let text, _):
-                words.append(text)
-                current = words.count - 1
-            case .pulse(let target):
-                note = "● pulse \(target)"
-            case .clipEnd:
-                current = nil
-            case .chainEnd(let chain):
-                note = "end of \(chain)"
-            case .activity(let type, let fields):
-                switch (type, fields["target"]) {
-                case ("pulse", .string(let target)?): note = "● pulse \(target)"
-                case ("tap", _):
-                    if case .string(let answer)? = fields["answer"], case .string(let result)? = fields["result"] {
-                        note = "tap \(answer): \(result)"
-                    }
-                default: note = type
-                }
-            }
-            redraw()
-        case .underrun(let count, _):
-            note = "underrun \(count)"
-            redraw()
-        case .lateSwitch:
-            break
-        case .streamProblem(let problem, _):
-            note = problem.description
-            redraw()
-        case .canceled:
-            note = "canceled"
-            redraw()
-        case .error(let error, _, _):
-            note = error.description
-            redraw()
-        }
-    }
-
-    private func redraw() {
-        let text = words.enumerated().map { index, word in
-            index == current ? "\u{1B}[1;31m\(word)\u{1B}[0m" : word
-        }.joined(separator: " ")
-        let seconds = Double(lastFrame) / Double(schedule.sampleRate)
-        let total = Double(schedule.frames) / Double(schedule.sampleRate)
-        let progress = String(format: "%6.2f / %.2f s", seconds, total)
-        print("\r\u{1B}[2K[\(progress)] \(note)  \(text)", terminator: "")
-        fflush(nil)
-    }
-
-    func finish() { print("") }
 }

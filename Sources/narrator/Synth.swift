@@ -9,8 +9,9 @@ struct Synth: ParsableCommand {
         abstract: "Scratch narration: speak a text with libespeak-ng, with word timings from its word events.",
         discussion: """
             Writes the speech (mono, 16-bit WAV at --rate) and its word timings (by the extension: \
-            .json, .vtt, .srt or .smil), each word starting at the sample where espeak-ng starts it \
-            and ending where its sound ends, so that a lesson can be built and tested before the \
+            .json, .vtt, .srt or .smil), one timed word per word of the text (or per pair espeak-ng \
+            speaks as one), each starting where its sound starts (for a word that begins with a \
+            stop, at its burst) and ending where its sound ends, so that a lesson can be built and tested before the \
             voice is recorded.
 
             Example:
@@ -55,7 +56,7 @@ struct Synth: ParsableCommand {
                 writer.abandon()
                 throw error
             }
-            print("\(output): \(speech.samples.count) frames at \(speech.sampleRate) Hz, \(speech.words.count) words → \(timings)")
+            print("\(output): \(speech.samples.count) frames at \(speech.sampleRate) Hz, \(speech.words.count) word\(speech.words.count == 1 ? "" : "s") → \(timings)")
         }
     }
 }

@@ -30,23 +30,122 @@ struct SynthTests {
         #expect(try Self.words(dir.file("ours.json")).map(\.text) == ["one", "eleven", "nine", "and", "many", "onions"])
     }
 
-    /// Each word after a pause starts where its sound starts: the first sample above the noise
-    /// floor comes at most 0.5 ms after the word's start, and not before it (but for the
-    /// resampler's own ±2 frames: a 22.05 kHz sample lands between 48 kHz frames, and the
-    /// band-limited filter spreads it).
-    @Test func wordsStartWhereTheirSoundDoes() throws {
+    /// Every onset class, each word after a pause (a sentence or a clause each): vowels,
+    /// nasals, liquids and glides, fricatives voiced and voiceless, plosives voiced and
+    /// voiceless, affricates.
+    static let onsets = [
+        "Ants. Eels. Owls. Men. Nuts. Lions. Rain. Wolves. Yaks.",
+        "Vans. Zoos. Then. Fish. Seals. Sheep. Hens. Thin.",
+        "Bats, dogs, geese, pigs, tigers, kites, jam, cheap chips.",
+    ]
+
+    /// Where sound begins, read from a WAV by this test alone: the first sample above ±`floor`
+    /// after at least 5 ms at or below it (or the file's start).
+    static func onsets(_ samples: [Int16], rate: Int, floor: Int) -> [Int] {
+        let gap = rate / 200
+        var onsets: [Int] = []
+        var quiet = gap
+        for (index, sample) in samples.enumerated() {
+            if abs(Int(sample)) <= floor {
+                quiet += 1
+            } else {
+                if quiet >= gap { onsets.append(index) }
+                quiet = 0
+            }
+        }
+        return onsets
+    }
+
+    /// Each word after a pause starts where its sound begins, within 0.5 ms: for a stop after
+    /// its closure's silence (the burst), for a fricative after the silence espeak-ng puts
+    /// before it.
+    ///
+    /// Where sound begins is read from the WAV written, above ±16 (−66 dBFS) at espeak-ng's own
+    /// rate: its quietest word onsets pass ±16 within 0.1 ms of their first non-zero sample.
+    /// At 48 kHz it is read twice: from the WAV written, above ±32 (−60 dBFS), because the
+    /// resampler's band-limited filter rings before a burst as well as after it (its pre-echo
+    /// reaches ±28 up to 0.8 ms before a /g/'s burst, while the burst itself is hundreds); and
+    /// from what `espeak-ng -w` writes for the same text at its own rate, above ±16, at the
+    /// same time in 48 kHz frames.
+    @Test(arguments: [22050, 48000])
+    func wordsStartWhereTheirSoundDoes(rate: Int) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let made = try run(Repo.narrator, ["synth", Self.text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json")])
+        let tolerance = rate / 2000
+        for text in Self.onsets {
+            let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json"), "--rate", String(rate)])
+            try #require(made.status == 0, "\(made.stderr)")
+            let wav = try WAVFile(path: dir.file("s.wav"))
+            try #require(wav.sampleRate == rate)
+            var truths = [("WAV", Self.onsets(wav.int16Samples, rate: rate, floor: rate == 22050 ? 16 : 32))]
+            if rate != 22050 {
+                let peer = try runTool("espeak-ng", ["-v", "en", "-w", dir.file("peer.wav"), text])
+                try #require(peer.status == 0, "\(peer.stderr)")
+                let native = try WAVFile(path: dir.file("peer.wav"))
+                try #require(native.sampleRate == 22050)
+                truths.append(("espeak-ng -w", Self.onsets(native.int16Samples, rate: 22050, floor: 16).map { ($0 * rate + 11025) / 22050 }))
+            }
+            let words = try Self.words(dir.file("s.json"))
+            #expect(words.count == text.split(separator: " ").count, "\(words.map(\.text))")
+            for word in words {
+                let start = Int((word.start * Double(rate)).rounded())
+                for (name, onsets) in truths {
+                    let nearest = onsets.min { abs($0 - start) < abs($1 - start) } ?? -1
+                    #expect(abs(nearest - start) <= tolerance, "\(rate) Hz, \(word.text): starts at \(start), its sound at \(nearest) (\(name))")
+                }
+                #expect(word.end > word.start)
+            }
+        }
+    }
+
+    /// No word starts before its sound, in running speech too (the sentence: "then"
+    /// and "so" after a pause, "kite" and "calling" after a stop's closure): the first sample
+    /// above ±16 at or after each word's start comes within 0.5 ms.
+    @Test(arguments: [22050, 48000])
+    func noWordStartsBeforeItsSound(rate: Int) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let text = "Grab the blue kite, then wait. Now the wind is calling, so run fast!"
+        let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json"), "--rate", String(rate)])
         try #require(made.status == 0, "\(made.stderr)")
         let samples = try WAVFile(path: dir.file("s.wav")).int16Samples
         let words = try Self.words(dir.file("s.json"))
-        for word in words where ["one", "eleven", "nine", "and", "onions"].contains(word.text) {
-            let start = Int((word.start * 48000).rounded())
-            var onset = max(0, start - 2400)
-            while onset < samples.count, abs(Int(samples[onset])) <= 64 { onset += 1 }
-            #expect(onset - start >= -2 && onset - start <= 24, "\(word.text): starts at \(start), sound at \(onset)")
-            #expect(word.end > word.start)
+        try #require(words.count == 14)
+        for word in words {
+            let start = Int((word.start * Double(rate)).rounded())
+            var sound = start
+            while sound < samples.count, abs(Int(samples[sound])) <= 16 { sound += 1 }
+            #expect(sound - start <= rate / 2000, "\(rate) Hz, \(word.text): starts at \(start), its sound at \(sound)")
+        }
+    }
+
+    /// One timed word per word of the text, whatever espeak-ng's word events say: a number or
+    /// symbol read as several words ("123", "3.14", "7:30", "$5") stays one word; an emoji read
+    /// as a phrase is one word; a zero-length event pointing back at a clause's start (the end
+    /// of "…, so run fast!", "Dr.", "10%,") adds none; punctuation around words is not part of
+    /// them, and symbols said with a word stay in it.
+    @Test func oneTimedWordPerWordOfTheText() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cases: [(String, [String])] = [
+            ("Grab the blue kite, then wait. Now the wind is calling, so run fast!",
+             ["Grab", "the", "blue", "kite", "then", "wait", "Now", "the", "wind", "is", "calling", "so", "run", "fast"]),
+            ("the end, so", ["the", "end", "so"]),
+            ("It costs $5, or 10%, at 7:30.", ["It", "costs", "$5", "or", "10%", "at", "7:30"]),
+            ("Dr. Smith's trip (really) \"went\" well — yes?", ["Dr", "Smith's", "trip", "really", "went", "well", "yes"]),
+            ("I have 123 apples... and 3.14 pies; wait—no. 🙂 yes!", ["I", "have", "123", "apples", "and", "3.14", "pies", "wait—no", "🙂", "yes"]),
+            ("Hello. Hello? Hello!", ["Hello", "Hello", "Hello"]),
+            ("🙂", ["🙂"]),
+            ("Mr. & Mrs. O'Neil's 1st—2nd—3rd!!! ¿Qué? «oui»", ["Mr", "&", "Mrs", "O'Neil's", "1st—2nd—3rd", "Qué", "oui"]),
+            ("café, naïve & you: 'so' what?", ["café", "naïve", "&", "you", "so", "what"]),
+        ]
+        for (text, expected) in cases {
+            let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json"), "--rate", "22050"])
+            try #require(made.status == 0, "\(made.stderr)")
+            let words = try Self.words(dir.file("s.json"))
+            #expect(words.map(\.text) == expected, "\(text)")
+            #expect(made.stdout.contains(expected.count == 1 ? ", 1 word →" : ", \(expected.count) words →"), "\(made.stdout)")
+            for (word, next) in zip(words, words.dropFirst()) { #expect(word.start < next.start && word.end <= next.start, "\(text): \(word.text)") }
         }
     }
 
@@ -61,6 +160,16 @@ struct SynthTests {
         let words = try Self.words(dir.file("s.json"))
         #expect(words.map(\.text) == ["Look", "on the", "mat", "it", "jumps", "in the", "park"])
         for (word, next) in zip(words, words.dropFirst()) { #expect(word.end <= next.start) }
+    }
+
+    /// A text with nothing espeak-ng says as a word, or nothing at all: one line, no files.
+    @Test(arguments: ["...", "—", " \t\n"])
+    func nothingToTimeGivesOneLineAndNoFiles(text: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json")])
+        #expect(made.status == 1 && made.stderr.hasPrefix("narrator: ") && made.stderr.filter { $0 == "\n" }.count == 1, "\(made.stderr)")
+        #expect(dir.contents().isEmpty, "\(dir.contents())")
     }
 
     @Test func unknownVoiceGivesOneLineAndNoFiles() throws {
