@@ -14,7 +14,7 @@ PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|RealTimeTests|DaemonLiveTests
+LIVE_TESTS := LivePlaybackTests|RealTimeTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests
 
 .PHONY: deps build demo test bench fixtures clean
 
@@ -41,7 +41,7 @@ demo: build
 ## test: every test, unit and end to end (fixtures, sox, the CLI)
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip LivePlaybackTests --skip RealTimeTests --skip DaemonLiveTests
+	swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip '$(LIVE_TESTS)'
 	@echo "live playback tests, alone (they measure timing):"
 	@for try in 1 2 3; do \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(LIVE_TESTS)' && exit 0; \
