@@ -188,7 +188,8 @@ struct Cues: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            print(CueSheet.json(try chainOptions.schedule()), terminator: "")
+            // Written as it is made: a sheet of millions of cues is never one string.
+            CueSheet.write(try chainOptions.schedule()) { print($0, terminator: "") }
         }
     }
 }
