@@ -252,7 +252,7 @@ import Testing
             (["cues", activityLesson, "--activity", "sight-words", "--taps", "1e300:the"], "--taps: item 1 '1e300:the': seconds must be between 0 and 86400"),
             (["cues", activityLesson, "--activity", "sight-words", "--taps", "86400.001:the"], "--taps: item 1"),
             (["cues", activityLesson, "--activity", "sight-words", "--taps", "nan:the"], "--taps: item 1"),
-            (["cues", activityLesson, "--activity", "sight-words", "--taps", "-inf:the"], "--taps: item 1"),
+            (["cues", activityLesson, "--activity", "sight-words", "--taps=-inf:the"], "--taps: item 1"),
             (["cues", lesson, "--requests", "1e20:text:correct"], "--requests: item 1 '1e20:text:correct': seconds must be between 0 and 86400"),
             (["play", lesson, "--chain", "correct", "--latency", "1e30"], "--latency"),
             (["play", lesson, "--chain", "correct", "--latency", "99999999999999999999"], "--latency"),
