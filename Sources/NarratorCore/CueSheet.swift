@@ -55,52 +55,97 @@ extension Cue {
     /// or a backslash (nothing JSON escapes): the same bytes JSONEncoder writes, at a fraction of
     /// its cost, for cue sheets of millions of cues. Nil otherwise (JSONEncoder writes those).
     var plainLine: String? {
+        var bytes: [UInt8] = []
+        guard appendPlainLine(to: &bytes) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the hand-written line to `out`; false (and `out` unchanged) when JSONEncoder
+    /// must write it.
+    func appendPlainLine(to out: inout [UInt8]) -> Bool {
         func plain(_ text: String) -> Bool {
             text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        }
+        func raw(_ text: StaticString) {
+            out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
+        func string(_ text: String) {
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: text.utf8)
+            out.append(UInt8(ascii: "\""))
+        }
+        func number(_ value: Int) {
+            if value == 0 { out.append(UInt8(ascii: "0")); return }
+            if value == Int.min { out.append(contentsOf: String(value).utf8); return }
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            var magnitude = abs(value)
+            var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+                (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            var count = 0
+            withUnsafeMutableBytes(of: &digits) { buffer in
+                while magnitude > 0 {
+                    buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                    magnitude /= 10
+                    count += 1
+                }
+                for k in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[k]) }
+            }
         }
         // Keys in sorted order, as JSONEncoder's .sortedKeys writes them.
         switch kind {
         case .clipStart(let clip, let pool), .clipEnd(let clip, let pool):
-            guard plain(clip), pool.map(plain) ?? true else { return nil }
-            let poolMember = pool.map { ",\"pool\":\"\($0)\"" } ?? ""
-            return "{\"clip\":\"\(clip)\",\"frame\":\(frame)\(poolMember),\"type\":\"\(type)\"}"
+            guard plain(clip), pool.map(plain) ?? true else { return false }
+            raw("{\"clip\":"); string(clip)
+            raw(",\"frame\":"); number(frame)
+            if let pool { raw(",\"pool\":"); string(pool) }
+            if case .clipStart = kind { raw(",\"type\":\"clipStart\"}") } else { raw(",\"type\":\"clipEnd\"}") }
         case .word(let clip, let index, let text, let endFrame):
-            guard plain(clip), plain(text) else { return nil }
-            return "{\"clip\":\"\(clip)\",\"endFrame\":\(endFrame),\"frame\":\(frame),\"index\":\(index),\"text\":\"\(text)\",\"type\":\"word\"}"
+            guard plain(clip), plain(text) else { return false }
+            raw("{\"clip\":"); string(clip)
+            raw(",\"endFrame\":"); number(endFrame)
+            raw(",\"frame\":"); number(frame)
+            raw(",\"index\":"); number(index)
+            raw(",\"text\":"); string(text)
+            raw(",\"type\":\"word\"}")
         case .pulse(let target):
-            guard plain(target) else { return nil }
-            return "{\"frame\":\(frame),\"target\":\"\(target)\",\"type\":\"pulse\"}"
+            guard plain(target) else { return false }
+            raw("{\"frame\":"); number(frame)
+            raw(",\"target\":"); string(target)
+            raw(",\"type\":\"pulse\"}")
         case .chainEnd(let chain):
-            guard plain(chain) else { return nil }
-            return "{\"chain\":\"\(chain)\",\"frame\":\(frame),\"type\":\"chainEnd\"}"
+            guard plain(chain) else { return false }
+            raw("{\"chain\":"); string(chain)
+            raw(",\"frame\":"); number(frame)
+            raw(",\"type\":\"chainEnd\"}")
         case .activity:
-            return nil
+            return false
         }
+        return true
     }
 }
 
 /// The cue sheet: `{"sampleRate", "channels", "frames", "cues": [...]}` with one cue a line.
 public enum CueSheet {
     public static func json(_ schedule: Schedule) -> String {
-        var all = ""
-        write(schedule) { all += $0 }
-        return all
+        var all: [UInt8] = []
+        write(schedule) { all.append(contentsOf: $0) }
+        return String(decoding: all, as: UTF8.self)
     }
 
-    /// The same text in pieces of about 64 KiB, for `output` to write as they come: a sheet of
-    /// millions of cues is never held whole in memory.
-    public static func write(_ schedule: Schedule, to output: (String) -> Void) {
-        var text = "{\"sampleRate\": \(schedule.sampleRate), \"channels\": \(schedule.channels), "
-        text += "\"frames\": \(schedule.frames), \"cues\": ["
+    /// The same text as UTF-8 in pieces of about 64 KiB, for `output` to write as they come: a
+    /// sheet of millions of cues is never held whole in memory.
+    public static func write(_ schedule: Schedule, to output: ([UInt8]) -> Void) {
+        var text = Array("{\"sampleRate\": \(schedule.sampleRate), \"channels\": \(schedule.channels), \"frames\": \(schedule.frames), \"cues\": [".utf8)
+        text.reserveCapacity(1 << 17)
         for (index, cue) in schedule.cues.enumerated() {
-            text += index == 0 ? "\n  " : ",\n  "
-            text += cue.jsonLine
-            if text.utf8.count >= 1 << 16 {
+            text.append(contentsOf: index == 0 ? [0x0A, 0x20, 0x20] : [0x2C, 0x0A, 0x20, 0x20])
+            if !cue.appendPlainLine(to: &text) { text.append(contentsOf: cue.jsonLine.utf8) }
+            if text.count >= 1 << 16 {
                 output(text)
-                text = ""
+                text.removeAll(keepingCapacity: true)
             }
         }
-        text += schedule.cues.isEmpty ? "]}\n" : "\n]}\n"
+        text.append(contentsOf: (schedule.cues.isEmpty ? "]}\n" : "\n]}\n").utf8)
         output(text)
     }
 }

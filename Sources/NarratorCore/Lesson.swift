@@ -128,8 +128,14 @@ public struct Lesson: Sendable {
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
+        // Resolved once per distinct path: a million clips of one file resolve it once.
+        var resolved: [String: String] = [:]
         func resolve(_ relative: String) -> String {
-            relative.hasPrefix("/") ? relative : directory.appendingPathComponent(relative).path
+            if relative.hasPrefix("/") { return relative }
+            if let path = resolved[relative] { return path }
+            let path = directory.appendingPathComponent(relative).path
+            resolved[relative] = path
+            return path
         }
 
         var clips: [String: ClipSpec] = [:]

@@ -189,7 +189,8 @@ struct Cues: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
             // Written as it is made: a sheet of millions of cues is never one string.
-            CueSheet.write(try chainOptions.schedule()) { print($0, terminator: "") }
+            let schedule = try chainOptions.schedule()
+            CueSheet.write(schedule) { FileHandle.standardOutput.write(Data($0)) }
         }
     }
 }
