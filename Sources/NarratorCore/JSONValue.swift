@@ -431,7 +431,7 @@ private struct JSONParser {
 
     /// The length of the well-formed UTF-8 sequence at `at` (RFC 3629: no overlong forms, no
     /// surrogates, nothing past U+10FFFF), or nil.
-    func utf8Length(at at: Int) -> Int? {
+    func utf8Length(at: Int) -> Int? {
         let lead = bytes[at]
         let length: Int
         var low: UInt8 = 0x80
