@@ -28,6 +28,8 @@ public struct Activity: Sendable, Equatable {
     /// What a tap does while narration plays (a prompt, an idle prompt, wrong-answer feedback).
     /// Taps during the right answer's feedback are always ignored.
     public let taps: TapPolicy
+    /// The intro was written as one chain's id, not as an object of chains by state.
+    var introIsOneChain = false
 
     public enum TapPolicy: String, Sendable, Equatable {
         /// The tap is noted and has no effect.
@@ -53,33 +55,59 @@ public struct Activity: Sendable, Equatable {
     public struct Feedback: Sendable, Equatable {
         public let chain: String
         public let pulse: [String]
+        /// Written as `{"chain": …}` rather than as the chain's id: where its chain's key is.
+        var chainKey = false
+
+        public init(chain: String, pulse: [String]) {
+            self.chain = chain
+            self.pulse = pulse
+        }
+
+        public static func == (a: Feedback, b: Feedback) -> Bool { a.chain == b.chain && a.pulse == b.pulse }
     }
 
-    /// Every chain the activity can play.
+    /// Every chain the activity can play, each once, in the order `firstChain` visits them.
     public var chainIDs: [String] {
         var ids: [String] = []
-        func add(_ id: String?) { if let id, !ids.contains(id) { ids.append(id) } }
-        for key in intro.keys.sorted() { add(intro[key]) }
-        for key in sounds.keys.sorted() { add(sounds[key]) }
-        for step in steps {
-            add(step.prompt)
-            add(step.idle?.chain)
-            add(step.correct.chain)
-            for wrong in step.wrong { add(wrong.chain) }
+        var seen: Set<String> = []
+        _ = firstChain { id in
+            if seen.insert(id).inserted { ids.append(id) }
+            return false
         }
-        add(final)
         return ids
+    }
+
+    /// The first chain reference (in intro, sounds, steps, final order) that `matches`, with
+    /// its key path inside the activity (`steps[1].correct`, `steps[0].wrong[2].chain`).
+    func firstChain(where matches: (String) -> Bool) -> (chain: String, place: String)? {
+        for key in intro.keys.sorted() where matches(intro[key]!) {
+            return (intro[key]!, intro.count == 1 && key == "default" && introIsOneChain ? "intro" : "intro.\(key)")
+        }
+        for key in sounds.keys.sorted() where matches(sounds[key]!) { return (sounds[key]!, "sounds.\(key)") }
+        func place(_ feedback: Feedback, _ key: String) -> String { feedback.chainKey ? "\(key).chain" : key }
+        for (index, step) in steps.enumerated() {
+            if let prompt = step.prompt, matches(prompt) { return (prompt, "steps[\(index)].prompt") }
+            if let idle = step.idle, matches(idle.chain) { return (idle.chain, place(idle, "steps[\(index)].idle")) }
+            if matches(step.correct.chain) { return (step.correct.chain, place(step.correct, "steps[\(index)].correct")) }
+            for (attempt, wrong) in step.wrong.enumerated() where matches(wrong.chain) {
+                return (wrong.chain, place(wrong, "steps[\(index)].wrong[\(attempt)]"))
+            }
+        }
+        if let final, matches(final) { return (final, "final") }
+        return nil
     }
 
     /// The idle wait when neither the activity nor the step says: the product documents' 4 s.
     public static let defaultIdleSeconds = 4.0
 
     static func parse(_ cursor: JSONCursor, id: String, rate: Int) throws(NarratorError) -> Activity {
-        let fields = try cursor.object(allowing: ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony"])
+        let fields = try cursor.object(allowing: Lesson.Keys.activity)
         var intro: [String: String] = [:]
+        var introIsOneChain = false
         if let introCursor = fields["intro"] {
             if case .string(let chain) = introCursor.value {
                 intro = ["default": chain]
+                introIsOneChain = true
             } else {
                 guard case .object = introCursor.value else { throw introCursor.fail("expected a chain id, or an object of chains by state") }
                 for (state, chain) in try introCursor.object() { intro[state] = try chain.string() }
@@ -87,7 +115,9 @@ public struct Activity: Sendable, Equatable {
             }
         }
         var sounds: [String: String] = [:]
-        for (name, chain) in try fields["sounds"]?.object() ?? [:] { sounds[name] = try chain.string() }
+        if let soundsCursor = fields["sounds"] {
+            for (name, chain) in try soundsCursor.object() { sounds[name] = try chain.string() }
+        }
         let polyphony = try fields["polyphony"]?.integer(in: 1...16) ?? 2
         let taps: TapPolicy
         if let tapsCursor = fields["taps"] {
@@ -99,9 +129,11 @@ public struct Activity: Sendable, Equatable {
         }
         let defaultIdle = try fields["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) }
             ?? Frames.from(seconds: defaultIdleSeconds, rate: rate)!
+        let stepCursors = try fields["steps"]?.array()
         var steps: [Step] = []
-        for stepCursor in try fields["steps"]?.array() ?? [] {
-            let step = try stepCursor.object(allowing: ["prompt", "answer", "idle", "idleSeconds", "correct", "wrong"])
+        steps.reserveCapacity(stepCursors?.count ?? 0)
+        for stepCursor in stepCursors ?? JSONCursor.Items() {
+            let step = try stepCursor.object(allowing: Lesson.Keys.step)
             let wrongCursor = try step.required("wrong", in: stepCursor)
             let wrong = try wrongCursor.array().map { c throws(NarratorError) in try feedback(c) }
             if wrong.isEmpty { throw wrongCursor.fail("needs at least one feedback for a wrong answer") }
@@ -115,7 +147,8 @@ public struct Activity: Sendable, Equatable {
                     wrong: wrong))
         }
         let final = try fields["final"].map { c throws(NarratorError) in try c.string() }
-        let answers = Set(steps.map(\.answer))
+        var answers: Set<String> = []
+        for step in steps { answers.insert(step.answer) }
         for name in sounds.keys.sorted() where name == Tap.replay || name == Tap.close || answers.contains(name) {
             throw fields["sounds"]!.fail("'\(name)' is \(answers.contains(name) ? "an answer" : "an app request"): a sound needs another name")
         }
@@ -123,15 +156,22 @@ public struct Activity: Sendable, Equatable {
             throw cursor.fail("an activity plays something: give it an intro, steps or a final")
         }
         return Activity(
-            id: id, intro: intro, steps: steps, sounds: sounds, polyphony: polyphony, final: final, taps: taps)
+            id: id, intro: intro, steps: steps, sounds: sounds, polyphony: polyphony, final: final, taps: taps,
+            introIsOneChain: introIsOneChain)
     }
 
     /// A chain id, or `{"chain": id, "pulse": [targets]}`.
     private static func feedback(_ cursor: JSONCursor) throws(NarratorError) -> Feedback {
         if case .string(let chain) = cursor.value { return Feedback(chain: chain, pulse: []) }
-        let fields = try cursor.object(allowing: ["chain", "pulse"])
-        let pulse = try fields["pulse"].map { c throws(NarratorError) in try c.array().map { t throws(NarratorError) in try t.string() } } ?? []
-        return Feedback(chain: try fields.required("chain", in: cursor).string(), pulse: pulse)
+        let fields = try cursor.object(allowing: Lesson.Keys.feedback)
+        var pulse: [String] = []
+        if let targets = try fields["pulse"]?.array() {
+            pulse.reserveCapacity(targets.count)
+            for target in targets { pulse.append(try target.string()) }
+        }
+        var feedback = Feedback(chain: try fields.required("chain", in: cursor).string(), pulse: pulse)
+        feedback.chainKey = true
+        return feedback
     }
 
     private static func idleFrames(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Int {

@@ -43,7 +43,9 @@ public struct StreamedFile: Sendable, Hashable {
 /// Where a clip's samples come from.
 public enum ClipSource: Sendable {
     case memory(AudioBuffer)
-    case stream(StreamedFile)
+    /// Boxed, so that a source (and every voice placed on a timeline) is one pointer wide: a
+    /// schedule of a million voices takes 40 MB less.
+    indirect case stream(StreamedFile)
 
     public var channels: Int {
         switch self {

@@ -94,6 +94,20 @@ public struct Lesson: Sendable {
         case music(String)
     }
 
+    /// The keys each object of a lesson may have (made once: a chain of a million items checks
+    /// a million objects against them).
+    enum Keys {
+        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking"]
+        static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
+        static let sprites: Set<String> = ["map", "file", "bus"]
+        static let pool: Set<String> = ["clips", "noRepeat"]
+        static let ducking: Set<String> = ["gain", "attack", "release"]
+        static let item: Set<String> = ["clip", "pool", "silence", "pulse", "music"]
+        static let activity: Set<String> = ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony"]
+        static let step: Set<String> = ["prompt", "answer", "idle", "idleSeconds", "correct", "wrong"]
+        static let feedback: Set<String> = ["chain", "pulse"]
+    }
+
     /// The longest silence item, in seconds.
     public static let maxSilenceSeconds: Double = 3600
 
@@ -110,23 +124,28 @@ public struct Lesson: Sendable {
     /// Parses lesson JSON; `directory` is where relative paths start.
     public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
         let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let top = try root.object(allowing: ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking"])
+        let top = try root.object(allowing: Keys.lesson)
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
+        // Resolved once per distinct path: a million clips of one file resolve it once.
+        var resolved: [String: String] = [:]
         func resolve(_ relative: String) -> String {
-            relative.hasPrefix("/") ? relative : directory.appendingPathComponent(relative).path
+            if relative.hasPrefix("/") { return relative }
+            if let path = resolved[relative] { return path }
+            let path = directory.appendingPathComponent(relative).path
+            resolved[relative] = path
+            return path
         }
 
         var clips: [String: ClipSpec] = [:]
         for (id, entry) in try top.required("clips", in: root).object() {
-            let fields = try entry.object(allowing: ["file", "timings", "start", "end", "bus", "markers", "transcript"])
+            let fields = try entry.object(allowing: Keys.clip)
             let bus = try fields["bus"].map { c throws(NarratorError) in try parseBus(c) } ?? .voice
             let file = try fields.required("file", in: entry).string()
             let timings = try fields["timings"].map { c throws(NarratorError) in try c.string() }
-            let start = try fields["start"].map { c throws(NarratorError) in try c.number() }
-            let end = try fields["end"].map { c throws(NarratorError) in try c.number() }
-            if let start, start < 0 { throw fields["start"]!.fail("must not be negative") }
+            let start = try fields["start"].map { c throws(NarratorError) in try regionSeconds(c) }
+            let end = try fields["end"].map { c throws(NarratorError) in try regionSeconds(c) }
             if let end, end <= (start ?? 0) { throw fields["end"]!.fail("must be after start") }
             var markers: MarkerUse?
             if let markersCursor = fields["markers"] {
@@ -144,7 +163,7 @@ public struct Lesson: Sendable {
 
         if let spritesCursor = top["sprites"] {
             for (prefix, entry) in try spritesCursor.object() {
-                let fields = try entry.object(allowing: ["map", "file", "bus"])
+                let fields = try entry.object(allowing: Keys.sprites)
                 let mapCursor = try fields.required("map", in: entry)
                 let map = try SpriteMap.load(path: resolve(try mapCursor.string()))
                 let file: String
@@ -163,12 +182,15 @@ public struct Lesson: Sendable {
         var pools: [String: Pool] = [:]
         if let poolsCursor = top["pools"] {
             for (id, entry) in try poolsCursor.object() {
-                let fields = try entry.object(allowing: ["clips", "noRepeat"])
+                let fields = try entry.object(allowing: Keys.pool)
                 let members = try fields.required("clips", in: entry)
+                let items = try members.array()
                 var ids: [String] = []
-                for member in try members.array() {
+                ids.reserveCapacity(items.count)
+                var listed: Set<String> = []
+                for member in items {
                     let clip = try member.string()
-                    guard !ids.contains(clip) else { throw member.fail("clip '\(clip)' listed twice") }
+                    guard listed.insert(clip).inserted else { throw member.fail("clip '\(clip)' listed twice") }
                     ids.append(clip)
                 }
                 if ids.isEmpty { throw members.fail("empty pool: it needs at least one clip") }
@@ -179,8 +201,10 @@ public struct Lesson: Sendable {
 
         var chains: [String: [ChainItem]] = [:]
         for (id, entry) in try top.required("chains", in: root).object() {
+            let cursors = try entry.array()
             var items: [ChainItem] = []
-            for itemCursor in try entry.array() {
+            items.reserveCapacity(cursors.count)
+            for itemCursor in cursors {
                 items.append(try parseItem(itemCursor, rate: sampleRate))
             }
             chains[id] = items
@@ -188,7 +212,7 @@ public struct Lesson: Sendable {
 
         var ducking = Ducking.standard(rate: sampleRate)
         if let duckingCursor = top["ducking"] {
-            let fields = try duckingCursor.object(allowing: ["gain", "attack", "release"])
+            let fields = try duckingCursor.object(allowing: Keys.ducking)
             let standard = ducking
             func seconds(_ key: String, _ fallback: Int) throws(NarratorError) -> Int {
                 guard let cursor = fields[key] else { return fallback }
@@ -221,13 +245,25 @@ public struct Lesson: Sendable {
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking)
     }
 
+    /// The longest a clip's region may reach into its file, in seconds (a day).
+    public static let maxRegionSeconds: Double = 86400
+
+    /// A clip region's `start` or `end`: seconds in 0...maxRegionSeconds.
+    private static func regionSeconds(_ cursor: JSONCursor) throws(NarratorError) -> Double {
+        let seconds = try cursor.number()
+        guard seconds >= 0, seconds <= maxRegionSeconds else {
+            throw cursor.fail("expected seconds between 0 and \(Int(maxRegionSeconds)) (a day), got \(JSONCursor.describe(seconds))")
+        }
+        return seconds
+    }
+
     private static func parseBus(_ cursor: JSONCursor) throws(NarratorError) -> Bus {
         guard let bus = Bus(rawValue: try cursor.string()) else { throw cursor.fail("expected \"voice\", \"sfx\" or \"music\"") }
         return bus
     }
 
     private static func parseItem(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> ChainItem {
-        let fields = try cursor.object(allowing: ["clip", "pool", "silence", "pulse", "music"])
+        let fields = try cursor.object(allowing: Keys.item)
         guard fields.count == 1, let (key, value) = fields.first else {
             throw cursor.fail("a chain item has exactly one of: clip, pool, silence, pulse, music")
         }
@@ -245,7 +281,10 @@ public struct Lesson: Sendable {
             }
             return .silence(frames: frames)
         default:
-            let targets = try value.array().map { c throws(NarratorError) in try c.string() }
+            let targetCursors = try value.array()
+            var targets: [String] = []
+            targets.reserveCapacity(targetCursors.count)
+            for target in targetCursors { targets.append(try target.string()) }
             if targets.isEmpty { throw value.fail("a pulse names at least one target") }
             return .pulse(targets: targets)
         }
@@ -254,22 +293,28 @@ public struct Lesson: Sendable {
     /// The chain `id`, or an error naming the lesson and the missing key.
     public func chain(_ id: String) throws(NarratorError) -> [ChainItem] {
         guard let chain = chains[id] else {
-            let known = chains.keys.sorted().joined(separator: ", ")
-            throw NarratorError(file: path, place: "chains.\(id)", "unknown chain (the lesson has: \(known))")
+            throw NarratorError(file: path, place: "chains.\(id)", "unknown chain (the lesson has: \(Self.list(chains.keys)))")
         }
         return chain
     }
 
-    /// The activity `id`, with every chain it names checked to exist.
+    /// The activity `id`, with every chain it names checked to exist: an unknown one is named
+    /// by its key path (`activities.x.steps[1].correct`).
     public func activity(_ id: String) throws(NarratorError) -> Activity {
         guard let activity = activities[id] else {
-            let known = activities.keys.sorted().joined(separator: ", ")
-            throw NarratorError(file: path, place: "activities.\(id)", "unknown activity (the lesson has: \(known.isEmpty ? "none" : known))")
+            throw NarratorError(file: path, place: "activities.\(id)", "unknown activity (the lesson has: \(Self.list(activities.keys)))")
         }
-        for chain in activity.chainIDs where chains[chain] == nil {
-            throw NarratorError(file: path, place: "activities.\(id)", "unknown chain '\(chain)'")
+        if let (chain, place) = activity.firstChain(where: { chains[$0] == nil }) {
+            throw NarratorError(file: path, place: "activities.\(id).\(place)", "unknown chain '\(chain)'")
         }
         return activity
+    }
+
+    /// Names for a one-line message: sorted, at most 20, then how many more.
+    static func list(_ names: some Collection<String>) -> String {
+        if names.isEmpty { return "none" }
+        let shown = names.sorted().prefix(20).joined(separator: ", ")
+        return names.count > 20 ? "\(shown) and \(names.count - 20) more" : shown
     }
 
     /// Every clip chain `id` can play: its clips and all members of its pools, in chain order.
@@ -280,8 +325,9 @@ public struct Lesson: Sendable {
         let items = try chain(id)
         var seen: Set<String> = []
         var ids: [String] = []
-        func add(_ clip: String, place: String) throws(NarratorError) {
-            guard clips[clip] != nil else { throw NarratorError(file: path, place: place, "unknown clip '\(clip)'") }
+        var poolsSeen: Set<String> = []
+        func add(_ clip: String, place: @autoclosure () -> String) throws(NarratorError) {
+            guard clips[clip] != nil else { throw NarratorError(file: path, place: place(), "unknown clip '\(clip)'") }
             if seen.insert(clip).inserted { ids.append(clip) }
         }
         for (index, item) in items.enumerated() {
@@ -294,6 +340,8 @@ public struct Lesson: Sendable {
                 guard let pool = pools[poolID] else {
                     throw NarratorError(file: path, place: "chains.\(id)[\(index)].pool", "unknown pool '\(poolID)'")
                 }
+                // A pool drawn from a million times is checked once.
+                guard poolsSeen.insert(poolID).inserted else { continue }
                 for (member, clip) in pool.clips.enumerated() {
                     try add(clip, place: "pools.\(poolID).clips[\(member)]")
                 }

@@ -27,6 +27,21 @@ public struct Cue: Sendable, Equatable {
         self.kind = kind
     }
 
+    /// `cues` sorted by frame, ties in their given order. Generation is nearly in order already
+    /// (a clip's pulses follow its words, music ends follow the chain), so an ordered list is
+    /// returned as it is (one pass), and otherwise sorted stably.
+    static func ordered(_ cues: [Cue]) -> [Cue] {
+        var inOrder = true
+        for k in cues.indices.dropFirst() where cues[k].frame < cues[k - 1].frame {
+            inOrder = false
+            break
+        }
+        if inOrder { return cues }
+        return cues.enumerated().sorted { a, b in
+            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
+        }.map(\.element)
+    }
+
     /// The same cue `frames` later (a word's end too).
     public func shifted(by frames: Int) -> Cue {
         var cue = self
@@ -105,19 +120,89 @@ extension Schedule {
 
 /// Pool draws for one session: seeded, and never repeating any of a pool's last `noRepeat`
 /// picks across every chain the session plays.
+///
+/// A draw picks uniformly among the pool's clips (in pool order) that are not among its last
+/// `noRepeat` picks. That choice is kept in a Fenwick tree of the clips still allowed, so a
+/// draw costs O(log n) however large the pool and its `noRepeat`: a million draws from a pool
+/// of a million clips stay linear.
 public struct PoolDraws: Sendable {
     private var generator: SeededGenerator
-    private var history: [String: [String]] = [:]
+    private var pools: [String: PoolState] = [:]
 
     public init(seed: UInt64) { generator = SeededGenerator(seed: seed) }
 
     public mutating func draw(from pool: Lesson.Pool) -> String {
-        let recent = history[pool.id, default: []].suffix(pool.noRepeat)
-        let candidates = pool.clips.filter { !recent.contains($0) }
-        let pick = candidates[Int.random(in: 0..<candidates.count, using: &generator)]
-        history[pool.id, default: []].append(pick)
-        if history[pool.id]!.count > pool.noRepeat { history[pool.id]!.removeFirst() }
-        return pick
+        var state = pools.removeValue(forKey: pool.id) ?? PoolState(count: pool.clips.count)
+        let pick = Int.random(in: 0..<(pool.clips.count - state.recent.count), using: &generator)
+        let position = state.allowed(pick)
+        state.forbid(position)
+        state.recent.append(position)
+        if state.recent.count > pool.noRepeat { state.allow(state.recent.removeFirst()) }
+        pools[pool.id] = state
+        return pool.clips[position]
+    }
+
+    /// One pool's clips still allowed (a Fenwick tree of 0/1 by position) and its recent picks.
+    private struct PoolState: Sendable {
+        /// 1-based: `tree[k]` sums the allowed flags of positions (k − lowbit(k), k].
+        var tree: [Int]
+        var recent = Ring()
+
+        init(count: Int) {
+            tree = [Int](repeating: 0, count: count + 1)
+            for k in stride(from: 1, through: count, by: 1) {
+                tree[k] += 1
+                let parent = k + (k & -k)
+                if parent <= count { tree[parent] += tree[k] }
+            }
+        }
+
+        mutating func add(_ position: Int, _ delta: Int) {
+            var k = position + 1
+            while k < tree.count {
+                tree[k] += delta
+                k += k & -k
+            }
+        }
+
+        mutating func forbid(_ position: Int) { add(position, -1) }
+        mutating func allow(_ position: Int) { add(position, 1) }
+
+        /// The position of the `index`-th allowed clip (from 0), in pool order.
+        func allowed(_ index: Int) -> Int {
+            var position = 0
+            var remaining = index + 1
+            var step = 1
+            while step * 2 < tree.count { step *= 2 }
+            while step > 0 {
+                if position + step < tree.count, tree[position + step] < remaining {
+                    position += step
+                    remaining -= tree[position]
+                }
+                step /= 2
+            }
+            return position
+        }
+    }
+
+    /// A first-in first-out queue of positions with O(1) removal at the front.
+    private struct Ring: Sendable {
+        private var items: [Int] = []
+        private var head = 0
+        var count: Int { items.count - head }
+
+        mutating func append(_ item: Int) { items.append(item) }
+
+        mutating func removeFirst() -> Int {
+            let item = items[head]
+            head += 1
+            // Drop the consumed front once it is half the storage: amortised O(1).
+            if head > 32, head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            return item
+        }
     }
 }
 
@@ -135,6 +220,8 @@ public enum Scheduler {
         var voices: [Voice] = []
         var cues: [Cue] = []
         var frame = 0
+        voices.reserveCapacity(items.count)
+        cues.reserveCapacity(2 * items.count + 1)
 
         // Music started under the chain: (voice index, clip) to cut at the chain's end.
         var music: [(index: Int, clip: String)] = []
@@ -161,15 +248,17 @@ public enum Scheduler {
             cues.append(Cue(frame: frame, kind: .clipEnd(clip: clipID, pool: pool)))
         }
 
-        // A session longer than this (over 12 days at 48 kHz) is a mistake, not a lesson.
+        // A session longer than this (over 16 days at 48 kHz) is a mistake, not a lesson.
+        // Checked after every item, so that no frame count can overflow on the way.
         let maxFrames = 1 << 36
+        func tooLong() -> NarratorError {
+            NarratorError(
+                file: lesson.path, place: "chains.\(chainID)",
+                "the session would last over \(maxFrames / lesson.sampleRate / 3600) hours; play fewer repeats or a shorter chain")
+        }
         for _ in 0..<max(repeats, 0) {
-            if frame > maxFrames {
-                throw NarratorError(
-                    file: lesson.path, place: "chains.\(chainID)",
-                    "the session would last over \(maxFrames / lesson.sampleRate / 3600) hours; play fewer repeats")
-            }
             for item in items {
+                if frame > maxFrames { throw tooLong() }
                 switch item {
                 case .clip(let id):
                     try play(id, pool: nil)
@@ -204,13 +293,10 @@ public enum Scheduler {
             music = []
             cues.append(Cue(frame: frame, kind: .chainEnd(chain: chainID)))
         }
+        if frame > maxFrames { throw tooLong() }
 
-        // Generation follows chain order; sort by frame keeping that order for ties.
-        let ordered = cues.enumerated().sorted { a, b in
-            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
-        }.map(\.element)
         return Schedule(
-            sampleRate: lesson.sampleRate, channels: channels, frames: frame, voices: voices, cues: ordered,
+            sampleRate: lesson.sampleRate, channels: channels, frames: frame, voices: voices, cues: Cue.ordered(cues),
             ducking: usedMusic ? lesson.ducking : nil)
     }
 }

@@ -59,8 +59,16 @@ public struct SpriteMap: Sendable, Equatable {
             if fields.count == 3 {
                 guard case .bool = fields[2].value else { throw fields[2].fail("expected true or false (loop)") }
             }
+            // Milliseconds of a file at most a day long (Lesson.maxRegionSeconds).
+            let longest = Lesson.maxRegionSeconds * 1000
             guard offset >= 0 else { throw fields[0].fail("offset must not be negative") }
+            guard offset < longest else {
+                throw fields[0].fail("offset must be under \(Int(longest)) ms (a day), got \(JSONCursor.describe(offset))")
+            }
             guard duration > 0 else { throw fields[1].fail("duration must be positive") }
+            guard offset + duration <= longest else {
+                throw fields[1].fail("the sprite must end within \(Int(longest)) ms (a day), got \(JSONCursor.describe(offset + duration))")
+            }
             sprites.append(Sprite(name: name, start: offset / 1000, end: (offset + duration) / 1000))
         }
         if sprites.isEmpty { throw NarratorError(file: path, place: "sprite", "holds no sprites") }

@@ -19,6 +19,10 @@ enum ServiceRequest: Sendable {
 
     static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe"]
 
+    /// The largest numeric id, in magnitude: whole numbers a JSON client holds exactly (2^53 − 1,
+    /// JavaScript's safe integers).
+    static let maxNumericID = 9_007_199_254_740_991
+
     /// Parses one message. The id comes back even when the rest is wrong, so that the error
     /// event can name its request.
     static func parse(_ data: Data) -> (id: RequestID?, result: Result<ServiceRequest, NarratorError>) {
@@ -33,7 +37,11 @@ enum ServiceRequest: Sendable {
         let id: RequestID
         switch members["id"] {
         case .string(let text)?: id = .string(text)
-        case .number(let number)? where number.rounded() == number && abs(number) < 1e15: id = .number(Int(number))
+        case .number(let number)?:
+            guard let whole = JSONCursor.exactInteger(number), abs(whole) <= maxNumericID else {
+                return (nil, .failure(NarratorError(file: "request", place: "id", "expected a string or a whole number (at most \(maxNumericID) in magnitude)")))
+            }
+            id = .number(whole)
         case nil: return (nil, .failure(NarratorError(file: "request", place: "id", "missing key (every request needs an id: a string or a whole number)")))
         default: return (nil, .failure(NarratorError(file: "request", place: "id", "expected a string or a whole number")))
         }
@@ -55,7 +63,8 @@ enum ServiceRequest: Sendable {
             let cursor = try fields.required("request", in: root)
             switch cursor.value {
             case .string(let text): return .string(text)
-            case .number(let number) where number.rounded() == number && abs(number) < 1e15: return .number(Int(number))
+            case .number(let number) where JSONCursor.exactInteger(number).map({ abs($0) <= maxNumericID }) == true:
+                return .number(Int(number))
             default: throw cursor.fail("expected the id of a request of this connection")
             }
         }

@@ -188,7 +188,9 @@ struct Cues: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            print(CueSheet.json(try chainOptions.schedule()), terminator: "")
+            // Written as it is made: a sheet of millions of cues is never one string.
+            let schedule = try chainOptions.schedule()
+            CueSheet.write(schedule) { FileHandle.standardOutput.write(Data($0)) }
         }
     }
 }

@@ -27,13 +27,25 @@ struct Simulate: ParsableCommand {
     }
 }
 
+/// The latest a scripted tap or request may come, in seconds: a day, as for --until.
+let maxScriptSeconds: Double = 86400
+
+/// `seconds` (not negative) in frames at `rate`; later than a day is an error naming the item.
+func scriptFrame(_ seconds: Double, rate: Int, option: String, item index: Int, text: Substring) throws(NarratorError) -> Int? {
+    guard seconds <= maxScriptSeconds, let frame = Frames.from(seconds: seconds, rate: rate) else {
+        throw NarratorError(file: option, place: "item \(index + 1) '\(text)'", "seconds must be between 0 and 86400 (a day)")
+    }
+    return frame
+}
+
 /// `--requests 0:text:letter-a,0.4:text:letter-b`: announcements in seconds as heard.
 enum RequestScript {
     static func parse(_ script: String, rate: Int) throws(NarratorError) -> [AnnouncementRequest] {
         var requests: [AnnouncementRequest] = []
         for (index, item) in script.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
             let parts = item.split(separator: ":", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 3, let seconds = Double(parts[0]), seconds >= 0, let frame = Frames.from(seconds: seconds, rate: rate),
+            guard parts.count == 3, let seconds = Double(parts[0]), seconds >= 0,
+                let frame = try scriptFrame(seconds, rate: rate, option: "--requests", item: index, text: item),
                 let priority = Priority(rawValue: String(parts[1])), !parts[2].isEmpty
             else {
                 throw NarratorError(
@@ -53,7 +65,7 @@ enum TapScript {
         for (index, item) in script.split(separator: ",", omittingEmptySubsequences: false).enumerated() where !script.isEmpty {
             let parts = item.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, let seconds = Double(parts[0].trimmingCharacters(in: .whitespaces)), seconds >= 0,
-                let frame = Frames.from(seconds: seconds, rate: rate), !parts[1].isEmpty
+                let frame = try scriptFrame(seconds, rate: rate, option: "--taps", item: index, text: item), !parts[1].isEmpty
             else {
                 throw NarratorError(file: "--taps", place: "item \(index + 1) '\(item)'", "expected SECONDS:ANSWER, e.g. 3.2:the")
             }

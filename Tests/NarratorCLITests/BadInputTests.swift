@@ -80,6 +80,36 @@ import Testing
         Case(name: "sprite with a negative duration", files: sprited(#"{"src": ["a.wav"], "sprite": {"ding": [100, -5]}}"#), chain: "c", expect: ["s.json: sprite.ding[1]: duration must be positive"]),
         Case(name: "sprite audio only for browsers", files: sprited(#"{"src": ["a.webm", "a.m4a"], "sprite": {"ding": [0, 100]}}"#), chain: "c", expect: ["s.json: src: none of its audio files is here in a format Narrator decodes"]),
         Case(name: "sprite past the audio", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [3000, 500]}}"#), chain: "c", expect: ["s.json: sprite.ding: region ends at 3.5 s, past the end of"]),
+        // Strict JSON (RFC 8259): the fault's line and column, counted by hand.
+        Case(name: "lesson with a trailing comma", files: ["lesson.json": text("{\"sampleRate\": 48000,\n \"clips\": {\"a\": {\"file\": \"a.wav\"},},\n \"chains\": {\"c\": [{\"clip\": \"a\"}]}}"), "a.wav": sentence], chain: "c", expect: ["lesson.json: line 2, column 34: not valid JSON: trailing comma before '}'"]),
+        Case(name: "lesson with a comment", files: ["lesson.json": text("{\"sampleRate\": 48000, // rate\n \"clips\": {}, \"chains\": {\"c\": []}}")], chain: "c", expect: ["lesson.json: line 1, column 23: not valid JSON: expected a key in double quotes, found '/' (JSON has no comments)"]),
+        Case(name: "lesson with NaN", files: ["lesson.json": text(#"{"sampleRate": NaN, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: line 1, column 16: not valid JSON: 'NaN' is not a JSON value"]),
+        Case(name: "lesson with a leading zero", files: ["lesson.json": text(#"{"sampleRate": 048000, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: line 1, column 16: not valid JSON: a number with a leading zero"]),
+        Case(name: "lesson with single quotes", files: ["lesson.json": text(#"{'sampleRate': 48000}"#)], chain: "c", expect: ["lesson.json: line 1, column 2: not valid JSON: expected a key in double quotes, found '''"]),
+        Case(name: "lesson with a raw tab in a key", files: ["lesson.json": text("{\"sampleRate\": 48000,\n\"clips\": {\"a\tb\": {}}}")], chain: "c", expect: ["lesson.json: line 2, column 13: not valid JSON: control character U+0009 inside a string"]),
+        Case(name: "lesson with invalid UTF-8", files: ["lesson.json": text("{\"sampleRate\": 48000,\n\"clips\": {\"a") + Data([0xE1, 0x28]) + text("\": {}}}")], chain: "c", expect: ["lesson.json: line 2, column 13: not valid JSON: byte 0xE1 (not UTF-8) inside a string"]),
+        Case(name: "lesson with a lone surrogate", files: ["lesson.json": text("{\"sampleRate\": 48000,\n\"clips\": {\"\\uD800\": {}}}")], chain: "c", expect: ["lesson.json: line 2, column 12: not valid JSON: lone surrogate \\uD800"]),
+        Case(name: "lesson with a duplicate key", files: ["lesson.json": text(#"{"sampleRate": 48000, "sampleRate": 44100, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: line 1, column 23: not valid JSON: duplicate key 'sampleRate'"]),
+        Case(name: "lesson unclosed", files: ["lesson.json": text("{\"sampleRate\": 48000,\n \"clips\": {\"a\": {\"file\": \"a.wav\"}}")], chain: "c", expect: ["lesson.json: line 2, column 35: not valid JSON: the file ends inside the object opened at line 1, column 1: expected ',' or '}'"]),
+        Case(name: "lesson nested too deep", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": "# + String(repeating: "[", count: 100_000))], chain: "c", expect: ["lesson.json: line 1, column 562: not valid JSON: nested deeper than 512 levels"]),
+        Case(name: "lesson with a huge exponent", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": [{"silence": 1e400}]}}"#)], chain: "c", expect: ["lesson.json: line 1, column 65: not valid JSON: the number 1e400 is out of range"]),
+        Case(name: "sprite map with a trailing comma", files: sprited("{\"src\": [\"a.wav\",], \"sprite\": {\"ding\": [0, 100]}}"), chain: "c", expect: ["s.json: line 1, column 17: not valid JSON: trailing comma before ']'"]),
+        // Numbers that do not fit: one line naming the key, never a trap.
+        Case(name: "sample rate 1e30", files: ["lesson.json": text(#"{"sampleRate": 1e30, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 1e+30"]),
+        Case(name: "sample rate 2^64", files: ["lesson.json": text(#"{"sampleRate": 18446744073709551616, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 1.8446744073709552e+19"]),
+        Case(name: "sample rate -0", files: ["lesson.json": text(#"{"sampleRate": -0, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 0"]),
+        Case(name: "channels 2^64", files: ["lesson.json": text(#"{"sampleRate": 48000, "channels": 18446744073709551616, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: channels: expected a whole number in 1...32, got 1.8446744073709552e+19"]),
+        Case(name: "noRepeat 1e308", files: ["lesson.json": lesson(pools: #"{"p": {"clips": ["a"], "noRepeat": 1e308}}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.noRepeat: expected a whole number in 0...1000000, got 1e+308"]),
+        Case(name: "silence 1e308", files: ["lesson.json": lesson(chain: #"[{"silence": 1e308}]"#)], chain: "c", expect: ["lesson.json: chains.c[0].silence: silence must be between 0 and 3600 seconds"]),
+        Case(name: "clip start 1e30", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "start": 1e30}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.start: expected seconds between 0 and 86400 (a day), got 1e+30"]),
+        Case(name: "clip end 2^64", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "end": 18446744073709551616}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.end: expected seconds between 0 and 86400 (a day), got 1.8446744073709552e+19"]),
+        Case(name: "clip start negative", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "start": -1e-300}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.start: expected seconds between 0 and 86400"]),
+        Case(name: "polyphony 2^64", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "polyphony": 18446744073709551616}}}"#)], chain: "c", expect: ["lesson.json: activities.x.polyphony: expected a whole number in 1...16, got 1.8446744073709552e+19"]),
+        Case(name: "idle seconds 1e308", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "idleSeconds": 1e308}}}"#)], chain: "c", expect: ["lesson.json: activities.x.idleSeconds: idle wait must be between 0 and 3600 seconds"]),
+        Case(name: "ducking attack 1e308", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "ducking": {"attack": 1e308}}"#)], chain: "c", expect: ["lesson.json: ducking.attack: a ramp lasts between 0 and 10 seconds"]),
+        Case(name: "sprite offset 1e308", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [1e308, 100]}}"#), chain: "c", expect: ["s.json: sprite.ding[0]: offset must be under 86400000 ms (a day), got 1e+308"]),
+        Case(name: "sprite duration 1e308", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [10, 1e308]}}"#), chain: "c", expect: ["s.json: sprite.ding[1]: the sprite must end within 86400000 ms (a day), got 1e+308"]),
+        Case(name: "sprite offset 2^64", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [18446744073709551616, 1]}}"#), chain: "c", expect: ["s.json: sprite.ding[0]: offset must be under 86400000 ms"]),
         Case(name: "sprite map missing", files: ["lesson.json": Data(#"{"sampleRate": 48000, "clips": {}, "sprites": {"fx": {"map": "s.json"}}, "chains": {"c": []}}"#.utf8)], chain: "c", expect: ["s.json: no such file"]),
     ]
 
@@ -163,5 +193,80 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.contains("bad.flac: not a readable audio file"))
+    }
+
+    /// An activity's unknown chain is named by its full key path, wherever it is referenced.
+    @Test func activityUnknownChainNamesTheKeyPath() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("a.wav", data: Self.sentence)
+        let cases: [(activity: String, place: String)] = [
+            (#"{"steps": [{"answer": "a", "correct": "c", "wrong": ["c"]}, {"answer": "b", "correct": "x", "wrong": ["c"]}]}"#, "activities.bad.steps[1].correct"),
+            (#"{"steps": [{"answer": "a", "correct": {"chain": "x", "pulse": ["t"]}, "wrong": ["c"]}]}"#, "activities.bad.steps[0].correct.chain"),
+            (#"{"steps": [{"answer": "a", "correct": "c", "wrong": ["c", {"chain": "x"}]}]}"#, "activities.bad.steps[0].wrong[1].chain"),
+            (#"{"steps": [{"answer": "a", "correct": "c", "wrong": ["c", "x"]}]}"#, "activities.bad.steps[0].wrong[1]"),
+            (#"{"steps": [{"prompt": "x", "answer": "a", "correct": "c", "wrong": ["c"]}]}"#, "activities.bad.steps[0].prompt"),
+            (#"{"steps": [{"answer": "a", "idle": "x", "correct": "c", "wrong": ["c"]}]}"#, "activities.bad.steps[0].idle"),
+            (#"{"intro": "x"}"#, "activities.bad.intro"),
+            (#"{"intro": {"first-use": "c", "return-use": "x"}}"#, "activities.bad.intro.return-use"),
+            (#"{"intro": "c", "sounds": {"meow": "x"}}"#, "activities.bad.sounds.meow"),
+            (#"{"intro": "c", "final": "x"}"#, "activities.bad.final"),
+        ]
+        for (activity, place) in cases {
+            let lesson = dir.write("lesson.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}}, "chains": {"c": [{"clip": "a"}]}, "activities": {"bad": \#(activity)}}"#)
+            let result = try run(Repo.narrator, ["cues", lesson, "--activity", "bad"])
+            #expect(result.status == 1)
+            #expect(result.stdout.isEmpty)
+            #expect(result.stderr == "narrator: \(lesson): \(place): unknown chain 'x'\n", "\(activity)")
+        }
+    }
+
+    /// A lesson may start with a UTF-8 byte order mark (RFC 8259 lets a reader skip it):
+    /// it plays as the same lesson without one.
+    @Test func lessonWithByteOrderMarkPlays() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("a.wav", data: Self.sentence)
+        let plain = dir.write("plain.json", data: Self.lesson())
+        let marked = dir.write("marked.json", data: Data([0xEF, 0xBB, 0xBF]) + Self.lesson())
+        let a = try run(Repo.narrator, ["cues", plain, "--chain", "c"])
+        let b = try run(Repo.narrator, ["cues", marked, "--chain", "c"])
+        #expect(a.status == 0 && b.status == 0, "\(b.stderr)")
+        #expect(a.stdout == b.stdout && a.stdout.contains("\"clipStart\""))
+    }
+
+    /// Numeric options that do not fit: exit 1 and one line naming the option.
+    @Test func numericOptionsOutOfRange() throws {
+        let lesson = Repo.path("Timings/lessons/sample.json")
+        let activityLesson = Repo.path("Timings/lessons/homer-sight-words.json")
+        let cases: [(arguments: [String], says: String)] = [
+            (["cues", lesson, "--chain", "correct", "--seed", "18446744073709551616"], "--seed"),
+            (["cues", lesson, "--chain", "correct", "--seed", "-1"], "--seed"),
+            (["cues", lesson, "--chain", "correct", "--seed", "1e30"], "--seed"),
+            (["cues", lesson, "--chain", "correct", "--repeat", "1e30"], "--repeat"),
+            (["cues", lesson, "--chain", "correct", "--repeat", "18446744073709551616"], "--repeat"),
+            (["cues", lesson, "--chain", "correct", "--repeat", "-0"], "--repeat"),
+            (["cues", activityLesson, "--activity", "sight-words", "--until", "nan"], "--until"),
+            (["cues", activityLesson, "--activity", "sight-words", "--until", "1e308"], "--until"),
+            (["cues", activityLesson, "--activity", "sight-words", "--until", "inf"], "--until"),
+            (["cues", activityLesson, "--activity", "sight-words", "--taps", "1e300:the"], "--taps: item 1 '1e300:the': seconds must be between 0 and 86400"),
+            (["cues", activityLesson, "--activity", "sight-words", "--taps", "86400.001:the"], "--taps: item 1"),
+            (["cues", activityLesson, "--activity", "sight-words", "--taps", "nan:the"], "--taps: item 1"),
+            (["cues", activityLesson, "--activity", "sight-words", "--taps=-inf:the"], "--taps: item 1"),
+            (["cues", lesson, "--requests", "1e20:text:correct"], "--requests: item 1 '1e20:text:correct': seconds must be between 0 and 86400"),
+            (["play", lesson, "--chain", "correct", "--latency", "1e30"], "--latency"),
+            (["play", lesson, "--chain", "correct", "--latency", "99999999999999999999"], "--latency"),
+            (["serve", "--latency", "-9223372036854775809"], "--latency"),
+            (["synth", "hi", "--output", "/tmp/never.wav", "--timings", "/tmp/never.json", "--rate", "1e30"], "--rate"),
+            (["timings", "convert", "in.txt", "out.json", "--rate", "18446744073709551616"], "--rate"),
+            (["plot", lesson, "--chain", "correct", "--output", "/tmp/never.svg", "--width", "1e30"], "--width"),
+        ]
+        for (arguments, says) in cases {
+            let result = try run(Repo.narrator, arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stdout.isEmpty, "\(arguments)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("narrator: ") && result.stderr.contains(says), "\(arguments): \(result.stderr)")
+        }
     }
 }

@@ -49,6 +49,6 @@ struct ActivityFormatTests {
     @Test func unknownChainIsNamedWhenTheActivityIsUsed() throws {
         let lesson = try parse(#"{"x": {"steps": [{"answer": "a", "correct": "nope", "wrong": ["w"]}]}}"#)
         #expect(throws: NarratorError.self) { try lesson.activity("x") }
-        do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x: unknown chain 'nope'") }
+        do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x.steps[0].correct: unknown chain 'nope'") }
     }
 }

@@ -1,0 +1,102 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// Lessons with a hundred thousand of something load and schedule in linear time: the cue
+/// sheet is complete and correct, well within a bound a quadratic step could not meet (10^10
+/// operations). The full-size figures (10^6, release build) come from
+/// scripts/bench-lesson-scale.sh.
+@Suite struct LessonScaleTests {
+    static let n = 100_000
+
+    /// A 10 ms click at 48 kHz (480 frames), written by hand.
+    static func tick() -> Data {
+        var data = Data()
+        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + 960); data.append(contentsOf: Array("WAVEfmt ".utf8))
+        u32(16); u16(1); u16(1); u32(48000); u32(96000); u16(2); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(960)
+        for k in 0..<480 { u16(k < 48 ? 8000 : 0) }
+        return data
+    }
+
+    func cues(_ lesson: String, _ arguments: [String], in dir: TempDir) throws -> (ProcessResult, Double) {
+        let path = dir.write("lesson.json", lesson)
+        let start = Date()
+        let result = try run(Repo.narrator, ["cues", path] + arguments)
+        return (result, Date().timeIntervalSince(start))
+    }
+
+    @Test func chainOfAHundredThousandClips() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("tick.wav", data: Self.tick())
+        let items = Array(repeating: #"{"clip": "t"}"#, count: Self.n).joined(separator: ",\n")
+        let (result, seconds) = try cues(
+            #"{"sampleRate": 48000, "clips": {"t": {"file": "tick.wav"}}, "chains": {"c": [\#(items)], "big": [\#(items)]}}"#,
+            ["--chain", "c", "--seed", "1"], in: dir)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 2 * Self.n + 1 + 2, "clipStart and clipEnd per item, chainEnd, the sheet's first and last lines")
+        #expect(lines.last == "]}" && lines[lines.count - 2] == #"  {"chain":"c","frame":\#(480 * Self.n),"type":"chainEnd"}"#)
+        #expect(lines[1] == #"  {"clip":"t","frame":0,"type":"clipStart"},"#)
+        #expect(seconds < 60, "\(seconds) s")
+    }
+
+    @Test func poolOfAHundredThousandClipsNeverRepeating() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("tick.wav", data: Self.tick())
+        let clips = (0..<Self.n).map { #""t\#($0)": {"file": "tick.wav"}"# }.joined(separator: ",")
+        let members = (0..<Self.n).map { #""t\#($0)""# }.joined(separator: ",")
+        let draws = Array(repeating: #"{"pool": "p"}"#, count: Self.n).joined(separator: ",")
+        let (result, seconds) = try cues(
+            #"{"sampleRate": 48000, "clips": {\#(clips)}, "pools": {"p": {"clips": [\#(members)], "noRepeat": \#(Self.n - 1)}}, "chains": {"c": [\#(draws)]}}"#,
+            ["--chain", "c", "--seed", "3"], in: dir)
+        #expect(result.status == 0, "\(result.stderr)")
+        // noRepeat n-1 over n draws: every clip exactly once.
+        let picked = result.stdout.split(separator: "\n").filter { $0.contains("\"clipStart\"") }
+            .map { $0.split(separator: "\"")[3] }
+        #expect(picked.count == Self.n)
+        #expect(Set(picked).count == Self.n)
+        #expect(seconds < 60, "\(seconds) s")
+    }
+
+    @Test func pulseOfAHundredThousandTargets() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("tick.wav", data: Self.tick())
+        let targets = (0..<Self.n).map { #""g\#($0)""# }.joined(separator: ",")
+        let (result, seconds) = try cues(
+            #"{"sampleRate": 48000, "clips": {"t": {"file": "tick.wav"}}, "chains": {"c": [{"pulse": [\#(targets)]}, {"clip": "t"}]}}"#,
+            ["--chain", "c"], in: dir)
+        #expect(result.status == 0, "\(result.stderr)")
+        let pulses = result.stdout.split(separator: "\n").filter { $0.contains("\"pulse\"") }
+        #expect(pulses.count == Self.n)
+        #expect(pulses.first == #"  {"frame":0,"target":"g0","type":"pulse"},"#)
+        #expect(seconds < 60, "\(seconds) s")
+    }
+
+    @Test func activityOfAHundredThousandSteps() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("tick.wav", data: Self.tick())
+        let steps = (0..<Self.n).map { #"{"answer": "a\#($0)", "correct": "c", "wrong": ["c"]}"# }.joined(separator: ",")
+        let (result, seconds) = try cues(
+            #"{"sampleRate": 48000, "clips": {"t": {"file": "tick.wav"}}, "chains": {"c": [{"clip": "t"}]}, "activities": {"a": {"intro": "c", "steps": [\#(steps)]}}}"#,
+            ["--activity", "a", "--taps", "0.5:a0,1:a1,1.5:wrong"], in: dir)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains(#""answer":"a2""#), "the third step starts after two right answers")
+        #expect(seconds < 60, "\(seconds) s")
+    }
+
+    @Test func aMillionOpenBracketsAreRefusedAtOnce() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (result, seconds) = try cues(String(repeating: "[", count: 1_000_000), ["--chain", "c"], in: dir)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasSuffix("lesson.json: line 1, column 513: not valid JSON: nested deeper than 512 levels\n"), "\(result.stderr)")
+        #expect(seconds < 30)
+    }
+}
