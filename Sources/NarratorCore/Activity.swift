@@ -99,6 +99,9 @@ public struct Activity: Sendable, Equatable {
 
     /// The idle wait when neither the activity nor the step says: the product documents' 4 s.
     public static let defaultIdleSeconds = 4.0
+    /// The most steps an activity may have: a screen has a handful; a million took 3.5 s and
+    /// 615 MiB to read and plan, so the number is capped (docs/limits.md).
+    public static let maxSteps = 100_000
 
     static func parse(_ cursor: JSONCursor, id: String, rate: Int) throws(NarratorError) -> Activity {
         let fields = try cursor.object(allowing: Lesson.Keys.activity)
@@ -130,6 +133,9 @@ public struct Activity: Sendable, Equatable {
         let defaultIdle = try fields["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) }
             ?? Frames.from(seconds: defaultIdleSeconds, rate: rate)!
         let stepCursors = try fields["steps"]?.array()
+        if let stepCursors, stepCursors.count > maxSteps {
+            throw fields["steps"]!.fail("\(stepCursors.count) steps, over the \(maxSteps) an activity may have")
+        }
         var steps: [Step] = []
         steps.reserveCapacity(stepCursors?.count ?? 0)
         for stepCursor in stepCursors ?? JSONCursor.Items() {

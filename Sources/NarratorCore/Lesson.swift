@@ -111,6 +111,12 @@ public struct Lesson: Sendable {
     /// The longest silence item, in seconds.
     public static let maxSilenceSeconds: Double = 3600
 
+    /// The most clips a lesson may define (the Picture Dictionary's 350 words, many times
+    /// over). Chains and pulse targets are read in linear time at any length; a lesson's clips
+    /// are each prepared, looked up and drawn from pools, which for a million distinct clips
+    /// took 12 s and 847 MiB, so their number is capped instead (docs/limits.md).
+    public static let maxClips = 100_000
+
     /// Reads and validates the lesson file at `path`.
     public static func load(path: String) throws(NarratorError) -> Lesson {
         let url = URL(fileURLWithPath: path)
@@ -139,7 +145,12 @@ public struct Lesson: Sendable {
         }
 
         var clips: [String: ClipSpec] = [:]
-        for (id, entry) in try top.required("clips", in: root).object() {
+        let clipsCursor = try top.required("clips", in: root)
+        let clipEntries = try clipsCursor.object()
+        guard clipEntries.count <= maxClips else {
+            throw clipsCursor.fail("\(clipEntries.count) clips, over the \(maxClips) a lesson may define")
+        }
+        for (id, entry) in clipEntries {
             let fields = try entry.object(allowing: Keys.clip)
             let bus = try fields["bus"].map { c throws(NarratorError) in try parseBus(c) } ?? .voice
             let file = try fields.required("file", in: entry).string()

@@ -99,4 +99,25 @@ import Testing
         #expect(result.stderr.hasSuffix("lesson.json: line 1, column 513: not valid JSON: nested deeper than 512 levels\n"), "\(result.stderr)")
         #expect(seconds < 30)
     }
+
+    /// Past the documented caps (100,000 clips in a lesson, 100,000 steps in an activity): one
+    /// line naming the key, at once.
+    @Test func overTheCapsIsOneLineNamingTheKey() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("tick.wav", data: Self.tick())
+        let over = Self.n + 1
+        let clips = (0..<over).map { #""c\#($0)": {"file": "tick.wav"}"# }.joined(separator: ",")
+        let (tooManyClips, _) = try cues(
+            #"{"sampleRate": 48000, "clips": {\#(clips)}, "chains": {"c": [{"clip": "c0"}]}}"#, ["--chain", "c"], in: dir)
+        #expect(tooManyClips.status == 1)
+        #expect(tooManyClips.stderr.hasSuffix("lesson.json: clips: 100001 clips, over the 100000 a lesson may define\n"), "\(tooManyClips.stderr)")
+        let steps = Array(repeating: #"{"answer": "a", "correct": "c", "wrong": ["c"]}"#, count: over).joined(separator: ",")
+        let (tooManySteps, _) = try cues(
+            #"{"sampleRate": 48000, "clips": {"t": {"file": "tick.wav"}}, "chains": {"c": [{"clip": "t"}]}, "activities": {"a": {"steps": [\#(steps)]}}}"#,
+            ["--activity", "a"], in: dir)
+        #expect(tooManySteps.status == 1)
+        #expect(tooManySteps.stderr.hasSuffix("lesson.json: activities.a.steps: 100001 steps, over the 100000 an activity may have\n"), "\(tooManySteps.stderr)")
+        #expect(tooManySteps.stderr.split(separator: "\n").count == 1)
+    }
 }
