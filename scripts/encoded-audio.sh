@@ -16,39 +16,49 @@ mkdir -p "$out"
 cd "$out"
 : >manifest.tsv
 
-# ffmpeg's own decoded frame count (mono s16) and the rate it decodes at.
+# ffmpeg's own decoded frame count (mono s16) and the rate it decodes at. MP3 is named as such:
+# ffmpeg's probe gives up on a file of a few small frames (8 kHz, 0.05 s) that it decodes whole
+# once told the format.
+demuxer() { case $1 in *.mp3) echo "-f mp3" ;; esac; }
 ffmpeg_frames() {
     local bytes
-    bytes=$(ffmpeg -v error -i "$1" -f s16le -ac 1 - | wc -c)
+    # shellcheck disable=SC2046
+    bytes=$(ffmpeg -v error $(demuxer "$1") -i "$1" -f s16le -ac 1 - </dev/null | wc -c)
     echo $((bytes / 2))
 }
 ffmpeg_rate() {
-    ffprobe -v error -select_streams a:0 -show_entries stream=sample_rate -of default=nw=1:nk=1 "$1" | head -n 1
+    # shellcheck disable=SC2046
+    ffprobe -v error $(demuxer "$1") -select_streams a:0 -show_entries stream=sample_rate -of default=nw=1:nk=1 "$1" | head -n 1
 }
 record() { # name encoder rate sourceFrames
     [ -s "$1" ] || { echo "encoder wrote nothing: $1" >&2; exit 1; }
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$(ffmpeg_frames "$1")" "$(ffmpeg_rate "$1")" >>manifest.tsv
+    local decoded rate
+    decoded=$(ffmpeg_frames "$1")
+    rate=$(ffmpeg_rate "$1")
+    [ "$decoded" -gt 0 ] && [ -n "$rate" ] || { echo "ffmpeg cannot decode $1" >&2; exit 1; }
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$decoded" "$rate" >>manifest.tsv
 }
 
 for rate in $rates; do
     for seconds in $lengths; do
         base="r${rate}-s${seconds}"
-        # A tone under noise: never silent, never clipped, so every encoder keeps all of it.
-        sox -q -n -r "$rate" -b 16 -c 1 "$base.wav" synth "$seconds" sine 440 synth pinknoise mix vol 0.4
+        # A tone under noise (repeatable: -R): never silent, never clipped, so every encoder
+        # keeps all of it.
+        sox -q -R -n -r "$rate" -b 16 -c 1 "$base.wav" synth "$seconds" sine 440 synth pinknoise mix vol 0.4
         frames=$(soxi -s "$base.wav")
 
         sox -q "$base.wav" "$base.sox.ogg" && record "$base.sox.ogg" sox "$rate" "$frames"
         sox -q "$base.wav" "$base.sox.flac" && record "$base.sox.flac" sox "$rate" "$frames"
         sox -q "$base.wav" "$base.sox.mp3" && record "$base.sox.mp3" sox "$rate" "$frames"
 
-        ffmpeg -v error -y -i "$base.wav" -c:a libvorbis "$base.ffmpeg.ogg" && record "$base.ffmpeg.ogg" ffmpeg "$rate" "$frames"
-        ffmpeg -v error -y -i "$base.wav" -c:a flac "$base.ffmpeg.flac" && record "$base.ffmpeg.flac" ffmpeg "$rate" "$frames"
-        ffmpeg -v error -y -i "$base.wav" -c:a libmp3lame "$base.ffmpeg.mp3" && record "$base.ffmpeg.mp3" ffmpeg "$rate" "$frames"
-        ffmpeg -v error -y -i "$base.wav" -c:a libmp3lame -write_xing 0 "$base.ffmpeg-noxing.mp3" &&
+        ffmpeg -v error -nostdin -y -i "$base.wav" -c:a libvorbis "$base.ffmpeg.ogg" && record "$base.ffmpeg.ogg" ffmpeg "$rate" "$frames"
+        ffmpeg -v error -nostdin -y -i "$base.wav" -c:a flac "$base.ffmpeg.flac" && record "$base.ffmpeg.flac" ffmpeg "$rate" "$frames"
+        ffmpeg -v error -nostdin -y -i "$base.wav" -c:a libmp3lame "$base.ffmpeg.mp3" && record "$base.ffmpeg.mp3" ffmpeg "$rate" "$frames"
+        ffmpeg -v error -nostdin -y -i "$base.wav" -c:a libmp3lame -write_xing 0 "$base.ffmpeg-noxing.mp3" &&
             record "$base.ffmpeg-noxing.mp3" ffmpeg-noxing "$rate" "$frames"
         # libopus takes 8, 12, 16, 24 or 48 kHz.
         case $rate in 8000 | 16000 | 48000)
-            ffmpeg -v error -y -i "$base.wav" -c:a libopus "$base.ffmpeg.opus" && record "$base.ffmpeg.opus" ffmpeg "$rate" "$frames"
+            ffmpeg -v error -nostdin -y -i "$base.wav" -c:a libopus "$base.ffmpeg.opus" && record "$base.ffmpeg.opus" ffmpeg "$rate" "$frames"
             ;;
         esac
 

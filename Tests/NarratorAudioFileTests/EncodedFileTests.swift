@@ -41,9 +41,11 @@ import Testing
         let made = try run("/bin/bash", arguments)
         try #require(made.status == 0, "\(made.stderr)")
         let manifest = try String(contentsOfFile: dir.file("manifest.tsv"), encoding: .utf8)
-        return manifest.split(separator: "\n").map { line in
-            let f = line.split(separator: "\t").map(String.init)
-            return Entry(name: f[0], encoder: f[1], rate: Int(f[2])!, sourceFrames: Int(f[3])!, ffmpegFrames: Int(f[4])!, ffmpegRate: Int(f[5])!)
+        return try manifest.split(separator: "\n").map { line in
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            try #require(f.count == 6, "manifest line: \(line)")
+            let numbers = try f[2...5].map { try #require(Int($0), "manifest line: \(line)") }
+            return Entry(name: f[0], encoder: f[1], rate: numbers[0], sourceFrames: numbers[1], ffmpegFrames: numbers[2], ffmpegRate: numbers[3])
         }
     }
 
