@@ -12,7 +12,9 @@ import Foundation
 /// Per format:
 /// - WAV (RIFF, RIFX, RF64) and AIFF: the data chunk's declared size against the bytes after
 ///   it. libsndfile clamps its frame count to what is there, so only the header can tell.
-///   A size of 0 or 0xFFFFFFFF (a stream written to a pipe) declares no length.
+///   A file written to a pipe cannot go back to its header, and leaves a placeholder that
+///   declares no length: 0 or 0xFFFFFFFF (ffmpeg), or sox's 0x7FFFF000 rounded down to whole
+///   frames (WAV) and 0x7F000008 (AIFF). Those are read to the end of the file.
 /// - Ogg (Vorbis, Opus, FLAC in Ogg): the file is whole pages and every logical stream's last
 ///   page carries the end-of-stream flag; the frame count libsndfile takes from the final
 ///   granule position is then the decode's length.
@@ -73,7 +75,7 @@ enum ContainerCheck {
                 if tag == "RF64", size == 0xFFFF_FFFF {
                     guard let real = ds64Data else { return nil }
                     claimed = real
-                } else if size == 0 || size == 0xFFFF_FFFF {
+                } else if size == 0 || size == 0xFFFF_FFFF || (0x7FFF_E000...0x7FFF_F000).contains(size) {
                     return nil  // written to a pipe: no length declared
                 }
                 return declaredBeyondFile(claimed: claimed, dataStart: offset + 8, size: file.size)
@@ -95,7 +97,7 @@ enum ContainerCheck {
             let id = String(decoding: chunk[0..<4], as: UTF8.self)
             let size = UInt64(chunk.uint32(at: 4, bigEndian: true))
             if id == "SSND" {
-                guard size != 0, size != 0xFFFF_FFFF else { return nil }
+                guard size != 0, size != 0xFFFF_FFFF, size != 0x7F00_0008 else { return nil }  // written to a pipe
                 return declaredBeyondFile(claimed: size, dataStart: offset + 8, size: file.size)
             }
             offset += 8 + size + (size & 1)
