@@ -4,7 +4,10 @@
 APT_PACKAGES := pkg-config libsndfile1-dev libsoxr-dev libasound2-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
-	librsvg2-dev fonts-dejavu-core tmux
+	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac
+# tmux: the terminal view's tests run narrator in a tmux pane (TerminalViewTests).
+# lame, vorbis-tools (oggenc), opus-tools (opusenc) and flac: the encoders whose files the decoder is
+# tested with (scripts/encoded-audio.sh, Tests/NarratorAudioFileTests/EncodedFileTests.swift).
 # aeneas-ng (the aeneas forced aligner, run by Tests/NarratorCLITests/AeneasTests.swift) is a
 # source package: pip compiles its C extensions against libespeak-ng-dev, festival-dev and
 # libestools-dev, and it calls ffprobe/ffmpeg on the audio it aligns.

@@ -13,6 +13,9 @@ public struct AudioScan: Sendable {
     /// The labelled and unlabelled cue markers, in the file's frames, or why they cannot be
     /// read (the audio still can).
     public let markers: Result<[AudioMarker], NarratorError>
+    /// An MP3 without a Xing/Info or VBRI header: no gapless information, so its length
+    /// includes its encoder's delay and padding (silence before and after the sound).
+    public let lacksGaplessInfo: Bool
     /// Frames per level block.
     public static let blockFrames = 1024
     /// Per block: the largest magnitude of any sample in it.
@@ -73,6 +76,7 @@ public struct AudioScan: Sendable {
         sampleRate = file.sampleRate
         self.channels = channels
         self.frames = frames
+        lacksGaplessInfo = file.container.mp3GaplessInfo == false
         markers = Result { () throws(NarratorError) in try file.cuePoints() }
         blockPeaks = peaks
         blockClips = clips

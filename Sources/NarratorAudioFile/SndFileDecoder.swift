@@ -26,8 +26,10 @@ public struct SndFileDecoder: AudioDecoder {
         let file = try SoundFileReader(path: path)
         let announced = file.announcedFrames
         guard announced > streamAboveSeconds * file.sampleRate, announced < Int(Int32.max) * 16 else { return nil }
+        // An estimate (an MP3 without a Xing header) is replaced by the decoded count.
+        let frames = file.realFrameCount()
         return StreamedFile(
-            path: path, channels: file.channels, frames: Frames.convert(announced, from: file.sampleRate, to: sampleRate))
+            path: path, channels: file.channels, frames: Frames.convert(frames, from: file.sampleRate, to: sampleRate))
     }
 
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {

@@ -21,8 +21,14 @@ final class SoundFileReader {
         // libsndfile keeps the error of a failed open in process-wide state: one open at a time,
         // so that the reason read is this file's (validate opens files in parallel).
         let opened = Self.opening.withLock { _ -> Result<OpaquePointer, NarratorError> in
-            guard let handle = sf_open(path, Int32(SFM_READ), &info) else {
-                let reason = String(cString: sf_strerror(nil))
+            let handle = Self.mayBeProbedAsMPEG(path) ? Self.withoutStderr { sf_open(path, Int32(SFM_READ), &info) } : sf_open(path, Int32(SFM_READ), &info)
+            guard let handle else {
+                let code = sf_error(nil)
+                // Unrecognised, or taken for MPEG and then refused: libsndfile then says "File
+                // does not exist or is not a regular file", untrue of a file checked above.
+                let reason =
+                    code == Int32(SF_ERR_UNRECOGNISED_FORMAT) || code == Self.libsndfileBadFile
+                    ? "not a sound format libsndfile can read" : String(cString: sf_strerror(nil))
                 return .failure(NarratorError(file: path, "not a readable audio file (libsndfile: \(reason))"))
             }
             return .success(handle)
@@ -40,6 +46,44 @@ final class SoundFileReader {
     }
 
     private static let opening = Mutex<Void>(())
+
+    /// SFE_BAD_FILE, an error number of libsndfile's own (common.h, not its public header):
+    /// "File does not exist or is not a regular file", what it says of a file it probed as
+    /// MPEG and refused.
+    private static let libsndfileBadFile: Int32 = 7
+
+    /// Whether libsndfile may hand the file to libmpg123 while probing it: it does not begin
+    /// with the mark of a container libsndfile knows otherwise (so an MP3, or anything unknown).
+    private static func mayBeProbedAsMPEG(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return true }
+        defer { try? handle.close() }
+        let head = (try? handle.read(upToCount: 4)) ?? Data()
+        let known = ["RIFF", "RIFX", "RF64", "FORM", "OggS", "fLaC", "caff", ".snd", "wvpk", "riff", "MThd", "NIST", "Crea"]
+        return !known.contains(String(decoding: head, as: UTF8.self))
+    }
+
+    /// Runs `body` with file descriptor 2 on /dev/null. libmpg123, which libsndfile uses for
+    /// MPEG, prints notes ("Illegal Audio-MPEG-Header", "Trying to resync") on stderr while
+    /// libsndfile probes a file that is not MPEG, and libsndfile gives no way to quiet its
+    /// handle. This is process-wide: it is done only around such an open (milliseconds, under
+    /// `opening`), never around decoding.
+    private static func withoutStderr<T>(_ body: () -> T) -> T {
+        let saved = dup(STDERR_FILENO)
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        guard saved >= 0, null >= 0 else {
+            if saved >= 0 { close(saved) }
+            if null >= 0 { close(null) }
+            return body()
+        }
+        // stderr is unbuffered: nothing of ours is waiting to be written.
+        dup2(null, STDERR_FILENO)
+        close(null)
+        defer {
+            dup2(saved, STDERR_FILENO)
+            close(saved)
+        }
+        return body()
+    }
 
     deinit { sf_close(handle) }
 
@@ -89,17 +133,47 @@ final class SoundFileReader {
         if error != 0 {
             throw NarratorError(file: path, "read error after \(total) frames (libsndfile: \(String(cString: sf_strerror(handle))))")
         }
-        let knownLength = announcedFrames > 0 && announcedFrames < Int(Int64.max)
+        // Complete or not is decided by what the container says against what was decoded.
+        if let problem = container.problem {
+            throw NarratorError(file: path, problem)
+        }
+        let knownLength = container.lengthKnown && announcedFrames > 0 && announcedFrames < Int(Int64.max)
         if knownLength, total < announcedFrames {
             throw NarratorError(
                 file: path, "truncated: the header announces \(announcedFrames) frames, the file holds \(total)")
         }
-        if let lie = headerProblem {
-            throw NarratorError(file: path, lie)
-        }
         if total == 0 {
             throw NarratorError(file: path, "holds no audio frames")
         }
+    }
+
+    /// The file's container read for its own length truth (once).
+    private(set) lazy var container: ContainerCheck.Findings = ContainerCheck.inspect(path: path, kind: containerKind)
+
+    private var containerKind: ContainerCheck.Kind {
+        switch format & Int32(SF_FORMAT_TYPEMASK) {
+        case Int32(SF_FORMAT_WAV), Int32(SF_FORMAT_WAVEX), Int32(SF_FORMAT_RF64): .riff
+        case Int32(SF_FORMAT_AIFF): .aiff
+        case Int32(SF_FORMAT_OGG): .ogg
+        case Int32(SF_FORMAT_MPEG): .mp3
+        default: .other
+        }
+    }
+
+    /// The frames the file holds: libsndfile's count when the container states it, else
+    /// counted by decoding (an MP3 without a Xing header: libsndfile estimates from its size).
+    func realFrameCount() -> Int {
+        if container.lengthKnown { return announcedFrames }
+        let chunkFrames = 16384
+        var chunk = [Float](repeating: 0, count: chunkFrames * channels)
+        var total = 0
+        while true {
+            let got = chunk.withUnsafeMutableBufferPointer { Int(sf_readf_float(handle, $0.baseAddress, sf_count_t(chunkFrames))) }
+            if got <= 0 { break }
+            total += got
+        }
+        _ = seek(toFrame: 0)
+        return total
     }
 
     /// Moves to `frame`; false if the file cannot seek there.
@@ -155,25 +229,5 @@ final class SoundFileReader {
         }
         guard length > 0 else { return "" }
         return String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// libsndfile clamps a data chunk that claims more bytes than the file holds, and reads
-    /// an Ogg stream that ends without its end-of-stream page; both are noted only in its log,
-    /// which is how a truncated file or a header that lies is recognised.
-    private var headerProblem: String? {
-        for line in logText.split(separator: "\n") {
-            // "data : 303326 (should be 99956)": the data chunk claims more than the file holds.
-            let words = line.split(whereSeparator: { $0 == " " || $0 == ":" || $0 == "(" || $0 == ")" })
-            if words.count == 4 || words.count == 5, words[0] == "data" || words[0] == "SSND",
-                let claimed = Int(words[1]), words[2] == "should", let actual = Int(words.last!),
-                claimed > actual
-            {
-                return "truncated or lying header: its data chunk claims \(claimed) bytes, the file holds \(actual)"
-            }
-            if line.contains("File ended unexpectedly") {
-                return "truncated: the stream ends without its end-of-stream mark"
-            }
-        }
-        return nil
     }
 }

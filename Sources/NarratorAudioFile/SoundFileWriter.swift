@@ -11,11 +11,13 @@ public enum OutputFormat: String, Sendable, CaseIterable {
     case f32
 }
 
-/// Writes a WAV file that appears under its name only when complete: samples go to a hidden
-/// file beside it, which is renamed over the target at `finish()` and removed on failure.
+/// Writes a WAV file that appears under its name only when complete (through `AtomicFile`):
+/// samples go to a hidden file beside it, which is renamed over the target at `finish()` and
+/// removed on failure. It installs no signal handler: the executable removes what
+/// `PartialFiles` lists when a signal ends it.
 public final class SoundFileWriter {
     public let path: String
-    private let partialPath: String
+    private let output: AtomicFile
     private var handle: OpaquePointer?
     private let channels: Int
     private let format: OutputFormat
@@ -24,25 +26,24 @@ public final class SoundFileWriter {
 
     public init(path: String, sampleRate: Int, channels: Int, format: OutputFormat, maxFrames: Int = 8192) throws(NarratorError) {
         self.path = path
-        let url = URL(fileURLWithPath: path)
-        partialPath = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
         self.channels = channels
         self.format = format
         scratch = format == .s16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
+        output = try AtomicFile(path: path)
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
         // RF64 that libsndfile turns back into a plain WAV header when the file stays under
         // 4 GiB: every usual render is an ordinary WAV, and a longer one is still correct.
         info.format = Int32(SF_FORMAT_RF64) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
-        guard let handle = sf_open(partialPath, Int32(SFM_WRITE), &info) else {
+        // libsndfile writes to the hidden file's descriptor, which stays AtomicFile's to close.
+        guard let handle = sf_open_fd(output.descriptor, Int32(SFM_WRITE), &info, 0) else {
             let reason = String(cString: sf_strerror(nil))
+            output.discard()
             throw NarratorError(file: path, "cannot write (libsndfile: \(reason))")
         }
         sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE))
         self.handle = handle
-        PartialFiles.register(partialPath)
     }
 
     deinit { abandon() }
@@ -72,16 +73,11 @@ public final class SoundFileWriter {
     public func finish() throws(NarratorError) {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         self.handle = nil
-        defer { PartialFiles.unregister() }
         if sf_close(handle) != 0 {
-            unlink(partialPath)
+            output.discard()
             throw NarratorError(file: path, "closing failed")
         }
-        if rename(partialPath, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            unlink(partialPath)
-            throw NarratorError(file: path, "cannot move the finished file into place: \(reason)")
-        }
+        try output.commit()
     }
 
     /// Drops the partial file.
@@ -89,9 +85,8 @@ public final class SoundFileWriter {
         if let handle {
             sf_close(handle)
             self.handle = nil
-            unlink(partialPath)
-            PartialFiles.unregister()
         }
+        output.discard()
     }
 }
 
@@ -130,45 +125,5 @@ public enum OfflineRenderer {
             mixer.render(into: slice, frameCount: frames)
             try body(UnsafeBufferPointer(slice), frames)
         }
-    }
-}
-
-/// The partial file being written, removed if the process is interrupted (Ctrl-C, SIGTERM)
-/// so that no half-written file is left behind. One at a time: the CLI writes one file.
-public enum PartialFiles {
-    nonisolated(unsafe) private static var path: UnsafeMutablePointer<CChar>?
-
-    static func register(_ partial: String) {
-        unregister()
-        path = strdup(partial)
-        // A parent may have blocked these (blocked signals survive exec): unblock them too.
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        for signal in [SIGINT, SIGTERM, SIGHUP] {
-            _ = CSignal.install(signal)
-            sigaddset(&unblock, signal)
-        }
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-    }
-
-    static func unregister() {
-        let old = path
-        path = nil
-        free(old)
-    }
-
-    /// Called from the signal handler: async-signal-safe calls only.
-    fileprivate static func removeAndExit(_ signal: Int32) {
-        if let path { unlink(path) }
-        _exit(128 + signal)
-    }
-}
-
-private enum CSignal {
-    static func install(_ number: Int32) -> Bool {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { PartialFiles.removeAndExit($0) }
-        sigemptyset(&action.sa_mask)
-        return sigaction(number, &action, nil) == 0
     }
 }

@@ -240,15 +240,13 @@ extension WordTimings {
             files = [(url.deletingLastPathComponent().appendingPathComponent(page).path, xhtml), (path, smil)]
         default: break
         }
+        // Every file is complete before any is moved into place.
+        var outputs: [AtomicFile] = []
         for (file, text) in files {
-            let temporary = file + ".partial-\(getpid())"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8)) else {
-                throw NarratorError(file: file, "cannot write: \(FileProblem.describe(path: url.deletingLastPathComponent().path))")
-            }
-            guard rename(temporary, file) == 0 else {
-                unlink(temporary)
-                throw NarratorError(file: file, "cannot write: \(String(cString: strerror(errno)))")
-            }
+            let output = try AtomicFile(path: file)
+            outputs.append(output)
+            try output.write(Data(text.utf8))
         }
+        for output in outputs { try output.commit() }
     }
 }

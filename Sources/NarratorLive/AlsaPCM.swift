@@ -37,23 +37,97 @@ public struct NegotiatedOutput: Sendable, Equatable {
     }
 }
 
+/// Why a device call did not do what was asked: ALSA's negative errno, mapped once where the
+/// device answers (`AlsaPCM`, or a test's double) so that nothing past it reads raw codes.
+/// A plain enum: building, comparing and storing one allocates nothing (audio-thread safe).
+@_spi(Testing) public enum DeviceFailure: Error, Equatable, Sendable {
+    /// EPIPE: the device ran dry.
+    case underrun
+    /// ESTRPIPE: the system suspended the device.
+    case suspended
+    /// EAGAIN: no room now (the device is opened non-blocking).
+    case wouldBlock
+    /// The device went away: EIO (a sound server died), ENODEV/ENXIO (unplugged), ENOTTY,
+    /// EBADFD, ESHUTDOWN. The errno is positive.
+    case deviceLost(Int32)
+    /// Any other errno (positive).
+    case other(Int32)
+
+    /// From an ALSA result: a negative errno.
+    public init(alsa code: Int32) {
+        self.init(errno: code == Int32.min ? Int32.max : abs(code))
+    }
+
+    /// From an ALSA frame-count result (snd_pcm_sframes_t): a negative errno.
+    public init(alsa code: Int) {
+        self.init(alsa: Int32(clamping: code))
+    }
+
+    /// From a positive errno.
+    public init(errno: Int32) {
+        switch errno {
+        case EPIPE: self = .underrun
+        case ESTRPIPE: self = .suspended
+        case EAGAIN: self = .wouldBlock
+        case EIO, ENODEV, ENXIO, ENOTTY, EBADFD, ESHUTDOWN: self = .deviceLost(errno)
+        default: self = .other(errno)
+        }
+    }
+
+    /// The positive errno it stands for.
+    public var errno: Int32 {
+        switch self {
+        case .underrun: EPIPE
+        case .suspended: ESTRPIPE
+        case .wouldBlock: EAGAIN
+        case .deviceLost(let code), .other(let code): code
+        }
+    }
+
+    /// Whether `recover` can bring the device back (underrun or suspend).
+    public var recoverable: Bool { self == .underrun || self == .suspended }
+
+    /// The errno's name, as the `error` event's `code` gives it.
+    public var name: String {
+        switch errno {
+        case EIO: "EIO"
+        case ENODEV: "ENODEV"
+        case ENXIO: "ENXIO"
+        case ENOTTY: "ENOTTY"
+        case EBADFD: "EBADFD"
+        case ESHUTDOWN: "ESHUTDOWN"
+        case ENOENT: "ENOENT"
+        case EBUSY: "EBUSY"
+        case EPIPE: "EPIPE"
+        case ESTRPIPE: "ESTRPIPE"
+        case EAGAIN: "EAGAIN"
+        case ECONNREFUSED: "ECONNREFUSED"
+        case ETIMEDOUT: "ETIMEDOUT"
+        default: "E\(errno)"
+        }
+    }
+
+    /// The system's words for it.
+    public var reason: String { String(cString: strerror(errno)) }
+}
+
 /// What the audio thread needs of a playback device. `AlsaPCM` is the real one; tests may
 /// supply a double. Every call is made from the audio thread and must not allocate or block
-/// beyond `wait`. Codes are negative errno values, as ALSA gives them.
+/// beyond `wait`. Failures come back as `DeviceFailure`, mapped where the device answers.
 @_spi(Testing) public protocol PCMDevice: AnyObject {
     var output: NegotiatedOutput { get }
-    /// Writes up to `frames` interleaved frames: the count written, or a negative errno
-    /// (−EAGAIN when full).
-    func write(_ samples: UnsafeRawPointer, frames: Int) -> Int
-    /// Waits up to `timeoutMs` for room: 1 when there is room, 0 on timeout, or a negative errno.
-    func wait(timeoutMs: Int32) -> Int32
+    /// Writes up to `frames` interleaved frames: the count written (0 or `.wouldBlock` when
+    /// full), or why not.
+    func write(_ samples: UnsafeRawPointer, frames: Int) -> Result<Int, DeviceFailure>
+    /// Waits up to `timeoutMs` for room: true when there is room, false on timeout.
+    func wait(timeoutMs: Int32) -> Result<Bool, DeviceFailure>
     /// Whether the device is playing, its delay (frames written but not yet heard) and the
     /// monotonic time (ns) that was true; nil if it cannot say.
     func read() -> PCMReading?
-    /// Recovers from −EPIPE or −ESTRPIPE: 0 on success.
-    func recover(_ code: Int32) -> Int32
+    /// Recovers from `.underrun` or `.suspended`: nil on success, else why it could not.
+    func recover(_ failure: DeviceFailure) -> DeviceFailure?
     /// Takes back up to `frames` written but not yet played: the count taken back (0 when the
-    /// device cannot), or a negative errno.
+    /// device cannot, or fails to).
     func rewind(_ frames: Int) -> Int
     /// Stops at once, dropping what is buffered.
     func drop()
@@ -175,14 +249,18 @@ final class AlsaPCM: PCMDevice {
 
     // MARK: Real-time calls: no allocation, no lock of ours.
 
-    /// Waits up to `timeoutMs` for room: 1 when there is room, 0 on timeout, or a negative errno.
+    /// Waits up to `timeoutMs` for room: true when there is room, false on timeout.
     @inline(__always)
-    func wait(timeoutMs: Int32) -> Int32 { snd_pcm_wait(handle, timeoutMs) }
+    func wait(timeoutMs: Int32) -> Result<Bool, DeviceFailure> {
+        let result = snd_pcm_wait(handle, timeoutMs)
+        return result < 0 ? .failure(DeviceFailure(alsa: result)) : .success(result > 0)
+    }
 
-    /// Writes up to `frames` interleaved frames: the count written, or a negative errno.
+    /// Writes up to `frames` interleaved frames: the count written, or why not.
     @inline(__always)
-    func write(_ samples: UnsafeRawPointer, frames: Int) -> Int {
-        Int(snd_pcm_writei(handle, samples, snd_pcm_uframes_t(frames)))
+    func write(_ samples: UnsafeRawPointer, frames: Int) -> Result<Int, DeviceFailure> {
+        let result = Int(snd_pcm_writei(handle, samples, snd_pcm_uframes_t(frames)))
+        return result < 0 ? .failure(DeviceFailure(alsa: result)) : .success(result)
     }
 
     /// The device's state, its delay (frames written but not yet heard) and when that was true.
@@ -202,11 +280,23 @@ final class AlsaPCM: PCMDevice {
             time: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec))
     }
 
-    /// Recovers from an underrun (EPIPE) or a suspend (ESTRPIPE); other codes come back.
-    /// A suspended device is resumed for up to a second (not snd_pcm_recover's unbounded
-    /// loop), then prepared afresh.
-    func recover(_ code: Int32) -> Int32 {
-        guard code == -ESTRPIPE else { return snd_pcm_recover(handle, code, 1) }
+    /// Recovers from an underrun or a suspend; any other failure comes back. A suspended
+    /// device is resumed for up to a second (not snd_pcm_recover's unbounded loop), then
+    /// prepared afresh.
+    func recover(_ failure: DeviceFailure) -> DeviceFailure? {
+        let result: Int32
+        switch failure {
+        case .underrun:
+            result = snd_pcm_recover(handle, -EPIPE, 1)
+        case .suspended:
+            result = resume()
+        default:
+            return failure
+        }
+        return result == 0 ? nil : result < 0 ? DeviceFailure(alsa: result) : failure
+    }
+
+    private func resume() -> Int32 {
         for _ in 0..<100 {
             let resumed = snd_pcm_resume(handle)
             if resumed == 0 { return 0 }
@@ -220,7 +310,7 @@ final class AlsaPCM: PCMDevice {
     func rewind(_ frames: Int) -> Int {
         let possible = Int(snd_pcm_rewindable(handle))
         guard possible > 0 else { return 0 }
-        return Int(snd_pcm_rewind(handle, snd_pcm_uframes_t(min(frames, possible))))
+        return max(0, Int(snd_pcm_rewind(handle, snd_pcm_uframes_t(min(frames, possible)))))
     }
 
     /// Stops at once, dropping what is buffered.

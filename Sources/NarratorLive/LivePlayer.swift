@@ -107,7 +107,9 @@ public final class LivePlayer: @unchecked Sendable {
     private let realtime: Bool
 
     private enum AudioExit: Int {
-        case running = 0, finished, canceled, failed
+        /// failed: the device failed (`audioErrorCode` holds its errno); stalled: it took no
+        /// audio for `stallLimit`; noClock: its reports never settled.
+        case running = 0, finished, canceled, failed, stalled, noClock
     }
 
     /// Opens the device and prepares everything the audio thread needs.
@@ -241,22 +243,22 @@ public final class LivePlayer: @unchecked Sendable {
             for problem in streamProblems.withLock({ problems in defer { problems = [] }; return problems }) {
                 onEvent(.streamProblem(problem, at: now))
             }
-            switch AudioExit(rawValue: audioExit.load(ordering: .acquiring)) ?? .running {
+            let ending = AudioExit(rawValue: audioExit.load(ordering: .acquiring)) ?? .running
+            switch ending {
             case .running, .finished:
                 return nil
             case .canceled:
                 onEvent(.canceled(frame: heardFrame(at: now), at: now))
                 return .canceled
-            case .failed:
-                let code = audioErrorCode.load(ordering: .acquiring)
+            case .failed, .stalled, .noClock:
                 let error: PlaybackError =
-                    switch code {
-                    case -ETIMEDOUT:
+                    switch ending {
+                    case .stalled:
                         .deviceLost(device: output.device, code: "ETIMEDOUT", reason: "the device took no audio for a second")
-                    case -ETIME:
+                    case .noClock:
                         .noClock(device: output.device)
                     default:
-                        .deviceLost(device: output.device, code: PlaybackError.errnoName(code), reason: String(cString: strerror(-code)))
+                        .lost(DeviceFailure(errno: audioErrorCode.load(ordering: .acquiring)), device: output.device)
                     }
                 onEvent(.error(error, frame: heardFrame(at: now), at: now))
                 return .failed(error)
@@ -467,7 +469,7 @@ public final class LivePlayer: @unchecked Sendable {
             if cancelRequest.load(ordering: .acquiring) { return exitLoop(.canceled) }
             if cuesDone.load(ordering: .acquiring) { return exitLoop(.finished) }
             if planState.load(ordering: .acquiring) == 1 { adoptPlan() }
-            let result: Int
+            let result: Result<Int, DeviceFailure>
             if loop.timelineRunning {
                 if loop.pendingFrom == loop.pendingTo {
                     let hold = holdFrame.load(ordering: .acquiring)
@@ -476,10 +478,8 @@ public final class LivePlayer: @unchecked Sendable {
                         frames = min(frames, hold - mixer.position)
                     } else if hold != Int.max && loop.heardTimeline < hold - holdMarginFrames {
                         // Held: wait for the frame to come close before writing it.
-                        let waited = pcm.wait(timeoutMs: 1)
-                        if waited < 0 {
-                            let failure = recovered(waited)
-                            guard failure == 0 else { return exitLoop(.failed, code: failure) }
+                        if case .failure(let failure) = pcm.wait(timeoutMs: 1) {
+                            if let fatal = recovered(failure) { return exitLoop(.failed, failure: fatal) }
                             continue
                         }
                         takeReading()
@@ -499,35 +499,33 @@ public final class LivePlayer: @unchecked Sendable {
                 result = pcm.write(silenceBlock, frames: periodFrames)
             }
             let now = MonotonicClock.now()
-            if !loop.timelineRunning && now - loop.settlingSince > settleLimit { return exitLoop(.failed, code: -ETIME) }
-            if result > 0 {
+            if !loop.timelineRunning && now - loop.settlingSince > settleLimit { return exitLoop(.noClock) }
+            switch result {
+            case .success(let result) where result > 0:
                 if loop.deviceWritten == 0 { firstWrite.store(now, ordering: .releasing) }
                 loop.deviceWritten += result
                 if loop.timelineRunning { loop.pendingFrom += result } else { loop.inserted += result }
                 loop.lastProgress = now
                 takeReading()
-            } else if result == -Int(EAGAIN) || result == 0 {
-                if now - loop.lastProgress > stallLimit { return exitLoop(.failed, code: -ETIMEDOUT) }
+            case .success, .failure(.wouldBlock):
+                if now - loop.lastProgress > stallLimit { return exitLoop(.stalled) }
                 // Short waits, with a reading after each: the clock is confirmed every
                 // millisecond, and a device that stops consuming is noticed.
-                let waited = pcm.wait(timeoutMs: 1)
-                if waited < 0 {
-                    let failure = recovered(waited)
-                            guard failure == 0 else { return exitLoop(.failed, code: failure) }
+                if case .failure(let failure) = pcm.wait(timeoutMs: 1) {
+                    if let fatal = recovered(failure) { return exitLoop(.failed, failure: fatal) }
                     continue
                 }
                 takeReading()
-            } else {
-                let failure = recovered(Int32(result))
-                guard failure == 0 else { return exitLoop(.failed, code: failure) }
+            case .failure(let failure):
+                if let fatal = recovered(failure) { return exitLoop(.failed, failure: fatal) }
             }
         }
     }
 
-    private func exitLoop(_ reason: AudioExit, code: Int32 = 0) {
+    private func exitLoop(_ reason: AudioExit, failure: DeviceFailure? = nil) {
         // Tell the cue thread first: dropping can block on a hung sound server.
         clock.publish(anchor: nil, framesWritten: max(0, loop.deviceWritten - loop.inserted), readingTime: 0)
-        audioErrorCode.store(code, ordering: .relaxed)
+        audioErrorCode.store(failure?.errno ?? 0, ordering: .relaxed)
         audioExit.store(reason.rawValue, ordering: .releasing)
         pcm.drop()
     }
@@ -563,28 +561,26 @@ public final class LivePlayer: @unchecked Sendable {
             framesWritten: max(0, loop.deviceWritten - loop.inserted), readingTime: loop.confirmedTime)
     }
 
-    /// 0 when the device recovered from `code`; else the error that ends playback.
-    private func recovered(_ code: Int32) -> Int32 {
-        let failure = recover(code, written: loop.deviceWritten - loop.inserted)
-        guard failure == 0 else { return failure }
+    /// nil when the device recovered from `failure`; else the failure that ends playback.
+    private func recovered(_ failure: DeviceFailure) -> DeviceFailure? {
+        if let fatal = recover(failure, written: loop.deviceWritten - loop.inserted) { return fatal }
         loop.timelineRunning = false
         loop.recovering = true
         loop.lastProgress = MonotonicClock.now()
         loop.settlingSince = loop.lastProgress
-        return 0
+        return nil
     }
 
     /// Underrun or suspend: recover and forget the clock, which must settle again before the
-    /// timeline resumes. 0 when it did; else the error that ends playback: `code` itself for a
+    /// timeline resumes. nil when it did; else the failure that ends playback: `failure` itself for a
     /// failure that is not an underrun or suspend, or why recovery failed (a sound server that
     /// died says so there: the underrun was only how its death first showed).
-    private func recover(_ code: Int32, written: Int) -> Int32 {
-        guard code == -EPIPE || code == -ESTRPIPE else { return code }
+    private func recover(_ failure: DeviceFailure, written: Int) -> DeviceFailure? {
+        guard failure.recoverable else { return failure }
         underruns.add(1, ordering: .releasing)
         filter.reset()
         clock.publish(anchor: nil, framesWritten: max(0, written), readingTime: 0)
-        let result = pcm.recover(code)
-        return result == 0 ? 0 : result < 0 ? result : code
+        return pcm.recover(failure)
     }
 
     @inline(__always)

@@ -53,20 +53,9 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "audio device '\(device)': \(message)" }
 
-    /// The errno name of an ALSA error code (negative errno).
-    static func errnoName(_ code: Int32) -> String {
-        switch -code {
-        case EIO: "EIO"
-        case ENODEV: "ENODEV"
-        case ENOTTY: "ENOTTY"
-        case EBADFD: "EBADFD"
-        case ENOENT: "ENOENT"
-        case EBUSY: "EBUSY"
-        case EPIPE: "EPIPE"
-        case ESTRPIPE: "ESTRPIPE"
-        case ECONNREFUSED: "ECONNREFUSED"
-        case ETIMEDOUT: "ETIMEDOUT"
-        default: "E\(-code)"
-        }
+    /// The device failed while playing, for a failure that is not an underrun or a suspend
+    /// (or one that recovery could not undo).
+    static func lost(_ failure: DeviceFailure, device: String) -> PlaybackError {
+        .deviceLost(device: device, code: failure.name, reason: failure.reason)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import NarratorCore
 
 /// Writing a plot: SVG as it is, PNG rasterized from the same SVG by librsvg into a cairo
-/// image surface. Either file appears under its name only when complete.
+/// image surface. Either file appears under its name only when complete (`AtomicFile`).
 public enum PlotFile {
     public enum Format: String, Sendable {
         case svg, png
@@ -21,8 +21,8 @@ public enum PlotFile {
     /// Writes `svg` to `path` as SVG, or rasterized at `width` × `height` as PNG.
     public static func write(svg: String, width: Int, height: Int, to path: String) throws(NarratorError) {
         switch try format(of: path) {
-        case .svg: try writeAtomically(Data(svg.utf8), to: path)
-        case .png: try writeAtomically(try rasterize(svg: svg, width: width, height: height, for: path), to: path)
+        case .svg: try AtomicFile.write(svg, to: path)
+        case .png: try AtomicFile.write(try rasterize(svg: svg, width: width, height: height, for: path), to: path)
         }
     }
 
@@ -69,40 +69,5 @@ public enum PlotFile {
         guard let error else { return "unknown error" }
         defer { g_error_free(error) }
         return error.pointee.message.map { String(cString: $0) } ?? "unknown error"
-    }
-
-    /// Writes `data` beside `path` under a hidden name, then renames it over `path`: the file is
-    /// complete or absent, never partial.
-    public static func writeAtomically(_ data: Data, to path: String) throws(NarratorError) {
-        let url = URL(fileURLWithPath: path)
-        let folder = url.deletingLastPathComponent()
-        let partial = folder.appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
-        let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw NarratorError(file: path, "cannot write: \(String(cString: strerror(errno)))")
-        }
-        var failure: Int32 = 0
-        data.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                offset += written
-            }
-        }
-        if close(fd) != 0 && failure == 0 { failure = errno }
-        guard failure == 0 else {
-            unlink(partial)
-            throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))")
-        }
-        guard rename(partial, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(partial)
-            throw NarratorError(file: path, "cannot write: \(reason)")
-        }
     }
 }

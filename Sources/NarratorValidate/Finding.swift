@@ -27,6 +27,9 @@ public struct Finding: Sendable, Equatable, Encodable {
         case transcript
         case silent
         case clipped
+        /// An MP3 without gapless information (no Xing/Info or VBRI header): it plays its
+        /// encoder's delay and padding, silence before and after the sound.
+        case gapless
         /// A clip no chain plays, or an audio file no lesson uses.
         case unreferenced
     }

@@ -288,6 +288,11 @@ public struct LibraryValidator: Sendable {
                     .warning, .sampleRate, lesson: name, file: display(file),
                     "\(scan.sampleRate) Hz in a \(lesson.sampleRate) Hz lesson: resampled each time it loads"))
             }
+            if scan.lacksGaplessInfo {
+                findings.append(Finding(
+                    .warning, .gapless, lesson: name, file: display(file),
+                    "an MP3 without gapless information (no Xing/LAME header): it plays its encoder's delay and padding, silence before and after the sound (re-encode with a LAME header, or use FLAC or Ogg)"))
+            }
             if scan.channels != 1, scan.channels != outputChannels {
                 let effect = outputChannels == 1
                     ? "averaged into one"

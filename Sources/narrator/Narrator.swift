@@ -15,6 +15,9 @@ struct Narrator: ParsableCommand {
     static func main() {
         do {
             var command = try parseAsRoot()
+            // Commands that write files remove their partial output when a signal ends them;
+            // play and serve handle their signals themselves (cancel, drain).
+            if !(command is Play || command is Serve) { SignalCleanup.install() }
             try command.run()
         } catch let code as ExitCode {
             exit(withError: code)
@@ -149,25 +152,23 @@ struct Render: ParsableCommand {
             let schedule = prepared.schedule
             // The cue sheet is written first, beside its target; both files are moved into
             // place only once both are complete, and neither is left when either fails.
-            var pendingCues: (partial: String, final: String)?
+            var cueSheet: AtomicFile?
             if let cues {
-                let url = URL(fileURLWithPath: cues)
-                let partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())").path
-                guard FileManager.default.createFile(atPath: partial, contents: Data(CueSheet.json(schedule).utf8)) else {
-                    throw NarratorError(file: cues, "cannot write the cue sheet: \(FileProblem.describe(path: url.deletingLastPathComponent().path))")
+                do throws(NarratorError) {
+                    let file = try AtomicFile(path: cues)
+                    try file.write(Data(CueSheet.json(schedule).utf8))
+                    cueSheet = file
+                } catch {
+                    throw NarratorError(file: cues, "cannot write the cue sheet: \(error.message.replacingOccurrences(of: "cannot write: ", with: ""))")
                 }
-                pendingCues = (partial, cues)
             }
             do throws(NarratorError) {
                 try prepared.render(to: output, format: format)
+                try cueSheet?.commit()
             } catch {
-                if let pendingCues { unlink(pendingCues.partial) }
+                cueSheet?.discard()
+                if error.file == cues { unlink(output) }
                 throw error
-            }
-            if let pendingCues, rename(pendingCues.partial, pendingCues.final) != 0 {
-                unlink(pendingCues.partial)
-                unlink(output)
-                throw NarratorError(file: pendingCues.final, "cannot move the cue sheet into place: \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -151,6 +151,29 @@ struct ValidateTests {
         #expect((report["lessons"] as? [Any])?.count == 9)
     }
 
+    /// An MP3 without a Xing/LAME header (sox's) plays its encoder's delay and padding: a
+    /// warning naming it; the same sound with LAME's header (ffmpeg's default) has none.
+    @Test func mp3WithoutGaplessInformationIsAWarning() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let made = try runTool("sox", ["-n", "-r", "44100", "-c", "1", dir.file("tone.wav"), "synth", "1", "sine", "440", "vol", "0.5"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let plain = try runTool("sox", [dir.file("tone.wav"), dir.file("plain.mp3")])
+        let tagged = try runTool("ffmpeg", ["-v", "error", "-i", dir.file("tone.wav"), dir.file("tagged.mp3")])
+        try #require(plain.status == 0 && tagged.status == 0, "\(plain.stderr) \(tagged.stderr)")
+        try FileManager.default.removeItem(atPath: dir.file("tone.wav"))
+        dir.write(
+            "lesson.json",
+            #"{"sampleRate": 44100, "clips": {"a": {"file": "plain.mp3"}, "b": {"file": "tagged.mp3"}}, "chains": {"c": [{"clip": "a"}, {"clip": "b"}]}}"#)
+        let result = try run(Repo.narrator, ["validate", "."], cwd: dir.path)
+        #expect(result.status == 0, "a warning, not an error: \(result.stdout)")
+        let warnings = result.stdout.split(separator: "\n").filter { $0.hasPrefix("warning") }
+        #expect(warnings.count == 1, "\(result.stdout)")
+        #expect(warnings.first?.hasPrefix("warning: plain.mp3: an MP3 without gapless information") == true, "\(result.stdout)")
+        #expect(warnings.first?.contains("delay and padding") == true)
+        #expect(result.stdout.split(separator: "\n").contains { $0.split(separator: " ") == ["gapless", "0", "1"] }, "\(result.stdout)")
+    }
+
     @Test func missingPathIsAnError() throws {
         let result = try run(Repo.narrator, ["validate", "/nonexistent/library"])
         #expect(result.status == 1)

@@ -20,25 +20,25 @@ struct APITests {
             guard let started else { return 0 }
             return min(written, Int((now - started) * 48 / 1_000_000))
         }
-        func write(_ samples: UnsafeRawPointer, frames: Int) -> Int {
+        func write(_ samples: UnsafeRawPointer, frames: Int) -> Result<Int, DeviceFailure> {
             let now = MonotonicClock.now()
             let room = 2400 - (written - played(now))
-            guard room > 0 else { return -Int(EAGAIN) }
+            guard room > 0 else { return .failure(.wouldBlock) }
             let n = min(room, frames)
             written += n
             if started == nil && written >= 2400 { started = now }
-            return n
+            return .success(n)
         }
-        func wait(timeoutMs: Int32) -> Int32 {
+        func wait(timeoutMs: Int32) -> Result<Bool, DeviceFailure> {
             var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
             nanosleep(&pause, nil)
-            return 1
+            return .success(true)
         }
         func read() -> PCMReading? {
             let now = MonotonicClock.now()
             return PCMReading(running: started != nil, delay: written - played(now), time: now)
         }
-        func recover(_ code: Int32) -> Int32 { 0 }
+        func recover(_ failure: DeviceFailure) -> DeviceFailure? { nil }
         func rewind(_ frames: Int) -> Int { 0 }
         func drop() {}
     }

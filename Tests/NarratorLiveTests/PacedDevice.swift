@@ -29,7 +29,7 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
     var stallNs: Int64 = 0
     /// Once `written` passes this, writes fail with `failCode`; `failedAt` is when they began to.
     var failAfter = Int.max
-    var failCode: Int32 = -EIO
+    var failure: DeviceFailure = .deviceLost(EIO)
     private(set) var failedAt: Int64?
     /// Each time play reaches a multiple of `pauseEvery` device frames, the device stops
     /// consuming for `pauseNs` without saying so (a sound server that was descheduled), then
@@ -87,10 +87,10 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
         return played
     }
 
-    func write(_ samples: UnsafeRawPointer, frames: Int) -> Int {
+    func write(_ samples: UnsafeRawPointer, frames: Int) -> Result<Int, DeviceFailure> {
         if written >= failAfter {
             if failedAt == nil { failedAt = now() }
-            return Int(failCode)
+            return .failure(failure)
         }
         if written >= stallAfter {
             stallAfter = .max
@@ -99,10 +99,10 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
         }
         let time = now()
         let heard = position(at: time)
-        if xrun { return -Int(EPIPE) }
+        if xrun { return .failure(.underrun) }
         let room = output.bufferFrames - (written - heard)
         let n = min(frames, room)
-        guard n > 0 else { return -Int(EAGAIN) }
+        guard n > 0 else { return .failure(.wouldBlock) }
         let channels = output.channels
         let copy = max(0, min(n, capacity - written))
         (kept + written * channels).update(from: samples.assumingMemoryBound(to: Int16.self), count: copy * channels)
@@ -116,20 +116,20 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
                 segmentCount += 1
             }
         }
-        return n
+        return .success(n)
     }
 
-    func wait(timeoutMs: Int32) -> Int32 {
+    func wait(timeoutMs: Int32) -> Result<Bool, DeviceFailure> {
         let time = now()
         let heard = position(at: time)
-        if xrun { return -EPIPE }
+        if xrun { return .failure(.underrun) }
         let room = output.bufferFrames - (written - heard)
-        if room >= output.periodFrames || !playing { return 1 }
+        if room >= output.periodFrames || !playing { return .success(true) }
         let needed = Int64(output.periodFrames - room) * 1_000_000_000 / Int64(rate)
         let sleep = min(needed, Int64(timeoutMs) * 1_000_000)
         var spec = timespec(tv_sec: Int(sleep / 1_000_000_000), tv_nsec: Int(sleep % 1_000_000_000))
         nanosleep(&spec, nil)
-        return 1
+        return .success(true)
     }
 
     func read() -> PCMReading? {
@@ -138,10 +138,10 @@ final class PacedDevice: PCMDevice, @unchecked Sendable {
         return PCMReading(running: playing, delay: written - heard, time: time)
     }
 
-    func recover(_ code: Int32) -> Int32 {
-        guard code == -EPIPE || code == -ESTRPIPE else { return code }
+    func recover(_ failure: DeviceFailure) -> DeviceFailure? {
+        guard failure.recoverable else { return failure }
         xrun = false
-        return 0
+        return nil
     }
 
     func rewind(_ frames: Int) -> Int { 0 }

@@ -151,7 +151,7 @@ struct RealTimeTests {
         defer { fixture.dir.remove() }
         let device = fixture.device()
         device.failAfter = 30000
-        device.failCode = -EIO
+        device.failure = .deviceLost(EIO)
         let log = EventLog()
         let outcome = LivePlayer(schedule: fixture.schedule, pcm: device).run { log.events.append($0) }
         guard case .failed(let error) = outcome else { Issue.record("outcome \(outcome)"); return }

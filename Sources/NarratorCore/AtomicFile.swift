@@ -1,0 +1,186 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Output that appears under its name only when complete: the one owner of writing beside the
+/// target and renaming. The bytes go to a hidden file in the target's folder
+/// (`.NAME.partial-PID-N`, so that the rename stays on one file system), which `commit()`
+/// syncs to disk and renames over the target; on any failure, `discard()` or deinit, the
+/// hidden file is removed. While it exists it is listed in `PartialFiles`, which the
+/// executable empties when a signal ends it.
+///
+/// Writers that produce the bytes themselves (libsndfile through `sf_open_fd`) write to
+/// `descriptor`; the rest use `write(_:)`.
+public final class AtomicFile {
+    /// The target.
+    public let path: String
+    /// The hidden file beside it, while it is being written.
+    public let temporaryPath: String
+    /// Open for writing until `commit()` or `discard()`; -1 after.
+    public private(set) var descriptor: Int32
+    private var registration: Int?
+
+    private static let counter = Atomic<Int>(0)
+
+    /// Creates the hidden file beside `path` (never following or replacing anything there).
+    public init(path: String) throws(NarratorError) {
+        self.path = path
+        let url = URL(fileURLWithPath: path)
+        let number = Self.counter.add(1, ordering: .relaxed).newValue
+        temporaryPath = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())-\(number)").path
+        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard descriptor >= 0 else { throw NarratorError(file: path, "cannot write: \(String(cString: strerror(errno)))") }
+        registration = PartialFiles.register(temporaryPath)
+    }
+
+    deinit { discard() }
+
+    /// Appends `bytes`.
+    public func write(_ bytes: some DataProtocol) throws(NarratorError) {
+        guard descriptor >= 0 else { throw NarratorError(file: path, "cannot write: already closed") }
+        var failure: Int32 = 0
+        for region in bytes.regions {
+            region.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count, failure == 0 {
+                    let written = Glibc.write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                    if written < 0 {
+                        if errno != EINTR { failure = errno }
+                    } else {
+                        offset += written
+                    }
+                }
+            }
+            if failure != 0 { break }
+        }
+        if failure != 0 {
+            discard()
+            throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))")
+        }
+    }
+
+    /// Syncs the hidden file to disk, closes it and renames it over the target; on failure
+    /// the hidden file is removed and the target left as it was.
+    public func commit() throws(NarratorError) {
+        guard descriptor >= 0 else { throw NarratorError(file: path, "cannot write: already closed") }
+        var failure: Int32 = 0
+        while fsync(descriptor) != 0 {
+            if errno == EINTR { continue }
+            // A file system that cannot sync (a pipe-like or special target) still renames.
+            if errno != EINVAL && errno != EROFS { failure = errno }
+            break
+        }
+        if close(descriptor) != 0 && failure == 0 && errno != EINTR { failure = errno }
+        descriptor = -1
+        if failure == 0 && rename(temporaryPath, path) != 0 { failure = errno }
+        guard failure == 0 else {
+            discard()
+            throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))")
+        }
+        unregister()
+        // The rename itself is durable once the folder is synced.
+        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            _ = fsync(folder)
+            close(folder)
+        }
+    }
+
+    /// Removes the hidden file (nothing once committed).
+    public func discard() {
+        if descriptor >= 0 {
+            close(descriptor)
+            descriptor = -1
+        }
+        if registration != nil {
+            unlink(temporaryPath)
+            unregister()
+        }
+    }
+
+    private func unregister() {
+        if let registration { PartialFiles.unregister(registration) }
+        registration = nil
+    }
+
+    /// Writes `bytes` to `path` atomically.
+    public static func write(_ bytes: some DataProtocol, to path: String) throws(NarratorError) {
+        let file = try AtomicFile(path: path)
+        try file.write(bytes)
+        try file.commit()
+    }
+
+    /// Writes `text` as UTF-8 to `path` atomically.
+    public static func write(_ text: String, to path: String) throws(NarratorError) {
+        try write(Data(text.utf8), to: path)
+    }
+}
+
+/// The hidden files `AtomicFile`s are writing, for the executable to remove when a signal ends
+/// it (`removeAll()` is async-signal-safe). A library installs no signal handler: the process
+/// that owns signal handling decides. At most `capacity` at once; one beyond is written as
+/// usual but not listed.
+public enum PartialFiles {
+    public static let capacity = 32
+    /// Longest path a slot holds, with its NUL (PATH_MAX).
+    static let pathBytes = 4096
+
+    /// Per slot: 0 free, 1 being filled or emptied, 2 holding a path to remove.
+    private static let slots = Slots()
+
+    private final class Slots: Sendable {
+        let states: [AtomicSlot]
+        nonisolated(unsafe) let paths: UnsafeMutablePointer<CChar>
+
+        init() {
+            states = (0..<PartialFiles.capacity).map { _ in AtomicSlot() }
+            paths = .allocate(capacity: PartialFiles.capacity * PartialFiles.pathBytes)
+            paths.initialize(repeating: 0, count: PartialFiles.capacity * PartialFiles.pathBytes)
+        }
+    }
+
+    /// Makes the registry ready, so that a signal handler never runs its one-time setup.
+    public static func prepare() { _ = slots }
+
+    static func register(_ path: String) -> Int? {
+        let bytes = Array(path.utf8CString)
+        guard bytes.count <= pathBytes else { return nil }
+        for index in 0..<capacity where slots.states[index].value.compareExchange(
+            expected: 0, desired: 1, ordering: .acquiring).exchanged
+        {
+            let slot = slots.paths + index * pathBytes
+            bytes.withUnsafeBufferPointer { slot.update(from: $0.baseAddress!, count: bytes.count) }
+            slots.states[index].value.store(2, ordering: .releasing)
+            return index
+        }
+        return nil
+    }
+
+    static func unregister(_ index: Int) {
+        slots.states[index].value.store(0, ordering: .releasing)
+    }
+
+    /// The paths listed now (for tests and diagnostics).
+    public static var listed: [String] {
+        (0..<capacity).compactMap { index in
+            slots.states[index].value.load(ordering: .acquiring) == 2
+                ? String(cString: slots.paths + index * pathBytes) : nil
+        }
+    }
+
+    /// Removes every listed file. Async-signal-safe: atomic loads and unlink(2) only.
+    public static func removeAll() {
+        for index in 0..<capacity where slots.states[index].value.load(ordering: .acquiring) == 2 {
+            unlink(slots.paths + index * pathBytes)
+        }
+    }
+}
+
+/// An atomic that lives in an array (an Atomic itself cannot be moved).
+private final class AtomicSlot: Sendable {
+    let value = Atomic<Int>(0)
+}
