@@ -95,7 +95,9 @@ let package = Package(
         // The parsers' fuzz targets (make fuzz, docs/fuzzing.md): built with libFuzzer by
         // scripts/fuzz.sh in its own scratch path; the ordinary build is a replay tool that the
         // fuzz regression test runs on each saved crash input.
-        .executableTarget(name: "narrator-fuzz", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorService"]),
+        .executableTarget(name: "narrator-fuzz", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorService", "CLibFuzzer"]),
+        // libFuzzer's driver entry point (declaration only; the fuzz build links the runtime).
+        .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         // Counts heap allocations per thread; linked only into the tests.
         .target(name: "CAllocationCounter"),
         .testTarget(

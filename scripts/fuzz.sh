@@ -97,6 +97,19 @@ wav('f32.wav', 11025, 1, 32, 3, 100, [])
 EOF
 }
 
+# "failure | function | Sources/…:line" of a replayed crash's output.
+signature() {
+    local why frame where
+    why=$(grep -m1 -oE 'Swift runtime failure: [^/]*' "$1" | sed 's/ *$//' || true)
+    [ -n "$why" ] || why=$(grep -m1 -oE 'ERROR: (AddressSanitizer|libFuzzer): [a-z -]+|(timeout|out-of-memory) after [0-9]+|ALARM: working on the last Unit for [0-9]+ seconds' "$1" | sed 's/ *$//' || true)
+    # Stack frames past libFuzzer's handler and libc's signal trampoline, not the runtime failure's.
+    frame=$(grep -E '^ +#[0-9]+ ' "$1" | grep -vE 'sanitizer|compiler-rt|libc\.so|Swift runtime failure' | head -1 |
+        sed -E 's/^ +#[0-9]+ 0x[0-9a-f]+ in ([^ ]+).*/\1/; s/^ +#[0-9]+ 0x[0-9a-f]+ +\(([^)+]+).*/\1/' |
+        swift demangle --simplified --compact 2>/dev/null | cut -c1-90 || true)
+    where=$(grep -m1 -oE '/Sources/[A-Za-z-]+/[A-Za-z+-]+\.swift:[0-9]+' "$1" | sed 's|^/||' || true)
+    echo "${why:-no failure reproduced} | ${frame:-?} | ${where:-?}"
+}
+
 mkdir -p "$out"
 summary="$out/summary.txt"
 : >"$summary"
@@ -111,22 +124,40 @@ fuzz_one() {
         [ -d "$folder" ] && cp "$folder"/* "$corpus/" 2>/dev/null || true
     done
     [ "$target" = wav ] && make_wav_seeds "$corpus"
-    local before after dict
-    before=$(find "$crashes" -type f | wc -l)
+    local before dict
+    before=$(find "$crashes" -type f -not -name '*.stack' | sort)
     dict=$(dictionary "$target")
     # Fork mode goes on after a crash (each is saved), so one run finds more than one bug.
     # Inputs taking over 10 s count as hangs (timeout-*), over 2 GB as leaks (oom-*).
-    NARRATOR_FUZZ_TARGET=$target NARRATOR_FUZZ_WORKDIR=$work ASAN_OPTIONS=detect_leaks=0 \
+    # Swift's own backtracer is off: libFuzzer and ASan print the stack, and the backtracer can
+    # take seconds per crash (or stall) in an instrumented process.
+    NARRATOR_FUZZ_TARGET=$target NARRATOR_FUZZ_WORKDIR=$work ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
         nice -n "$nice" "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$crashes/" ${dict:+-dict="$repo/$dict"} "$corpus" >"$log" 2>&1 || true
-    rm -rf "$work"
-    after=$(find "$crashes" -type f | wc -l)
+    local new
+    new=$(comm -13 <(echo "$before") <(find "$crashes" -type f -not -name '*.stack' | sort) | grep . || true)
     # Fork mode's progress lines: "#123456: cov: … exec/s: … oom/timeout/crash: 0/0/2 time: 60s …"
-    local executions
+    local executions lines
     executions=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
-    printf '%-12s %8ss %12s executions %6s crash/hang inputs saved (%s)\n' "$target" "$seconds" "${executions:-?}" \
-        "$((after - before))" "$crashes" | tee -a "$summary"
+    lines=$(printf '%-12s %6ss %12s executions %4s crash/hang inputs saved\n' "$target" "$seconds" "${executions:-?}" \
+        "$(echo -n "$new" | grep -c . || true)")
+    # Each new input replayed once for its stack (FILE.stack); the summary groups them by what
+    # failed and where: the failure, the first frame past the signal handler, the first line of
+    # Narrator's sources on the stack.
+    local signatures=""
+    for file in $new; do
+        NARRATOR_FUZZ_TARGET=$target NARRATOR_FUZZ_WORKDIR=$work ASAN_OPTIONS=detect_leaks=0 SWIFT_BACKTRACE=enable=no \
+            timeout 60 "$bin" -timeout=10 -rss_limit_mb=2048 "$file" >"$file.stack" 2>&1 || true
+        signatures+="$(signature "$file.stack")"$'\t'"$(basename "$file")"$'\n'
+    done
+    if [ -n "$signatures" ]; then
+        lines+=$'\n'"$(printf '%s' "$signatures" | sort | awk -F'\t' '
+            $1 != last { if (n) printf "    %4d× %s (e.g. %s)\n", n, last, example; last = $1; n = 0; example = $2 }
+            { n++ } END { if (n) printf "    %4d× %s (e.g. %s)", n, last, example }')"
+    fi
+    rm -rf "$work"
+    echo "$lines" | tee -a "$summary"
 }
 
 for target in "${targets[@]}"; do

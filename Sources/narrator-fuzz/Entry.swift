@@ -1,8 +1,19 @@
 import Foundation
 
 #if NARRATOR_LIBFUZZER
-    // Built by `make fuzz` (-sanitize=fuzzer,address -DNARRATOR_LIBFUZZER): libFuzzer's main
-    // drives the target named by NARRATOR_FUZZ_TARGET.
+    import CLibFuzzer
+
+    // Built by `make fuzz` (-sanitize=fuzzer,address -DNARRATOR_LIBFUZZER): libFuzzer's driver
+    // runs the target named by NARRATOR_FUZZ_TARGET. SwiftPM links an executable's entry point
+    // as `<module>_main` (so that tests can link the module), hence this one instead of the
+    // runtime's own main.
+    @_cdecl("narrator_fuzz_main")
+    public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+        var argc = argc
+        var argv = argv
+        _ = selected
+        return LLVMFuzzerRunDriver(&argc, &argv, fuzzerTestOneInput)
+    }
 
     private let selected: FuzzTarget = {
         let name = ProcessInfo.processInfo.environment["NARRATOR_FUZZ_TARGET"] ?? ""
