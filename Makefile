@@ -19,7 +19,7 @@ SWIFT_BUILD_FLAGS ?=
 OUT := out
 LIVE_TESTS := LivePlaybackTests|RealTimeTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests
 
-.PHONY: deps build demo test bench fixtures clean
+.PHONY: deps build demo test bench fuzz fixtures clean
 
 ## deps: install the system packages (apt-get update first; skipped when all are present)
 deps:
@@ -60,9 +60,18 @@ bench: deps
 	bash scripts/bench-live.sh
 	bash scripts/bench-daemon.sh
 
+## fuzz: fuzz every parser with libFuzzer and AddressSanitizer (docs/fuzzing.md), FUZZ_SECONDS each
+## (default 600), FUZZ_JOBS targets at a time; FUZZ_TARGET=textgrid runs one. Not part of `test`.
+## Crash inputs go to $(OUT)/fuzz/crashes/TARGET; the run prints each target's executions and crashes.
+FUZZ_SECONDS ?= 600
+FUZZ_JOBS ?= 1
+FUZZ_TARGET ?=
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_TARGET=$(FUZZ_TARGET) OUT=$(OUT) bash scripts/fuzz.sh
+
 ## fixtures: regenerate Audio/ and Timings/ fixtures from speech and synthetic sounds
 fixtures: deps
 	python3 scripts/make-fixtures.py
 
 clean:
-	rm -rf .build $(OUT)
+	rm -rf .build .build-fuzz $(OUT)

@@ -85,7 +85,7 @@ let package = Package(
         .target(name: "CThreadPlacement"),
         // The Swift Testing traits the timing tests share (only test targets link it).
         .target(name: "NarratorTestTraits", dependencies: ["NarratorTestSupport"]),
-        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport"]),
+        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport", "narrator-fuzz"]),
         .testTarget(
             name: "NarratorAudioFileTests",
             dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
@@ -93,6 +93,12 @@ let package = Package(
         .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
         // Daemon benchmark (scripts/bench-daemon.sh): 50 subscribers, figures only.
         .executableTarget(name: "narrator-bench-daemon", dependencies: ["NarratorCore", "NarratorTestSupport"]),
+        // The parsers' fuzz targets (make fuzz, docs/fuzzing.md): built with libFuzzer by
+        // scripts/fuzz.sh in its own scratch path; the ordinary build is a replay tool that the
+        // fuzz regression test runs on each saved crash input.
+        .executableTarget(name: "narrator-fuzz", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorService", "CLibFuzzer"]),
+        // libFuzzer's driver entry point (declaration only; the fuzz build links the runtime).
+        .systemLibrary(name: "CLibFuzzer", path: "Sources/CLibFuzzer"),
         // Counts heap allocations per thread; linked only into the tests.
         .target(name: "CAllocationCounter"),
         .testTarget(
