@@ -4,7 +4,8 @@
 # from the repository's fixtures, runs each target for FUZZ_SECONDS, and prints per target the
 # executions and the crash inputs it saved.
 #
-#   FUZZ_TARGET   one target (default: all; `FUZZ_TARGET=list` prints them)
+#   FUZZ_TARGET   one target, or several separated by spaces, in that order (default: all;
+#                 `FUZZ_TARGET=list` prints them)
 #   FUZZ_SECONDS  seconds per target (default 600)
 #   FUZZ_JOBS     targets fuzzed at the same time (default 1)
 #   OUT           where corpora, crashes and logs go (default out; out/fuzz/…)
@@ -21,9 +22,13 @@ nice=${FUZZ_NICE:-10}
 targets=(json aeneas-json gentle audacity aeneas-tsv aeneas-csv webvtt srt textgrid smil smil-page lesson sprite-map wav request)
 if [ "$only" = list ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 if [ -n "$only" ]; then
-    case " ${targets[*]} " in *" $only "*) targets=("$only") ;; *)
-        echo "unknown FUZZ_TARGET '$only' (targets: ${targets[*]})" >&2; exit 2 ;;
-    esac
+    chosen=()
+    for name in $only; do
+        case " ${targets[*]} " in *" $name "*) chosen+=("$name") ;; *)
+            echo "unknown FUZZ_TARGET '$name' (targets: ${targets[*]})" >&2; exit 2 ;;
+        esac
+    done
+    targets=("${chosen[@]}")
 fi
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "FUZZ_SECONDS must be a whole number of seconds, not '$seconds'" >&2; exit 2; }
 [[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "FUZZ_JOBS must be a whole number, not '$jobs'" >&2; exit 2; }
