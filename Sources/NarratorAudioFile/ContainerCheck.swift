@@ -1,4 +1,5 @@
 import Foundation
+import NarratorCore
 
 #if canImport(Glibc)
     import Glibc
@@ -186,14 +187,9 @@ private final class ByteReader {
     let size: UInt64
 
     init?(path: String) {
-        fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            Glibc.close(fd)
-            return nil
-        }
-        size = UInt64(max(0, info.st_size))
+        guard let file = try? InputFile.open(path: path) else { return nil }
+        fd = file.descriptor
+        size = UInt64(file.size)
     }
 
     func close() { Glibc.close(fd) }

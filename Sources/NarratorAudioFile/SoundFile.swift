@@ -16,16 +16,23 @@ final class SoundFileReader {
 
     init(path: String) throws(NarratorError) {
         self.path = path
-        if let problem = FileProblem.check(path: path) { throw NarratorError(file: path, problem) }
+        // Opened once, as a regular file (a FIFO or a device is refused without blocking), and
+        // handed to libsndfile by descriptor: what was checked is what is decoded.
+        let file = try InputFile.open(path: path)
+        if file.size == 0 {
+            close(file.descriptor)
+            throw NarratorError(file: path, "empty file")
+        }
+        guard Self.libsndfileMayRead(file.descriptor) else {
+            close(file.descriptor)
+            throw NarratorError(file: path, "not a readable audio file (not a sound format libsndfile can read)")
+        }
         var info = SF_INFO()
         // libsndfile keeps the error of a failed open in process-wide state: one open at a time,
         // so that the reason read is this file's (validate opens files in parallel).
         let opened = Self.opening.withLock { _ -> Result<OpaquePointer, NarratorError> in
-            let handle = Self.mayBeProbedAsMPEG(path) ? Self.withoutStderr { sf_open(path, Int32(SFM_READ), &info) } : sf_open(path, Int32(SFM_READ), &info)
-            guard let handle else {
+            guard let handle = sf_open_fd(file.descriptor, Int32(SFM_READ), &info, 0) else {
                 let code = sf_error(nil)
-                // Unrecognised, or taken for MPEG and then refused: libsndfile then says "File
-                // does not exist or is not a regular file", untrue of a file checked above.
                 let reason =
                     code == Int32(SF_ERR_UNRECOGNISED_FORMAT) || code == Self.libsndfileBadFile
                     ? "not a sound format libsndfile can read" : String(cString: sf_strerror(nil))
@@ -33,17 +40,26 @@ final class SoundFileReader {
             }
             return .success(handle)
         }
-        let handle = try opened.get()
+        let handle: OpaquePointer
+        switch opened {
+        case .success(let opened): handle = opened
+        case .failure(let error):
+            close(file.descriptor)
+            throw error
+        }
         self.handle = handle
+        self.descriptor = file.descriptor
         sampleRate = Int(info.samplerate)
         channels = Int(info.channels)
         announcedFrames = Int(info.frames)
         format = info.format
         guard (1000...768_000).contains(sampleRate), channels > 0, channels <= 64 else {
-            sf_close(handle)
             throw NarratorError(file: path, "unusable header: \(sampleRate) Hz, \(channels) channels")
         }
     }
+
+    /// The file's descriptor, which libsndfile reads and this reader closes (after sf_close).
+    private let descriptor: Int32
 
     private static let opening = Mutex<Void>(())
 
@@ -52,40 +68,72 @@ final class SoundFileReader {
     /// MPEG and refused.
     private static let libsndfileBadFile: Int32 = 7
 
-    /// Whether libsndfile may hand the file to libmpg123 while probing it: it does not begin
-    /// with the mark of a container libsndfile knows otherwise (so an MP3, or anything unknown).
-    private static func mayBeProbedAsMPEG(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return true }
-        defer { try? handle.close() }
-        let head = (try? handle.read(upToCount: 4)) ?? Data()
-        let known = ["RIFF", "RIFX", "RF64", "FORM", "OggS", "fLaC", "caff", ".snd", "wvpk", "riff", "MThd", "NIST", "Crea"]
-        return !known.contains(String(decoding: head, as: UTF8.self))
+    /// Whether the file may be handed to libsndfile: it begins with the mark of a format
+    /// libsndfile reads, or with MPEG audio frames (after an ID3 tag, if any).
+    ///
+    /// libsndfile hands anything it does not recognise to libmpg123, which prints notes
+    /// ("Illegal Audio-MPEG-Header", "Trying to resync") on stderr while it searches the file
+    /// for frames, and libsndfile gives no way to quiet it; nor may a library redirect the
+    /// process's stderr (other threads write there). So a file that is none of these is refused
+    /// here, in one line, and libmpg123 never sees it. The marks are those libsndfile's own
+    /// format guess checks (sndfile.c); the formats it knows without a mark (raw, MAT4, HTK,
+    /// SD2's resource fork) are not read by Narrator, nor an MP3 with bytes of another kind
+    /// before its first frame.
+    static func libsndfileMayRead(_ descriptor: Int32) -> Bool {
+        func bytes(at offset: Int, _ count: Int) -> [UInt8] {
+            var buffer = [UInt8](repeating: 0, count: count)
+            let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, count, off_t(offset)) }
+            return Array(buffer.prefix(max(0, got)))
+        }
+        let head = bytes(at: 0, 12)
+        guard head.count >= 4 else { return false }
+        let mark = String(decoding: head[0..<4], as: UTF8.self)
+        let marks: Set<String> = [
+            "RIFF", "RIFX", "RF64", "FORM", "OggS", "fLaC", "caff", ".snd", "dns.", "riff", "NIST", "Crea", "fap ", " paf",
+            "2BIT", "PVF1", "Exte", "MATL", "ALaw",
+        ]
+        if marks.contains(mark) { return true }
+        let word = UInt32(head[0]) << 24 | UInt32(head[1]) << 16 | UInt32(head[2]) << 8 | UInt32(head[3])
+        // IRCAM (both byte orders), MIDI sample dump, MPC2000.
+        if [0x64A3_0100, 0x64A3_0200, 0x64A3_0300, 0x64A3_0400, 0x0001_A364, 0x0002_A364, 0x0003_A364, 0x0004_A364].contains(word) {
+            return true
+        }
+        if head[0] == 0xF0 && head[1] == 0x7E && head[3] == 0x01 { return true }
+        if head[0] == 0x01 && head[1] == 0x04 { return true }
+        // MPEG audio: an ID3v2 tag skipped (and zero padding after it), then frames that
+        // follow each other — three, or to the end of the file or a closing tag.
+        var offset = 0
+        if head.count >= 10, mark.hasPrefix("ID3") {
+            let size = head[6...9].reduce(0) { $0 << 7 | Int($1 & 0x7F) }
+            offset = 10 + size + (head[5] & 0x10 != 0 ? 10 : 0)
+            let padding = bytes(at: offset, 65536)
+            offset += padding.prefix { $0 == 0 }.count
+        }
+        var size = stat()
+        guard fstat(descriptor, &size) == 0 else { return false }
+        var first: MPEGFrameHeader?
+        for frame in 0..<3 {
+            if frame > 0, offset == Int(size.st_size) { return true }
+            let header = bytes(at: offset, 4)
+            if frame > 0, header.count >= 3, ["TAG", "APE", "LYR"].contains(String(decoding: header[0..<3], as: UTF8.self)) {
+                return true
+            }
+            guard let parsed = MPEGFrameHeader(header) else { return false }
+            if let first, first.version != parsed.version || first.layer != parsed.layer || first.sampleRate != parsed.sampleRate {
+                return false
+            }
+            first = first ?? parsed
+            // A free-format frame gives no length to check the next one by.
+            guard let length = parsed.length else { return true }
+            offset += length
+        }
+        return true
     }
 
-    /// Runs `body` with file descriptor 2 on /dev/null. libmpg123, which libsndfile uses for
-    /// MPEG, prints notes ("Illegal Audio-MPEG-Header", "Trying to resync") on stderr while
-    /// libsndfile probes a file that is not MPEG, and libsndfile gives no way to quiet its
-    /// handle. This is process-wide: it is done only around such an open (milliseconds, under
-    /// `opening`), never around decoding.
-    private static func withoutStderr<T>(_ body: () -> T) -> T {
-        let saved = dup(STDERR_FILENO)
-        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        guard saved >= 0, null >= 0 else {
-            if saved >= 0 { close(saved) }
-            if null >= 0 { close(null) }
-            return body()
-        }
-        // stderr is unbuffered: nothing of ours is waiting to be written.
-        dup2(null, STDERR_FILENO)
-        close(null)
-        defer {
-            dup2(saved, STDERR_FILENO)
-            close(saved)
-        }
-        return body()
+    deinit {
+        sf_close(handle)
+        close(descriptor)
     }
-
-    deinit { sf_close(handle) }
 
     /// "WAV (Microsoft), Signed 16 bit PCM".
     var formatDescription: String {
@@ -229,5 +277,48 @@ final class SoundFileReader {
         }
         guard length > 0 else { return "" }
         return String(decoding: log.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The four bytes that begin an MPEG audio frame (ISO/IEC 11172-3, 13818-3, and MPEG 2.5).
+struct MPEGFrameHeader: Equatable {
+    /// 1, 2 or 25 (for 2.5).
+    let version: Int
+    /// 1, 2 or 3.
+    let layer: Int
+    let sampleRate: Int
+    /// The frame's length in bytes, nil for the free format.
+    let length: Int?
+
+    init?(_ bytes: [UInt8]) {
+        guard bytes.count >= 4, bytes[0] == 0xFF, bytes[1] & 0xE0 == 0xE0 else { return nil }
+        let versionBits = (bytes[1] >> 3) & 0x3
+        let layerBits = (bytes[1] >> 1) & 0x3
+        let bitrateIndex = Int(bytes[2] >> 4)
+        let rateIndex = Int((bytes[2] >> 2) & 0x3)
+        let padding = Int((bytes[2] >> 1) & 0x1)
+        guard versionBits != 1, layerBits != 0, bitrateIndex != 15, rateIndex != 3 else { return nil }
+        version = versionBits == 3 ? 1 : versionBits == 2 ? 2 : 25
+        layer = 4 - Int(layerBits)
+        let rates = version == 1 ? [44100, 48000, 32000] : version == 2 ? [22050, 24000, 16000] : [11025, 12000, 8000]
+        sampleRate = rates[rateIndex]
+        let kbps: [Int]
+        switch (version, layer) {
+        case (1, 1): kbps = [0, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448]
+        case (1, 2): kbps = [0, 32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384]
+        case (1, 3): kbps = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320]
+        case (_, 1): kbps = [0, 32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256]
+        default: kbps = [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160]
+        }
+        let bitrate = kbps[bitrateIndex] * 1000
+        if bitrate == 0 {
+            length = nil
+        } else if layer == 1 {
+            length = (12 * bitrate / sampleRate + padding) * 4
+        } else if layer == 3 && version != 1 {
+            length = 72 * bitrate / sampleRate + padding
+        } else {
+            length = 144 * bitrate / sampleRate + padding
+        }
     }
 }

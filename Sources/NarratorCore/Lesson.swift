@@ -120,10 +120,7 @@ public struct Lesson: Sendable {
     /// Reads and validates the lesson file at `path`.
     public static func load(path: String) throws(NarratorError) -> Lesson {
         let url = URL(fileURLWithPath: path)
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw NarratorError(file: path, FileProblem.describe(path: path))
-        }
+        let data = try InputFile.read(path: path, limit: InputFile.documentLimit)
         return try parse(data, path: path, directory: url.deletingLastPathComponent())
     }
 
@@ -379,6 +376,7 @@ public enum FileProblem {
             return describe(errno: code)
         }
         if info.st_mode & S_IFMT == S_IFDIR { return "is a folder, not a file" }
+        if info.st_mode & S_IFMT != S_IFREG { return "not a regular file (a device, pipe or socket)" }
         if access(path, R_OK) != 0 { return describe(errno: errno) }
         if info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 { return "empty file" }
         return nil

@@ -25,11 +25,7 @@ public struct SpriteMap: Sendable, Equatable {
     public let sprites: [Sprite]
 
     public static func load(path: String) throws(NarratorError) -> SpriteMap {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw NarratorError(file: path, FileProblem.describe(path: path))
-        }
-        return try parse(data, path: path)
+        try parse(try InputFile.read(path: path, limit: InputFile.documentLimit), path: path)
     }
 
     public static func parse(_ data: Data, path: String) throws(NarratorError) -> SpriteMap {

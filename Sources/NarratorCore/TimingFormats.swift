@@ -240,7 +240,9 @@ extension WordTimings {
             files = [(url.deletingLastPathComponent().appendingPathComponent(page).path, xhtml), (path, smil)]
         default: break
         }
-        // Every file is complete before any is moved into place.
+        // Every file is written whole before any is moved into place; the moves themselves are
+        // one rename each, the page first, so a SMIL file never names a page that is not there
+        // (a failure between the two leaves the new page beside the old SMIL file).
         var outputs: [AtomicFile] = []
         for (file, text) in files {
             let output = try AtomicFile(path: file)

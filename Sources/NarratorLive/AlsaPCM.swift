@@ -181,15 +181,7 @@ final class AlsaPCM: PCMDevice {
     ) throws(PlaybackError) -> (OpaquePointer, NegotiatedOutput) {
         var pcm: OpaquePointer?
         let opened = snd_pcm_open(&pcm, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
-        guard opened == 0, let pcm else {
-            switch -opened {
-            case EBUSY: throw .busy(device: device)
-            case ENOENT: throw .noDevice(device: device, reason: "no such ALSA device")
-            case ENODEV, ENXIO: throw .noDevice(device: device, reason: "the device is not present")
-            case ECONNREFUSED: throw .noDevice(device: device, reason: "its sound server does not answer")
-            default: throw .noDevice(device: device, reason: String(cString: snd_strerror(opened)))
-            }
-        }
+        guard opened == 0, let pcm else { throw .opening(DeviceFailure(alsa: opened), device: device) }
         do {
             var output = try configure(pcm, name: name, device: device, rate: rate, channels: channels, latencyMs: latencyMs)
             if name != device { output.device = "plug:\(device)" }

@@ -2,8 +2,9 @@ import Foundation
 
 /// Why live playback could not start or had to stop. Each names the device and says what to do.
 public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The device does not exist (no sound card, a misspelt name).
-    case noDevice(device: String, reason: String)
+    /// The device could not be opened (no sound card, a misspelt name, a sound server that
+    /// does not answer): `code` is the errno's name (ENOENT, ENODEV, ECONNREFUSED…).
+    case noDevice(device: String, code: String, reason: String)
     /// Another program holds the device.
     case busy(device: String)
     /// The device refused every configuration Narrator can play.
@@ -18,7 +19,7 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A short machine-readable name: what the `error` event's `code` holds.
     public var code: String {
         switch self {
-        case .noDevice: "ENOENT"
+        case .noDevice(_, let code, _): code
         case .busy: "EBUSY"
         case .unsupported: "EINVAL"
         case .deviceLost(_, let code, _): code
@@ -28,7 +29,7 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var device: String {
         switch self {
-        case .noDevice(let device, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _),
+        case .noDevice(let device, _, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _),
             .noClock(let device):
             device
         }
@@ -38,7 +39,7 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String {
         let choose = "choose another with --device (aplay -L lists them)"
         switch self {
-        case .noDevice(_, let reason):
+        case .noDevice(_, _, let reason):
             return "cannot open it (\(reason)); \(choose)"
         case .busy:
             return "busy: another program is using it; close that program or \(choose)"
@@ -57,5 +58,16 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// (or one that recovery could not undo).
     static func lost(_ failure: DeviceFailure, device: String) -> PlaybackError {
         .deviceLost(device: device, code: failure.name, reason: failure.reason)
+    }
+
+    /// Opening the device failed with `failure`.
+    static func opening(_ failure: DeviceFailure, device: String) -> PlaybackError {
+        switch failure.errno {
+        case EBUSY: .busy(device: device)
+        case ENOENT: .noDevice(device: device, code: failure.name, reason: "no such ALSA device")
+        case ENODEV, ENXIO: .noDevice(device: device, code: failure.name, reason: "the device is not present")
+        case ECONNREFUSED: .noDevice(device: device, code: failure.name, reason: "its sound server does not answer")
+        default: .noDevice(device: device, code: failure.name, reason: failure.reason)
+        }
     }
 }

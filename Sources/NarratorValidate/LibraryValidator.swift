@@ -192,13 +192,13 @@ public struct LibraryValidator: Sendable {
 
     private func lessonShape(_ path: String) -> Shape {
         do {
-            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            // Any .json under the folders: a large timing file is not a lesson, and is read
+            // as one only to find out.
+            let data = try InputFile.read(path: path, limit: InputFile.timingLimit)
             guard case .object(let members) = try JSONValue.parse(data, file: path) else { return .other }
             return members["sampleRate"] != nil && members["chains"] != nil ? .lesson : .other
-        } catch let error as NarratorError {
-            return .broken(error)
         } catch {
-            return .broken(NarratorError(file: path, FileProblem.describe(path: path)))
+            return .broken(error)
         }
     }
 

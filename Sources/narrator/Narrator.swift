@@ -34,7 +34,7 @@ struct Narrator: ParsableCommand {
 /// One line on stderr, whatever the message holds.
 func printError(_ message: String) {
     let line = message.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
-    FileHandle.standardError.write(Data("narrator: \(line)\n".utf8))
+    Output.write("narrator: \(line)\n", to: STDERR_FILENO)
 }
 
 /// Runs `body`; a `NarratorError` becomes one line on stderr and exit status 1.
@@ -191,7 +191,11 @@ struct Cues: ParsableCommand {
         try reportingErrors { () throws(NarratorError) in
             // Written as it is made: a sheet of millions of cues is never one string.
             let schedule = try chainOptions.schedule()
-            CueSheet.write(schedule) { FileHandle.standardOutput.write(Data($0)) }
+            var failed: Int32 = 0
+            CueSheet.write(schedule) { piece in
+                if failed == 0 { failed = Output.write(piece, to: STDOUT_FILENO) }
+            }
+            if failed != 0 { throw Output.failure("stdout", failed) }
         }
     }
 }

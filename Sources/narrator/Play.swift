@@ -131,6 +131,8 @@ final class EventSink: @unchecked Sendable {
     let display: ReadAlong?
 
     private let lastCue: Cue?
+    /// The errno of the first failed write of an event, or 0.
+    private var writeFailure: Int32 = 0
 
     /// `live`: an activity answered live, whose length is not known before it plays.
     init(path: String?, schedule: Schedule, live: Bool = false) throws(NarratorError) {
@@ -157,7 +159,10 @@ final class EventSink: @unchecked Sendable {
         if let handle {
             var final = false
             if case .cue(let cue, _, _) = event { final = cue == lastCue || ["activityEnd", "stop"].contains(cue.type) }
-            handle.write(Data((EventJSON.line(event, startTime: startTime, final: final) + "\n").utf8))
+            // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
+            if writeFailure == 0 {
+                writeFailure = Output.write(EventJSON.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)
+            }
         }
         display?.show(event)
     }
@@ -165,6 +170,7 @@ final class EventSink: @unchecked Sendable {
     func finish() {
         display?.finish()
         if path != nil { try? handle?.synchronize() }
+        if writeFailure != 0 { printError(Output.failure(path ?? "stdout", writeFailure).description) }
     }
 
     /// The device could not be opened: leave no empty events file behind.

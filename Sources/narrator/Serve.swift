@@ -94,7 +94,7 @@ struct Serve: ParsableCommand {
         Task.detached {
             do {
                 try await NarratorDaemon.run(options, logger: Logger(label: "narrator")) { line in
-                    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                    Output.write(line + "\n", to: STDOUT_FILENO)
                 }
             } catch let error as NarratorError {
                 failure.withLock { $0 = error.description }

@@ -56,7 +56,7 @@ struct Synth: ParsableCommand {
                 writer.abandon()
                 throw error
             }
-            print("\(output): \(speech.samples.count) frames at \(speech.sampleRate) Hz, \(speech.words.count) word\(speech.words.count == 1 ? "" : "s") → \(timings)")
+            print("\(output): \(speech.samples.count) frames at \(speech.sampleRate) Hz, \(Wording.count(speech.words.count, "word")) → \(timings)")
         }
     }
 }

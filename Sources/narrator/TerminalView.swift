@@ -232,18 +232,7 @@ enum Terminal {
     }
 
     /// All of `text` on stdout with write(2), whatever part each call takes.
-    static func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        bytes.withUnsafeMutableBytes { buffer in
-            while offset < buffer.count {
-                let written = Glibc.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
-    }
+    static func write(_ text: String) { Output.write(text, to: STDOUT_FILENO) }
 
     /// `text` without what would move the cursor or change the terminal: control characters
     /// (a lesson's text could hold an escape sequence) become "?".

@@ -119,7 +119,7 @@ final class ProgressBar: Sendable {
         let width = 30
         let filled = width * min(done, total) / total
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        FileHandle.standardError.write(Data("\rvalidating [\(bar)] \(done)/\(total)".utf8))
+        Output.write("\rvalidating [\(bar)] \(done)/\(total)", to: STDERR_FILENO)
     }
 
     /// Draws the bar full (a thread may have drawn an older count last) and ends its line.
@@ -127,6 +127,6 @@ final class ProgressBar: Sendable {
         guard enabled, lastDraw.withLock({ $0 != nil }) else { return }
         let total = lastTotal.load(ordering: .relaxed)
         write(total, total)
-        FileHandle.standardError.write(Data("\n".utf8))
+        Output.write("\n", to: STDERR_FILENO)
     }
 }

@@ -59,4 +59,59 @@ import Testing
             #expect(try refusal(locked).contains("permission denied"))
         }
     }
+
+    /// A FIFO (with no writer), a device or a folder where a lesson, a sprite map or an audio
+    /// file should be: refused in one line at once, never read (a FIFO would block the open
+    /// itself; `/dev/zero` never ends).
+    @Test func pipesAndDevicesAreRefusedAtOnce() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for name in ["pipe.wav", "pipe.json", "map-pipe.json"] { #expect(mkfifo(dir.file(name), 0o644) == 0) }
+        try FileManager.default.createSymbolicLink(atPath: dir.file("zero.json"), withDestinationPath: "/dev/zero")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("zero.wav"), withDestinationPath: "/dev/zero")
+        let start = Date()
+        for audio in ["pipe.wav", "zero.wav"] {
+            #expect(try refusal(dir.file(audio)).contains("not a regular file"))
+        }
+        for lesson in ["pipe.json", "zero.json"] {
+            let result = try run(Repo.narrator, ["cues", dir.file(lesson), "--chain", "c"])
+            #expect(result.status == 1)
+            #expect(result.stderr == "narrator: \(dir.file(lesson)): not a regular file (a device, pipe or socket)\n", "\(result.stderr)")
+        }
+        let namesPipe = dir.write(
+            "names-pipe.json", #"{"sampleRate": 8000, "clips": {"a": {"file": "pipe.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        let audio = try run(Repo.narrator, ["cues", namesPipe, "--chain", "c"])
+        #expect(audio.status == 1)
+        #expect(audio.stderr.hasSuffix("pipe.wav: not a regular file (a device, pipe or socket)\n"), "\(audio.stderr)")
+        #expect(audio.stderr.split(separator: "\n").count == 1)
+        let namesMap = dir.write(
+            "names-map.json",
+            #"{"sampleRate": 8000, "clips": {}, "sprites": {"s": {"map": "map-pipe.json"}}, "chains": {"c": [{"silence": 0.1}]}}"#)
+        let map = try run(Repo.narrator, ["cues", namesMap, "--chain", "c"])
+        #expect(map.status == 1)
+        #expect(map.stderr.contains("map-pipe.json: not a regular file (a device, pipe or socket)"), "\(map.stderr)")
+        #expect(map.stderr.split(separator: "\n").count == 1)
+        #expect(Date().timeIntervalSince(start) < 30, "nothing waited on a pipe")
+    }
+
+    /// Output that cannot be written (a full disk: /dev/full) is one line and status 1, not a
+    /// trap inside Foundation's FileHandle.
+    @Test func unwritableOutputIsOneLine() throws {
+        let lesson = Repo.path("Timings/lessons/sample.json")
+        let result = try run("/bin/sh", ["-c", "exec '\(Repo.narrator)' cues '\(lesson)' --chain correct --seed 1 > /dev/full"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "narrator: stdout: cannot be written (No space left on device)\n", "\(result.stderr)")
+    }
+
+    /// A file that begins with one MPEG frame header and goes on with anything else is not
+    /// handed to libsndfile (and libmpg123): frames of a real MP3 follow each other.
+    @Test func oneFrameHeaderIsNotAnMP3() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        // 0xFFFB9064: MPEG 1 layer III, 128 kbit/s, 44.1 kHz, no padding: 417-byte frames.
+        var bytes = [UInt8](repeating: 0x55, count: 4000)
+        bytes.replaceSubrange(0..<4, with: [0xFF, 0xFB, 0x90, 0x64])
+        let message = try refusal(dir.write("one-header.mp3", data: Data(bytes)))
+        #expect(message.contains("not a sound format libsndfile can read"), "\(message)")
+    }
 }
