@@ -32,9 +32,15 @@ public final class AtomicFile {
         let number = Self.counter.add(1, ordering: .relaxed).newValue
         temporaryPath = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())-\(number)").path
-        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        guard descriptor >= 0 else { throw NarratorError(file: path, "cannot write: \(String(cString: strerror(errno)))") }
+        // Listed before it is created: a signal between the two would otherwise leave it behind
+        // (the handler's unlink of a name not yet created does nothing).
         registration = PartialFiles.register(temporaryPath)
+        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        guard descriptor >= 0 else {
+            let code = errno
+            unregister()  // nothing to remove: the name was never created by us
+            throw NarratorError(file: path, "cannot write: \(String(cString: strerror(code)))")
+        }
     }
 
     deinit { discard() }
