@@ -9,6 +9,8 @@
 #   FUZZ_SECONDS  seconds per target (default 600)
 #   FUZZ_JOBS     targets fuzzed at the same time (default 1)
 #   OUT           where corpora, crashes and logs go (default out; out/fuzz/…)
+#   FUZZ_SCRATCH  the instrumented build's scratch path (default .build-fuzz; another lets a
+#                 second run build newer sources while the first goes on)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -36,9 +38,10 @@ fi
 # The fuzz build: every module of narrator-fuzz's graph is instrumented (coverage for libFuzzer,
 # AddressSanitizer), in release; libFuzzer supplies main (-parse-as-library, and
 # NARRATOR_LIBFUZZER leaves out the replay tool's @main).
-flags=(-c release --scratch-path "$repo/.build-fuzz" -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
+scratch=${FUZZ_SCRATCH:-$repo/.build-fuzz}
+flags=(-c release --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
     -Xswiftc -DNARRATOR_LIBFUZZER)
-echo "building narrator-fuzz with libFuzzer and AddressSanitizer (.build-fuzz)…"
+echo "building narrator-fuzz with libFuzzer and AddressSanitizer ($scratch)…"
 nice -n "$nice" swift build "${flags[@]}" --product narrator-fuzz
 bin="$(swift build "${flags[@]}" --show-bin-path)/narrator-fuzz"
 
