@@ -61,7 +61,45 @@ enum XMLInput {
         }
         try checkDeclaration(&utf8, wasUTF16: utf16, path: path)
         try checkDoctype(utf8, path: path)
+        blankProcessingInstructions(&utf8)
         return Data(utf8)
+    }
+
+    /// Every processing instruction but the XML declaration becomes spaces (its line breaks
+    /// kept, so lines and columns stay true). Foundation's delegate call for one hands
+    /// `strlen` the instruction's data unchecked, and libxml2 gives none for `<?x?>`: the
+    /// process dies (SIGSEGV; found by the `smil` fuzz target). Narrator reads no
+    /// instructions (`<?xml-stylesheet …?>` means nothing to its timings), so none reaches the
+    /// parser. Comments and CDATA sections are passed over: a `<?` inside them is text. Outside
+    /// them XML allows no raw `<` but markup, so every `<?` there begins an instruction.
+    static func blankProcessingInstructions(_ bytes: inout [UInt8]) {
+        let declaration = Array("<?xml".utf8)
+        var index = 0
+        func at(_ text: String) -> Bool { bytes[index...].starts(with: text.utf8) }
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "<") else {
+                index += 1
+                continue
+            }
+            if at("<!--") {
+                index = (find(Array("-->".utf8), in: bytes, from: index + 4).map { $0 + 3 }) ?? bytes.count
+            } else if at("<![CDATA[") {
+                index = (find(Array("]]>".utf8), in: bytes, from: index + 9).map { $0 + 3 }) ?? bytes.count
+            } else if at("<?") {
+                let end = (find(Array("?>".utf8), in: bytes, from: index + 2).map { $0 + 2 }) ?? bytes.count
+                let isDeclaration =
+                    index == 0 && bytes.starts(with: declaration) && bytes.count > declaration.count
+                    && [0x20, 0x09, 0x0A, 0x0D].contains(bytes[declaration.count])
+                if !isDeclaration {
+                    for position in index..<end where bytes[position] != 0x0A && bytes[position] != 0x0D {
+                        bytes[position] = 0x20
+                    }
+                }
+                index = end
+            } else {
+                index += 1
+            }
+        }
     }
 
     /// Characters XML 1.0 allows in a document.
