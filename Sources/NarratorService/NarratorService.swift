@@ -63,7 +63,8 @@ public final class NarratorService: Sendable {
     static let workers = 3
     /// Requests waiting for a worker, all clients together, and one connection's.
     static let maxQueued = 128
-    static let maxQueuedPerConnection = 8
+    /// (A connection is worked on one request at a time, so its pipelined requests wait here.)
+    static let maxQueuedPerConnection = 16
     /// Playbacks at once (each has an audio, a cue and a stream thread, and a device).
     static let maxPlaybacks = 8
     /// Nesting of `[` and `{` a request may have (the parser's limit for requests).

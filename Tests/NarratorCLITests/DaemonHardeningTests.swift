@@ -293,6 +293,8 @@ struct DaemonHardeningTests {
         for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
             let listed = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
             for child in listed.split(separator: " ") {
+                let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
+                print("loader child: " + status.split(separator: "\n").filter { $0.hasPrefix("VmPeak") || $0.hasPrefix("VmHWM") }.joined(separator: " "))
                 if let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(child)/cmdline")) {
                     commandLines.append(String(decoding: line.map { $0 == 0 ? 32 : $0 }, as: UTF8.self))
                 }
