@@ -313,4 +313,24 @@ struct DaemonHardeningTests {
         #expect(seconds < 3, "the good request took \(seconds) s")
         #expect(daemon.process.isRunning)
     }
+
+    /// A request nested 33 deep is refused by the parser's limit for requests (32), naming the
+    /// place; the connection stays and answers a request at 32 levels (an unknown member).
+    @Test func requestNestingLimit() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let client = try SocketClient(daemon.socket)
+        // The object is level 1 and `[` at column 35 level 2: the 31 inside it reach 33 at column 66.
+        let inner = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
+        client.send(#"{"id": "deep", "op": "cues", "x": [\#(inner)]}"#)
+        let deep = client.events(timeout: 10) { $0.event == "error" }
+        let message = deep?.last?.fields["message"] as? String ?? ""
+        #expect(message == "request: line 1, column 66: not valid JSON: nested deeper than 32 levels", "\(message)")
+        client.send(#"{"id": "ok", "op": "cues", "x": \#(inner)}"#)
+        let ok = client.events(timeout: 10) { $0.isTerminal }
+        let answer = ok?.last?.fields["message"] as? String ?? ""
+        #expect(ok?.last?.id == "ok" && !answer.contains("nested"), "\(answer)")
+    }
 }
