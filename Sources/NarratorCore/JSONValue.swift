@@ -17,15 +17,15 @@ public enum JSONValue: Sendable, Equatable {
     /// Parses `data` as strict JSON (RFC 8259): UTF-8 (a leading byte order mark is skipped),
     /// no comments, no trailing commas, no single quotes, no NaN or Infinity, no leading zeros,
     /// no unescaped control characters or lone surrogates, no duplicate keys, no number beyond
-    /// a Double's range, at most `maxDepth` levels. A fault becomes a `NarratorError` naming
+    /// a Double's range, at most `maxDepth` levels (512 unless given). A fault becomes a `NarratorError` naming
     /// `file` and "line L, column C" (columns count characters, from 1) of the fault, or of the
     /// end of the file when it ends too early, with what was expected there.
     ///
     /// Linear time and no recursion: the open arrays and objects are kept on explicit stacks.
-    public static func parse(_ data: Data, file: String) throws(NarratorError) -> JSONValue {
+    public static func parse(_ data: Data, file: String, maxDepth: Int = JSONValue.maxDepth) throws(NarratorError) -> JSONValue {
         if data.isEmpty { throw NarratorError(file: file, "empty file, expected JSON") }
         let outcome: Result<JSONValue, NarratorError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self))
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
             do throws(JSONParser.Fault) {
                 return .success(try parser.document())
             } catch {
@@ -106,7 +106,13 @@ private struct JSONParser {
     /// The key waiting for its value, for each open object, and its offset.
     var keys: [(key: String, offset: Int)] = []
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    /// The deepest nesting accepted.
+    let maxDepth: Int
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
 
     var n: Int { bytes.count }
 
@@ -195,8 +201,8 @@ private struct JSONParser {
     }
 
     mutating func push(isObject: Bool) throws(Fault) {
-        guard open.count < JSONValue.maxDepth else {
-            throw Fault(offset: i, message: "nested deeper than \(JSONValue.maxDepth) levels")
+        guard open.count < maxDepth else {
+            throw Fault(offset: i, message: "nested deeper than \(maxDepth) levels")
         }
         open.append((isObject, i))
         if isObject { objects.append(JSONObject()) } else { arrays.append([]) }

@@ -59,27 +59,32 @@ struct LessonLibrary: Sendable {
         NarratorError(file: publicPath(error.file), place: error.place.map(scrub), scrub(error.message)).description
     }
 
-    /// A path as a client may see it.
+    /// A path as a client may see it: the library itself is `.`, a path inside it is relative
+    /// to it, any other absolute path is its last component only.
     func publicPath(_ path: String) -> String {
+        if path == root { return "." }
         let prefix = root == "/" ? "/" : root + "/"
         if path.hasPrefix(prefix) { return String(path.dropFirst(prefix.count)) }
         if path.hasPrefix("/") { return "…/" + (path.split(separator: "/").last.map(String.init) ?? "") }
         return path
     }
 
-    /// `text` with every absolute path in it made public: the library's prefix removed, other
-    /// absolute paths cut to their last component. A path starts at a `/` that begins the
-    /// text or follows a space, a quote or a bracket, and runs to the next space or quote.
+    /// Characters that end a path in a message.
+    private static let pathEnds: Set<Character> = ["'", "\"", "`", ")", "]", ",", ";"]
+
+    /// `text` with every absolute path in it made public (`publicPath`, one path at a time, so
+    /// that the library's prefix is removed only where a path starts with it: never from a
+    /// sibling such as `/srv/narrator-audio` of `/srv/narrator`). A path starts at a `/` that
+    /// begins the text or follows a space, a quote, a bracket, `=` or `:`, and runs to the next
+    /// space, quote, bracket, comma or semicolon. The library's path met elsewhere (inside a
+    /// word) becomes `.` when it ends there or is followed by `/` or an end of path.
     func scrub(_ text: String) -> String {
-        let prefix = root == "/" ? "/" : root + "/"
-        var text = root == "/" ? text : text.replacingOccurrences(of: prefix, with: "")
-        text = text.replacingOccurrences(of: root, with: ".")
         var out = ""
         var path: String?
         var previous: Character = " "
         for character in text {
             if var current = path {
-                if character.isWhitespace || "'\"`)],;".contains(character) {
+                if character.isWhitespace || Self.pathEnds.contains(character) {
                     out += publicPath(current) + String(character)
                     path = nil
                 } else {
@@ -94,7 +99,25 @@ struct LessonLibrary: Sendable {
             previous = character
         }
         if let path { out += publicPath(path) }
-        return out
+        return root == "/" ? out : Self.replaceBounded(root, in: out)
+    }
+
+    /// `text` with `root` replaced by `.` wherever it is followed by `/`, an end of path or the
+    /// end of the text.
+    private static func replaceBounded(_ root: String, in text: String) -> String {
+        var out = ""
+        var rest = text[...]
+        while let range = rest.range(of: root) {
+            let after = rest[range.upperBound...].first
+            out += rest[..<range.lowerBound]
+            if after == nil || after == "/" || after!.isWhitespace || pathEnds.contains(after!) {
+                out += "."
+            } else {
+                out += rest[range]
+            }
+            rest = rest[range.upperBound...]
+        }
+        return out + rest
     }
 
     private static func realPath(_ path: String) -> String? {

@@ -31,13 +31,24 @@ struct LessonLoader: Sendable {
     static let childCPUSeconds: rlim_t = 120
     /// A child that writes nothing for this long, while its reader waits, is killed.
     static let idleLimit: Int64 = 60_000_000_000
+    /// One whole preparation (the child's start to its end, a slow client's waits included)
+    /// takes at most this long, whatever the child or the client does: a worker is never held
+    /// longer. (`wallLimit` below; tests give a shorter one.)
+    static let defaultWallLimit: Int64 = 20_000_000_000
+    /// The child's exit status once it prepared the request (its last line is `end`), and once
+    /// it refused it (its last line is `error`).
+    static let preparedStatus: Int32 = 0
+    static let refusedStatus: Int32 = 3
+
+    /// The wall-clock bound of one preparation, in nanoseconds.
+    var wallLimit: Int64 = LessonLoader.defaultWallLimit
     /// The longest event line a child may write.
     static let maxLine = 1 << 20
 
     enum Outcome {
-        /// The child ended normally: its last line, the request's terminal event (`end` or
-        /// `error`), not yet sent.
-        case finished(terminal: String)
+        /// The child ended normally: its last line, the request's terminal event (`end` when
+        /// `prepared`, told by the child's exit status, else `error`), not yet sent.
+        case finished(terminal: String, prepared: Bool)
         /// `isCanceled` said so: the child was killed.
         case canceled
         /// The child crashed, was killed by its limits, or wrote something else.
@@ -50,20 +61,27 @@ struct LessonLoader: Sendable {
     func run(
         request: Data, lesson: String, isCanceled: () -> Bool, canRead: () -> Bool, lines: ([String]) -> Void
     ) -> Outcome {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))") }
-        let (readEnd, writeEnd) = (fds[0], fds[1])
-        // Not inherited by another worker's child (which also closes what it inherits first).
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        // Both pipes close-on-exec from their creation: another worker's child, spawned
+        // meanwhile, inherits neither (it also closes what it inherits first).
+        var output: [Int32] = [0, 0], input: [Int32] = [0, 0]
+        guard pipeCloseOnExec(&output) == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))") }
+        let (readEnd, writeEnd) = (output[0], output[1])
         defer { close(readEnd) }
+        guard pipeCloseOnExec(&input) == 0 else {
+            close(writeEnd)
+            return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))")
+        }
+        var requestEnd = input[1]
+        defer { if requestEnd >= 0 { close(requestEnd) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // The request goes to the child's input (not its arguments: no size limit of argv, and
+        // not visible to other users in /proc/PID/cmdline).
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
         posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = [executable, "serve", "--library", library.root, "--prepare-request", String(decoding: request, as: UTF8.self)]
+        let arguments = [executable, "serve", "--library", library.root, "--prepare-request", "-"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         // A trap in the child ends it at once: no backtrace (the Swift runtime's takes seconds).
@@ -78,7 +96,27 @@ struct LessonLoader: Sendable {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, &argv, &environment)
         close(writeEnd)
+        close(input[0])
         guard spawned == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(spawned)))") }
+        // The request is at most the message limit; a pipe holds 64 KiB, so it is written a
+        // part at a time while the child reads (a child that does not read is killed below).
+        _ = fcntl(requestEnd, F_SETFL, O_NONBLOCK)
+        var unsent = request[...]
+        func sendRequest() {
+            guard requestEnd >= 0 else { return }
+            while !unsent.isEmpty {
+                let count = unsent.withUnsafeBytes { write(requestEnd, $0.baseAddress, $0.count) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN { return }
+                    break  // the child has gone: what it wrote says why
+                }
+                unsent = unsent.dropFirst(count)
+            }
+            close(requestEnd)
+            requestEnd = -1
+        }
+        let started = MonotonicClock.now()
 
         var pending = [UInt8]()
         var lastLine: String?
@@ -86,10 +124,16 @@ struct LessonLoader: Sendable {
         var lastOutput = MonotonicClock.now()
         var tooLong = false
         reading: while true {
+            sendRequest()
             if isCanceled() {
                 kill(pid, SIGKILL)
                 reap(pid)
                 return .canceled
+            }
+            if MonotonicClock.now() - started > wallLimit {
+                kill(pid, SIGKILL)
+                reap(pid)
+                return .failed("preparing lesson '\(lesson)' took over \(wallLimit / 1_000_000_000) s; it was stopped")
             }
             if MonotonicClock.now() - lastOutput > Self.idleLimit {
                 kill(pid, SIGKILL)
@@ -130,8 +174,8 @@ struct LessonLoader: Sendable {
         }
         let status = reap(pid)
         if tooLong { return .failed("lesson '\(lesson)': the loader wrote an event over \(Self.maxLine) bytes") }
-        if status.exited && status.code == 0, pending.isEmpty, let terminal = lastLine {
-            return .finished(terminal: terminal)
+        if status.exited, status.code == Self.preparedStatus || status.code == Self.refusedStatus, pending.isEmpty, let terminal = lastLine {
+            return .finished(terminal: terminal, prepared: status.code == Self.preparedStatus)
         }
         if let signal = status.signal {
             let name = [SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL",
@@ -141,6 +185,13 @@ struct LessonLoader: Sendable {
                     + "run `narrator validate` on it")
         }
         return .failed("lesson '\(lesson)' could not be loaded: the loader ended with status \(status.code)")
+    }
+
+    /// `pipe2(fds, O_CLOEXEC)`: both ends close-on-exec from their creation, with no window
+    /// in which another thread's spawn inherits them. (Glibc declares `pipe2` only under
+    /// `_GNU_SOURCE`, which the Glibc module is not built with.)
+    private func pipeCloseOnExec(_ fds: inout [Int32]) -> Int32 {
+        fds.withUnsafeMutableBufferPointer { linuxPipe2($0.baseAddress!, O_CLOEXEC) }
     }
 
     /// Waits for the child; how it ended.
@@ -157,12 +208,29 @@ struct LessonLoader: Sendable {
 
     // MARK: The child's side
 
-    /// `narrator serve --prepare-request JSON`: prepares the request's program and writes
-    /// its events' bodies, one per line: for `cues` every cue, then `end`; for `play` only
-    /// `end`; or one `error`. Paths in errors are the library's own. Returns the exit status.
-    static func child(library root: String, request: String) -> Int32 {
+    /// `narrator serve --prepare-request -`: prepares the request (read from the standard input
+    /// to its end; `-` is the only argument the daemon gives) and writes its events' bodies, one
+    /// per line: for `cues` every cue, then `end`; for `play` only `end`; or one `error`. Paths
+    /// in errors are the library's own. Returns the exit status: `preparedStatus` after `end`,
+    /// `refusedStatus` after `error`.
+    static func child(library root: String, request argument: String) -> Int32 {
         // No client's socket, nor a listening one, lives on in the child.
         closeInherited()
+        let request: String
+        if argument == "-" {
+            // At most the daemon's message limit arrives; a little over 1 MiB is read at most.
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while data.count <= 1 << 20 {
+                let count = read(0, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                data.append(contentsOf: buffer[0..<count])
+            }
+            request = String(decoding: data, as: UTF8.self)
+        } else {
+            request = argument
+        }
         limit(RLIMIT_AS, childMemoryLimit)
         limit(RLIMIT_CPU, childCPUSeconds)
         limit(RLIMIT_CORE, 0)
@@ -182,7 +250,7 @@ struct LessonLoader: Sendable {
             library = try LessonLibrary(path: root)
         } catch {
             emit(.error("the lesson library cannot be read"))
-            return 0
+            return refusedStatus
         }
         let (_, parsed) = ServiceRequest.parse(Data(request.utf8))
         let lesson: String, program: Program, seed: UInt64, listing: Bool
@@ -192,20 +260,20 @@ struct LessonLoader: Sendable {
         case .success: return 2
         case .failure(let error):
             emit(.error(library.publicDescription(of: error)))
-            return 0
+            return refusedStatus
         }
         let prepared: PreparedProgram
         do throws(NarratorError) {
             prepared = try library.load(lesson).prepare(program, seed: seed)
         } catch {
             emit(.error(library.publicDescription(of: error)))
-            return 0
+            return refusedStatus
         }
         if listing {
             for cue in prepared.cues { emit(EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue))) }
         }
         emit(EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]))
-        return 0
+        return preparedStatus
     }
 
     private static func limit(_ resource: __rlimit_resource, _ value: rlim_t) {
@@ -232,3 +300,7 @@ struct LessonLoader: Sendable {
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+/// glibc's `pipe2(2)`.
+@_silgen_name("pipe2")
+private func linuxPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32

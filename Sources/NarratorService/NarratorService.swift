@@ -63,10 +63,11 @@ public final class NarratorService: Sendable {
     static let workers = 3
     /// Requests waiting for a worker, all clients together, and one connection's.
     static let maxQueued = 128
-    static let maxQueuedPerConnection = 8
+    /// (A connection is worked on one request at a time, so its pipelined requests wait here.)
+    static let maxQueuedPerConnection = 16
     /// Playbacks at once (each has an audio, a cue and a stream thread, and a device).
     static let maxPlaybacks = 8
-    /// Nesting of `[` and `{` a request may have.
+    /// Nesting of `[` and `{` a request may have (the parser's limit for requests).
     static let maxRequestDepth = 32
 
     private struct Recipient: Hashable {
@@ -109,8 +110,8 @@ public final class NarratorService: Sendable {
 
     private struct State {
         var queue: [Job] = []
-        /// Jobs being worked on, per connection: a worker takes the oldest job of a connection
-        /// that has none, so that one busy client does not hold up the others.
+        /// Connections with a job being worked on (at most one each): a worker takes the oldest
+        /// job of a connection that has none, so that a few clients cannot hold every worker.
         var working: [Int: Int] = [:]
         /// Playbacks preparing or playing: at most `maxPlaybacks`.
         var playbackSlots = 0
@@ -121,6 +122,7 @@ public final class NarratorService: Sendable {
         var lastPlayback = 0
         var stopping = false
         var running = 0
+        var workersAlive = NarratorService.workers
         var drained: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -132,12 +134,26 @@ public final class NarratorService: Sendable {
         self.configuration = configuration
         library = try LessonLibrary(path: configuration.library)
         loader = LessonLoader(executable: configuration.loaderExecutable, library: library)
+        // The threads hold the service only while working on a job: they end on `shutdown`,
+        // or when the service goes away.
         for number in 0..<Self.workers {
-            let thread = Thread { [self] in work() }
+            let thread = Thread { [weak self, queued = self.queued] in
+                while true {
+                    queued.wait()
+                    guard let service = self, service.workOnce() else { return }
+                }
+            }
             thread.name = "narrator-prepare-\(number)"
             thread.start()
         }
     }
+
+    deinit {
+        for _ in 0..<Self.workers { queued.signal() }
+    }
+
+    /// Worker threads that have not yet ended (after `shutdown`, none once their jobs end).
+    var workersAlive: Int { state.withLock { $0.workersAlive } }
 
     /// A new client, whose events go out through `outlet` until the daemon finishes it
     /// (shutdown, or the client stopped reading).
@@ -167,6 +183,8 @@ public final class NarratorService: Sendable {
                 }
             }
         }
+        // Each worker wakes and ends (once its job, if any, has ended).
+        for _ in 0..<Self.workers { queued.signal() }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state in
                 if state.running == 0 { return true }
@@ -190,10 +208,6 @@ public final class NarratorService: Sendable {
     // MARK: Requests
 
     func receive(_ data: Data, from connection: Int) {
-        guard Self.nesting(of: data) <= Self.maxRequestDepth else {
-            reply(.error("request: nested deeper than \(Self.maxRequestDepth) levels"), to: connection, id: nil)
-            return
-        }
         let (id, parsed) = ServiceRequest.parse(data)
         guard case .success(let request) = parsed, let id else {
             if case .failure(let error) = parsed { reply(.error(error.description), to: connection, id: id) }
@@ -266,50 +280,35 @@ public final class NarratorService: Sendable {
         if work { queued.signal() }
     }
 
-    /// The deepest nesting of arrays and objects in `data` (outside strings), counted without
-    /// parsing: the parser recurses.
-    static func nesting(of data: Data) -> Int {
-        var depth = 0, deepest = 0, inString = false, escaped = false
-        for byte in data {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                deepest = max(deepest, depth)
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
-        }
-        return deepest
-    }
-
     // MARK: Workers
 
-    /// A worker thread: takes the oldest queued request, forever.
-    private func work() {
-        while true {
-            queued.wait()
-            let job: Job? = state.withLock { state in
-                guard !state.queue.isEmpty else { return nil }
-                let index = state.queue.firstIndex { state.working[$0.recipient.connection, default: 0] == 0 } ?? 0
-                let job = state.queue.remove(at: index)
-                state.working[job.recipient.connection, default: 0] += 1
-                state.running += 1
-                return job
+    /// One wake-up of a worker thread: takes the oldest queued request of a connection that has
+    /// no other request being prepared (so that a few clients cannot hold every worker), and
+    /// prepares it. False once the service is stopping: the thread ends.
+    private func workOnce() -> Bool {
+        let job: Job?? = state.withLock { state in
+            if state.stopping {
+                state.workersAlive -= 1
+                return .none
             }
-            guard let job else { continue }
-            let playing = job.listing ? false : start(job)
-            if job.listing { list(job) }
-            state.withLock { state in
-                state.working[job.recipient.connection, default: 1] -= 1
-                if state.working[job.recipient.connection] == 0 { state.working[job.recipient.connection] = nil }
-            }
-            if !playing { running(-1) }
+            guard let index = state.queue.firstIndex(where: { state.working[$0.recipient.connection] == nil }) else { return .some(nil) }
+            let job = state.queue.remove(at: index)
+            state.working[job.recipient.connection] = 1
+            state.running += 1
+            return job
         }
+        guard let job else { return false }
+        guard let job else { return true }
+        let playing = job.listing ? false : start(job)
+        if job.listing { list(job) }
+        let more = state.withLock { state in
+            state.working[job.recipient.connection] = nil
+            // A job of this connection left waiting may now be taken.
+            return state.queue.contains { $0.recipient.connection == job.recipient.connection }
+        }
+        if more { queued.signal() }
+        if !playing { running(-1) }
+        return true
     }
 
     /// Whether `request` is still wanted: its connection is there and it was not stopped.
@@ -370,7 +369,7 @@ public final class NarratorService: Sendable {
                 }
             })
         switch outcome {
-        case .finished(let terminal): conclude(me, with: EventLine(body: terminal))
+        case .finished(let terminal, _): conclude(me, with: EventLine(body: terminal))
         case .canceled: conclude(me, with: .error("stopped"))
         case .failed(let problem): conclude(me, with: .error(library.scrub(problem)))
         }
@@ -463,9 +462,9 @@ public final class NarratorService: Sendable {
         func release() { state.withLock { $0.playbackSlots -= 1 } }
         let checked = loader.run(request: job.message, lesson: job.lesson, isCanceled: { !wanted(owner) }, canRead: { true }, lines: { _ in })
         switch checked {
-        case .finished(let terminal) where terminal.contains(#""event":"end""#):
+        case .finished(_, prepared: true):
             break
-        case .finished(let terminal):
+        case .finished(let terminal, prepared: false):
             release()
             conclude(owner, with: EventLine(body: terminal))
             return false

@@ -28,7 +28,7 @@ enum ServiceRequest: Sendable {
     static func parse(_ data: Data) -> (id: RequestID?, result: Result<ServiceRequest, NarratorError>) {
         let value: JSONValue
         do {
-            value = try JSONValue.parse(data, file: "request")
+            value = try JSONValue.parse(data, file: "request", maxDepth: NarratorService.maxRequestDepth)
         } catch {
             return (nil, .failure(error))
         }

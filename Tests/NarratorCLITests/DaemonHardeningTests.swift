@@ -117,6 +117,8 @@ struct DaemonHardeningTests {
 
         final class Peak: @unchecked Sendable {
             var threads = 0, rssKiB = 0, peakKiB = 0, samples = 0
+            /// The daemon's VmRSS plus its loader children's, at the largest sample.
+            var treeKiB = 0, children = 0
             var running = true
             let lock = NSLock()
         }
@@ -124,7 +126,19 @@ struct DaemonHardeningTests {
         let sampler = Thread {
             while peak.lock.withLock({ peak.running }) {
                 if let size = ProcessSize(pid: pid) {
+                    var tree = size.rssKiB, count = 0
+                    for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+                        let listed = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+                        for child in listed.split(separator: " ").compactMap({ Int32($0) }) {
+                            if let childSize = ProcessSize(pid: child) {
+                                tree += childSize.rssKiB
+                                count += 1
+                            }
+                        }
+                    }
                     peak.lock.withLock {
+                        peak.treeKiB = max(peak.treeKiB, tree)
+                        peak.children = max(peak.children, count)
                         peak.threads = max(peak.threads, size.threads)
                         peak.rssKiB = max(peak.rssKiB, size.rssKiB)
                         peak.peakKiB = max(peak.peakKiB, size.peakKiB)
@@ -169,11 +183,15 @@ struct DaemonHardeningTests {
         usleep(2_000_000)
         peak.lock.withLock { peak.running = false }
         let after = ProcessSize(pid: pid)
-        print(String(format: "storm of 1000 abandoning clients in %.1f s (%d refused at connect): peak %d threads, VmRSS %d MiB, VmHWM %d MiB over %d samples; good request %.2f s (alone %.2f s); after: %d threads",
-                     stormSeconds, refused.value, peak.threads, peak.rssKiB / 1024, peak.peakKiB / 1024, peak.samples, goodSeconds, calmSeconds, after?.threads ?? -1))
+        print(String(format: "storm of 1000 abandoning clients in %.1f s (%d refused at connect): peak %d threads, VmRSS %d MiB, VmHWM %d MiB over %d samples; with its loader children (at most %d at once) VmRSS %d MiB; good request %.2f s (alone %.2f s); after: %d threads",
+                     stormSeconds, refused.value, peak.threads, peak.rssKiB / 1024, peak.peakKiB / 1024, peak.samples, peak.children, peak.treeKiB / 1024, goodSeconds, calmSeconds, after?.threads ?? -1))
         #expect(peak.samples >= 10)
         #expect(peak.threads <= 64, "\(peak.threads) threads")
         #expect(peak.peakKiB <= 256 * 1024, "VmHWM \(peak.peakKiB / 1024) MiB")
+        // The tree: the daemon and at most 3 loader children (one a worker), each a few tens of
+        // MiB for this lesson.
+        #expect(peak.children <= 3, "\(peak.children) loader children at once")
+        #expect(peak.treeKiB <= 512 * 1024, "daemon and children: VmRSS \(peak.treeKiB / 1024) MiB")
         #expect(answered?.last?.event == "end", "\(answered?.last?.fields ?? [:])")
         #expect(goodSeconds < 5, "the good request took \(goodSeconds) s")
         #expect(daemon.process.isRunning)
@@ -199,6 +217,11 @@ struct DaemonHardeningTests {
         dir.write("library/sub/bad-timings.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(audio)", "timings": "t.json"}}, "chains": {"c": [{"clip": "a"}]}}"#)
         dir.write("library/sub/t.json", "{not json")
         dir.write("library/broken.json", "{\"sampleRate\": ")
+        // A folder beside the library whose name starts with the library's: its path must not
+        // lose the library's prefix and show the rest.
+        try FileManager.default.createDirectory(atPath: library + "-x/secret", withIntermediateDirectories: true)
+        dir.write("library-x/secret/x.wav", "not a wav")
+        dir.write("library/sibling.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(library)-x/secret/x.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
         let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
         defer { daemon.stop() }
         let requests = [
@@ -210,6 +233,7 @@ struct DaemonHardeningTests {
             #"{"id": "timings", "op": "cues", "lesson": "sub/bad-timings.json", "chain": "c"}"#,
             #"{"id": "broken", "op": "play", "lesson": "broken.json", "chain": "c"}"#,
             #"{"id": "absent", "op": "cues", "lesson": "sub/none.json", "chain": "c"}"#,
+            #"{"id": "sibling", "op": "cues", "lesson": "sibling.json", "chain": "c"}"#,
         ]
         var transports: [(String, [ReceivedEvent])] = []
         let socket = try SocketClient(daemon.socket)
@@ -238,7 +262,75 @@ struct DaemonHardeningTests {
             #expect(errors["outside"]?.contains("b.wav") == true, "\(errors["outside"] ?? "")")
             #expect(errors["timings"]?.contains("sub/t.json") == true, "\(errors["timings"] ?? "")")
             #expect(errors["broken"]?.hasPrefix("broken.json: ") == true, "\(errors["broken"] ?? "")")
+            let sibling = errors["sibling"] ?? ""
+            #expect(sibling.contains("…/x.wav") && !sibling.contains("secret") && !sibling.contains("-x"), "\(sibling)")
             print("\(transport): \(errors.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: " | "))")
         }
+    }
+
+    /// Two clients that each ask for several long cue sheets and never read them (each holds
+    /// a worker while its backlog is full, up to 5 s) cannot hold every worker: a worker takes
+    /// one request of a connection at a time, so a third client's request is answered at once
+    /// (before, it waited the 5 s). The requests travel on the loader children's input: none
+    /// is in a child's command line.
+    @Test func slowClientsCannotHoldEveryWorker() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let library = Repo.path("Timings/lessons")
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        var slow: [SocketClient] = []
+        for client in 0..<2 {
+            let connection = try SocketClient(daemon.socket)
+            for request in 0..<3 {
+                connection.send(#"{"id": "slow-\#(client)-\#(request)", "op": "cues", "lesson": "sample.json", "chain": "correct", "repeat": 1000}"#)
+            }
+            slow.append(connection)
+        }
+        usleep(500_000)
+        let pid = daemon.process.processIdentifier
+        var commandLines: [String] = []
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            let listed = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            for child in listed.split(separator: " ") {
+                let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
+                print("loader child: " + status.split(separator: "\n").filter { $0.hasPrefix("VmPeak") || $0.hasPrefix("VmHWM") }.joined(separator: " "))
+                if let line = try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(child)/cmdline")) {
+                    commandLines.append(String(decoding: line.map { $0 == 0 ? 32 : $0 }, as: UTF8.self))
+                }
+            }
+        }
+        print("loader children while the slow requests wait: \(commandLines)")
+        #expect(commandLines.count == 2, "\(commandLines)")
+        #expect(!commandLines.contains { $0.contains("slow") || $0.contains("\"op\"") }, "\(commandLines)")
+        let good = try SocketClient(daemon.socket)
+        let start = Date()
+        good.send(#"{"id": "good", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+        let answer = good.events(timeout: 30) { $0.isTerminal }
+        let seconds = Date().timeIntervalSince(start)
+        print(String(format: "good request beside 6 unread ones of 2 clients: %.2f s", seconds))
+        #expect(answer?.last?.event == "end", "\(answer?.last?.fields ?? [:])")
+        #expect(seconds < 3, "the good request took \(seconds) s")
+        #expect(daemon.process.isRunning)
+    }
+
+    /// A request nested 33 deep is refused by the parser's limit for requests (32), naming the
+    /// place; the connection stays and answers a request at 32 levels (an unknown member).
+    @Test func requestNestingLimit() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
+        defer { daemon.stop() }
+        let client = try SocketClient(daemon.socket)
+        // The object is level 1 and `[` at column 35 level 2: the 31 inside it reach 33 at column 66.
+        let inner = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
+        client.send(#"{"id": "deep", "op": "cues", "x": [\#(inner)]}"#)
+        let deep = client.events(timeout: 10) { $0.event == "error" }
+        let message = deep?.last?.fields["message"] as? String ?? ""
+        #expect(message == "request: line 1, column 66: not valid JSON: nested deeper than 32 levels", "\(message)")
+        client.send(#"{"id": "ok", "op": "cues", "x": \#(inner)}"#)
+        let ok = client.events(timeout: 10) { $0.isTerminal }
+        let answer = ok?.last?.fields["message"] as? String ?? ""
+        #expect(ok?.last?.id == "ok" && !answer.contains("nested"), "\(answer)")
     }
 }

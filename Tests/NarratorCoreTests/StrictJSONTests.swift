@@ -162,6 +162,21 @@ struct StrictJSONTests {
         #expect(error(String(repeating: #"{"a":"#, count: million)).hasPrefix("f.json: line 1, column 2561: not valid JSON: nested deeper"))
     }
 
+    /// A caller's own depth limit (the daemon's 32 for requests): 32 levels parse, the 33rd
+    /// opening is the fault's place.
+    @Test func callersDepthLimit() throws {
+        let levels32 = String(repeating: "[", count: 32) + String(repeating: "]", count: 32)
+        #expect(throws: Never.self) { try JSONValue.parse(Data(levels32.utf8), file: "r", maxDepth: 32) }
+        let levels33 = Data(("[" + levels32 + "]").utf8)
+        #expect(throws: NarratorError.self) { try JSONValue.parse(levels33, file: "r", maxDepth: 32) }
+        do {
+            _ = try JSONValue.parse(levels33, file: "r", maxDepth: 32)
+        } catch {
+            #expect(error.description == "r: line 1, column 33: not valid JSON: nested deeper than 32 levels")
+        }
+        #expect(throws: Never.self) { try JSONValue.parse(levels33, file: "r") }
+    }
+
     @Test func emptyFile() {
         #expect(error("") == "f.json: empty file, expected JSON")
     }
