@@ -65,15 +65,16 @@ enum XMLInput {
         return Data(utf8)
     }
 
-    /// Every processing instruction but the XML declaration becomes spaces (its line breaks
-    /// kept, so lines and columns stay true). Foundation's delegate call for one hands
-    /// `strlen` the instruction's data unchecked, and libxml2 gives none for `<?x?>`: the
-    /// process dies (SIGSEGV; found by the `smil` fuzz target). Narrator reads no
-    /// instructions (`<?xml-stylesheet …?>` means nothing to its timings), so none reaches the
-    /// parser. Comments and CDATA sections are passed over: a `<?` inside them is text. Outside
+    /// Every processing instruction, the XML declaration included, becomes spaces (its line
+    /// breaks kept, so lines and columns stay true). Foundation's delegate call for one hands
+    /// `strlen` the instruction's data unchecked, and libxml2 gives none for `<?x?>`, nor for
+    /// a declaration it cannot read as one (`<?xml version="1.0" standalon…`), which it then
+    /// passes on as an instruction named `xml`: the process dies (SIGSEGV; both found by the
+    /// `smil` fuzz target). The declaration has been checked already (`checkDeclaration`) and
+    /// the bytes are UTF-8 now, the default without one; Narrator reads no instructions
+    /// (`<?xml-stylesheet …?>` means nothing to its timings), so none reaches the parser. Comments and CDATA sections are passed over: a `<?` inside them is text. Outside
     /// them XML allows no raw `<` but markup, so every `<?` there begins an instruction.
     static func blankProcessingInstructions(_ bytes: inout [UInt8]) {
-        let declaration = Array("<?xml".utf8)
         var index = 0
         func at(_ text: String) -> Bool { bytes[index...].starts(with: text.utf8) }
         while index < bytes.count {
@@ -87,13 +88,8 @@ enum XMLInput {
                 index = (find(Array("]]>".utf8), in: bytes, from: index + 9).map { $0 + 3 }) ?? bytes.count
             } else if at("<?") {
                 let end = (find(Array("?>".utf8), in: bytes, from: index + 2).map { $0 + 2 }) ?? bytes.count
-                let isDeclaration =
-                    index == 0 && bytes.starts(with: declaration) && bytes.count > declaration.count
-                    && [0x20, 0x09, 0x0A, 0x0D].contains(bytes[declaration.count])
-                if !isDeclaration {
-                    for position in index..<end where bytes[position] != 0x0A && bytes[position] != 0x0D {
-                        bytes[position] = 0x20
-                    }
+                for position in index..<end where bytes[position] != 0x0A && bytes[position] != 0x0D {
+                    bytes[position] = 0x20
                 }
                 index = end
             } else {
