@@ -67,7 +67,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_JOBS ?= 1
 FUZZ_TARGET ?=
 fuzz: deps
-	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_TARGET=$(FUZZ_TARGET) OUT=$(OUT) bash scripts/fuzz.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_TARGET="$(FUZZ_TARGET)" OUT=$(OUT) bash scripts/fuzz.sh
 
 ## fixtures: regenerate Audio/ and Timings/ fixtures from speech and synthetic sounds
 fixtures: deps
