@@ -24,6 +24,7 @@ enum Output {
         }
     }
 
+    @discardableResult
     static func write(_ text: String, to descriptor: Int32) -> Int32 { write(Array(text.utf8), to: descriptor) }
 
     /// The error for a failed write of the command's output `name` ("stdout", or a path).
