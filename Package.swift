@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "NarratorCore", targets: ["NarratorCore"]),
         .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),
         .library(name: "NarratorLive", targets: ["NarratorLive"]),
+        .library(name: "NarratorOutputs", targets: ["NarratorOutputs"]),
         .library(name: "NarratorKit", targets: ["NarratorKit"]),
         .executable(name: "narrator", targets: ["narrator"]),
     ],
@@ -24,7 +25,7 @@ let package = Package(
             name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
             providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(
-            name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+            name: "CALSA", path: "Sources/NarratorOutputs/ALSA/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
@@ -40,8 +41,12 @@ let package = Package(
         .target(name: "NarratorCore"),
         // Clip decoding, resampling and file output.
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr"]),
-        // Live playback: ALSA output, the audio clock, cue delivery when heard.
-        .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile", "CALSA"]),
+        // Live playback: the engine (plan, mixer, audio clock, cue delivery when heard), the
+        // `AudioOutput` protocol every backend fits, and the virtual output tests advance.
+        // No C module: an app on another platform brings its own output.
+        .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile"]),
+        // The Linux outputs, each in its folder with its C module and its error mapping.
+        .target(name: "NarratorOutputs", dependencies: ["NarratorLive", "CALSA"], exclude: ["ALSA/CALSA"]),
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
@@ -57,7 +62,7 @@ let package = Package(
         .target(
             name: "NarratorService",
             dependencies: [
-                "NarratorKit", "NarratorLive",
+                "NarratorKit", "NarratorLive", "NarratorOutputs",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -71,7 +76,8 @@ let package = Package(
         .executableTarget(
             name: "narrator",
             dependencies: [
-                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorKit", "NarratorService", "NarratorSynth",
+                "NarratorCore", "NarratorAudioFile", "NarratorLive", "NarratorOutputs", "NarratorKit", "NarratorService",
+                "NarratorSynth",
                 "NarratorValidate",
                 "NarratorPlot",
                 .product(name: "Logging", package: "swift-log"),
@@ -111,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "NarratorCLITests",
             dependencies: [
-                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorTestSupport",
+                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport",
                 "NarratorTestTraits",
             ]),
     ]

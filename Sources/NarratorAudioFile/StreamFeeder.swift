@@ -41,12 +41,17 @@ public final class StreamFeeder: @unchecked Sendable {
         return problems
     }
 
-    /// Starts filling on a thread of its own, every `interval` seconds. `onProblem` is called
-    /// from that thread.
-    public func start(interval: Double = 0.01, onProblem: @escaping @Sendable (NarratorError) -> Void = { _ in }) {
+    /// Starts filling on a thread of its own, every `interval` seconds. `threadSetup` runs
+    /// first on that thread (the engine sets its scheduling policy there); `onProblem` is
+    /// called from it.
+    public func start(
+        interval: Double = 0.01, threadSetup: @escaping @Sendable () -> Void = {},
+        onProblem: @escaping @Sendable (NarratorError) -> Void = { _ in }
+    ) {
         guard !readers.isEmpty, thread == nil else { return }
         for problem in fill() { onProblem(problem) }
         let thread = Thread { [self] in
+            threadSetup()
             while !stopRequest.load(ordering: .acquiring) && !readers.allSatisfy(\.done) {
                 for problem in fill() { onProblem(problem) }
                 Thread.sleep(forTimeInterval: interval)

@@ -3,7 +3,6 @@ import Synchronization
 @_exported import NarratorAudioFile
 @_exported import NarratorCore
 @_exported import NarratorLive
-@_spi(Testing) import NarratorLive
 
 /// What to play from a lesson: a chain, an activity, or announcements by priority.
 public enum Program: Sendable, Equatable {
@@ -123,9 +122,13 @@ public struct PreparedProgram: Sendable {
         try OfflineRenderer.render(schedule, blocks: body)
     }
 
-    /// Starts playing live through the ALSA device `device`; events arrive on the returned
-    /// playback's `events` as they are heard.
+    /// Starts playing live on `output` (an `AlsaOutput`, a `PulseOutput` from NarratorOutputs,
+    /// a `VirtualOutput`, or an app's own); events arrive on the returned playback's `events`
+    /// as they are heard.
     ///
+    /// - Parameter threads: the scheduling policy of the engine's threads.
+    /// - Parameter clock: the engine's time: the monotonic clock, or a `VirtualClock` that the
+    ///   caller advances (with a `VirtualOutput` on it).
     /// - Parameter onEvents: instead of `events` (which then ends at once), events are handed
     ///   to this function on the cue thread the moment they are delivered, those of one moment
     ///   (the cues of one frame) in one call: the shortest way out, for a caller that forwards
@@ -134,17 +137,12 @@ public struct PreparedProgram: Sendable {
     ///   last event), with how: a caller that must not keep a thread waiting in
     ///   `waitUntilFinished()` (the daemon) is told instead.
     public func play(
-        device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
+        on output: any AudioOutput, threads: PlaybackEngine.Threads = .normal, clock: any PlaybackClock = SystemClock(),
         onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
-    ) throws(PlaybackError) -> Playback {
-        let player = try LivePlayer(schedule: schedule, device: device, latencyMs: latencyMs, realtime: realtime)
-        return Playback(player: player, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
-    }
-
-    /// Plays on a device of the caller's (tests).
-    @_spi(Testing) public func play(on pcm: any PCMDevice) -> Playback {
-        Playback(player: LivePlayer(schedule: schedule, pcm: pcm), planner: planner, initial: schedule)
+    ) -> Playback {
+        let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads)
+        return Playback(engine: engine, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
     }
 }
 
@@ -156,9 +154,9 @@ public final class Playback: Sendable {
     /// Every event, each as it is heard; the stream finishes after the terminal one.
     public let events: AsyncStream<PlaybackEvent>
     /// When playback began (monotonic nanoseconds): the origin of events' `t`.
-    public var startTime: Int64 { player.startTime }
+    public var startTime: Int64 { engine.startTime }
 
-    private let player: LivePlayer
+    private let engine: PlaybackEngine
     private let state = Mutex<State>(State())
     private let finished = DispatchSemaphore(value: 0)
 
@@ -168,38 +166,34 @@ public final class Playback: Sendable {
     }
 
     fileprivate init(
-        player: LivePlayer, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
+        engine: PlaybackEngine, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) {
-        self.player = player
-        output = player.output
+        self.engine = engine
+        output = engine.negotiated
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
         if onEvents != nil { continuation.finish() }
-        if planner != nil { player.holdBefore = ["idlePrompt"] }
-        let thread = Thread { [self] in
-            var taps: [Tap] = []
-            var current = initial
-            let replanner: LivePlayer.Replanner? = planner.map { planner in
-                { heard, responseFrame in
-                    guard let answer = self.state.withLock({ $0.taps.isEmpty ? nil : $0.taps.removeFirst() }) else { return nil }
-                    taps.append(Tap(frame: responseFrame, answer: answer, heardFrame: heard))
-                    guard let next = try? planner.plan(taps: taps) else { return nil }
-                    defer { current = next }
-                    return (next, Schedule.firstDifference(current, next))
-                }
-            }
-            let outcome = player.run(replanner: replanner) { events in
-                if let onEvents { onEvents(events) } else { events.forEach { continuation.yield($0) } }
-            }
+        if planner != nil { engine.holdBefore = ["idlePrompt"] }
+        var replanner: PlaybackEngine.Replanner?
+        if let planner {
+            let replanning = Replanning(planner: planner, current: initial, taps: self)
+            replanner = { heard, responseFrame in replanning.next(heard: heard, responseFrame: responseFrame) }
+        }
+        let deliver: @Sendable ([PlaybackEvent]) -> Void = { events in
+            if let onEvents { onEvents(events) } else { events.forEach { continuation.yield($0) } }
+        }
+        let finish: @Sendable (PlaybackOutcome) -> Void = { [self] outcome in
             state.withLock { $0.outcome = outcome }
             continuation.finish()
             finished.signal()
             onFinished?(outcome)
         }
-        thread.name = "narrator-cues"
-        thread.start()
+        engine.start(replanner: replanner, onEvents: deliver, onFinished: finish)
     }
+
+    /// The taps heard so far, oldest first, taken one at a time by the engine's cue thread.
+    fileprivate func nextTap() -> String? { state.withLock { $0.taps.isEmpty ? nil : $0.taps.removeFirst() } }
 
     /// The child tapped `answer` (or a sound's name, `replay`, `close`), heard now. For an
     /// activity answered live; ignored otherwise.
@@ -212,12 +206,35 @@ public final class Playback: Sendable {
     public func close() { tap(Tap.close) }
 
     /// Stops playback now: the device is dropped, and the events end with `canceled`.
-    public func stop() { player.cancel() }
+    public func stop() { engine.cancel() }
 
     /// Waits until playback has ended and returns how.
     public func waitUntilFinished() -> PlaybackOutcome {
         finished.wait()
         finished.signal()
         return state.withLock { $0.outcome ?? .canceled }
+    }
+}
+
+/// A live activity's plan as taps come: the engine's cue thread asks it between cues.
+private final class Replanning: @unchecked Sendable {
+    // @unchecked: used by the engine's cue thread only.
+    private let planner: ActivityPlanner
+    private var current: Schedule
+    private var taps: [Tap] = []
+    private let playback: Playback
+
+    init(planner: ActivityPlanner, current: Schedule, taps playback: Playback) {
+        self.planner = planner
+        self.current = current
+        self.playback = playback
+    }
+
+    func next(heard: Int, responseFrame: Int) -> (plan: Schedule, differsFrom: Int)? {
+        guard let answer = playback.nextTap() else { return nil }
+        taps.append(Tap(frame: responseFrame, answer: answer, heardFrame: heard))
+        guard let next = try? planner.plan(taps: taps) else { return nil }
+        defer { current = next }
+        return (next, Schedule.firstDifference(current, next))
     }
 }

@@ -59,15 +59,4 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     static func lost(_ failure: DeviceFailure, device: String) -> PlaybackError {
         .deviceLost(device: device, code: failure.name, reason: failure.reason)
     }
-
-    /// Opening the device failed with `failure`.
-    static func opening(_ failure: DeviceFailure, device: String) -> PlaybackError {
-        switch failure.errno {
-        case EBUSY: .busy(device: device)
-        case ENOENT: .noDevice(device: device, code: failure.name, reason: "no such ALSA device")
-        case ENODEV, ENXIO: .noDevice(device: device, code: failure.name, reason: "the device is not present")
-        case ECONNREFUSED: .noDevice(device: device, code: failure.name, reason: "its sound server does not answer")
-        default: .noDevice(device: device, code: failure.name, reason: failure.reason)
-        }
-    }
 }

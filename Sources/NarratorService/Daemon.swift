@@ -91,7 +91,7 @@ public enum NarratorDaemon {
     static func raise(_ loops: any EventLoopGroup) async -> Bool {
         var raised = true
         for loop in loops.makeIterator() {
-            let done = (try? await loop.submit { RealtimePriority.raise(deliveryPriority) != nil }.get()) ?? false
+            let done = (try? await loop.submit { ThreadPolicy.realtime(deliveryPriority).apply() }.get()) ?? false
             raised = raised && done
         }
         return raised

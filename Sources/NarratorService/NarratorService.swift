@@ -1,5 +1,6 @@
 import Foundation
 import NarratorKit
+import NarratorOutputs
 import Synchronization
 
 /// The daemon's engine, independent of transport: connections hand it request messages, and it
@@ -12,9 +13,11 @@ public final class NarratorService: Sendable {
     public struct Configuration: Sendable {
         /// The folder of lessons that requests may name.
         public var library: String
-        /// The ALSA device every playback opens.
-        public var device: String
+        /// The output every playback opens, and its device (the output's default when nil).
+        public var output: OutputKind
+        public var device: String?
         public var latencyMs: Int
+        /// Whether playbacks' audio and cue threads run at real-time priority.
         public var realtime: Bool
         /// The largest request accepted, in bytes; a longer one gets an error event.
         public var maxMessageBytes: Int
@@ -22,9 +25,10 @@ public final class NarratorService: Sendable {
         /// child process (`LessonLoader`): by default this process's own.
         public var loaderExecutable: String
 
-        public init(library: String, device: String = "default", latencyMs: Int = 50, realtime: Bool = false,
-                    maxMessageBytes: Int = 65536, loaderExecutable: String? = nil) {
+        public init(library: String, output: OutputKind = Outputs.defaultKind, device: String? = nil, latencyMs: Int = 50,
+                    realtime: Bool = false, maxMessageBytes: Int = 65536, loaderExecutable: String? = nil) {
             self.library = library
+            self.output = output
             self.device = device
             self.latencyMs = latencyMs
             self.realtime = realtime
@@ -487,8 +491,11 @@ public final class NarratorService: Sendable {
                 return false
             }
             forwarder.frames = prepared.schedule.frames
-            playback = try prepared.play(
-                device: configuration.device, latencyMs: configuration.latencyMs, realtime: configuration.realtime,
+            let output = try Outputs.open(
+                configuration.output, device: configuration.device, rate: prepared.schedule.sampleRate,
+                channels: prepared.schedule.channels, latencyMs: configuration.latencyMs)
+            playback = prepared.play(
+                on: output, threads: configuration.realtime ? .realtime : .normal,
                 onEvents: forwarder.forward, onFinished: { [self] _ in ended(forwarder) })
         } catch {
             release()

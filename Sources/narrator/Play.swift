@@ -6,7 +6,7 @@ import NarratorLive
 
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Play a chain live through ALSA, delivering each cue when its frame is heard.",
+        abstract: "Play a chain live, delivering each cue when its frame is heard.",
         discussion: """
             Events are JSON lines: first a "start" event (the device's sample rate, channels, \
             format, period and buffer, and the measured output delay), then each cue as it is \
@@ -25,24 +25,13 @@ struct Play: ParsableCommand {
 
     @OptionGroup var chainOptions: ChainOptions
 
-    @Option(help: "The ALSA device to play on (aplay -L lists them).")
-    var device = "default"
-
-    @Option(help: "Output latency in milliseconds: the device buffer; periods are a quarter of it.")
-    var latency = 50
+    @OptionGroup var outputOptions: OutputOptions
 
     @Option(help: "Write the events (JSON lines) to this file.")
     var events: String?
 
     @Flag(help: "Print the negotiated period, buffer and measured latency on stderr.")
     var verbose = false
-
-    @Flag(help: "Run the audio and cue threads with real-time priority (SCHED_FIFO) when permitted: for hardware devices under heavy load; through a sound server it can skew the server's latency report.")
-    var realtime = false
-
-    func validate() throws {
-        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
-    }
 
     func run() throws {
         var outcome = PlaybackOutcome.finished
@@ -52,7 +41,7 @@ struct Play: ParsableCommand {
             let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
             let playback: Playback
             do throws(PlaybackError) {
-                playback = try prepared.play(device: device, latencyMs: latency, realtime: realtime)
+                playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads)
             } catch {
                 sink.discard()
                 throw deviceError(error)

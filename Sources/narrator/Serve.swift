@@ -34,14 +34,7 @@ struct Serve: ParsableCommand {
     @Option(help: "The token WebSocket clients must give (/ws?token=…). Default: a random one, printed on stdout.")
     var token: String?
 
-    @Option(help: "The ALSA device to play on.")
-    var device = "default"
-
-    @Option(help: "Output latency in milliseconds.")
-    var latency = 50
-
-    @Flag(help: "Run audio and cue threads with real-time priority when permitted.")
-    var realtime = false
+    @OptionGroup var outputOptions: OutputOptions
 
     @Flag(help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
     var realtimeDelivery = false
@@ -52,7 +45,6 @@ struct Serve: ParsableCommand {
     var prepareRequest: String?
 
     func validate() throws {
-        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
         if noSocket && listen == nil { throw ValidationError("--no-socket needs --listen: the daemon would have no way in") }
         if let listen, Self.address(listen) == nil { throw ValidationError("--listen takes HOST:PORT, e.g. 127.0.0.1:8700") }
         if let token, token.count < 8 { throw ValidationError("--token must be at least 8 characters") }
@@ -86,7 +78,9 @@ struct Serve: ParsableCommand {
             printError("warning: WebSocket listens on \(host), beyond this machine; the token is all that guards it")
         }
         let options = NarratorDaemon.Options(
-            configuration: .init(library: library, device: device, latencyMs: latency, realtime: realtime),
+            configuration: .init(
+                library: library, output: outputOptions.output, device: outputOptions.device, latencyMs: outputOptions.latency,
+                realtime: outputOptions.realtime),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
             realtimeDelivery: realtimeDelivery)
         let failure = Mutex<String?>(nil)

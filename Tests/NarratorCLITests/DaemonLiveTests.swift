@@ -1,5 +1,6 @@
 import Foundation
 import NarratorKit
+import NarratorOutputs
 import NarratorTestSupport
 import NarratorTestTraits
 import Testing
@@ -176,7 +177,8 @@ struct DaemonLiveTests {
         defer { for (key, value) in saved { if let value { setenv(key, value, 1) } else { unsetenv(key) } } }
         let lesson = try NarratorLesson(path: dir.file("live.json"))
         let prepared = try lesson.prepare(.chain("live", repeats: 2), seed: 7)
-        let playback = try prepared.play(device: "default")
+        let output = try AlsaOutput(device: "default", rate: prepared.schedule.sampleRate, channels: prepared.schedule.channels, latencyMs: 50)
+        let playback = prepared.play(on: output)
         var events: [ReceivedEvent] = []
         for await event in playback.events {
             guard case .cue(let cue, _, let at) = event else { continue }

@@ -1,9 +1,7 @@
 import Foundation
-@_spi(Testing) import NarratorKit
+import NarratorKit
 import NarratorTestSupport
 import Testing
-
-@_spi(Testing) import NarratorLive
 
 /// The public Swift API, the way an app uses it: load, prepare, read the cue schedule, play and
 /// receive the events as an AsyncSequence, answer, stop.
@@ -11,36 +9,17 @@ import Testing
 struct APITests {
     static let lesson = Repo.path("Timings/lessons/homer-sight-words.json")
 
-    /// A paced device double (plays 48000 frames per second of the monotonic clock).
-    final class Device: PCMDevice, @unchecked Sendable {
-        let output = NegotiatedOutput(device: "paced", sampleRate: 48000, channels: 2, format: .s16, periodFrames: 600, bufferFrames: 2400)
-        private var written = 0
-        private var started: Int64?
-        private func played(_ now: Int64) -> Int {
-            guard let started else { return 0 }
-            return min(written, Int((now - started) * 48 / 1_000_000))
-        }
-        func write(_ samples: UnsafeRawPointer, frames: Int) -> Result<Int, DeviceFailure> {
-            let now = MonotonicClock.now()
-            let room = 2400 - (written - played(now))
-            guard room > 0 else { return .failure(.wouldBlock) }
-            let n = min(room, frames)
-            written += n
-            if started == nil && written >= 2400 { started = now }
-            return .success(n)
-        }
-        func wait(timeoutMs: Int32) -> Result<Bool, DeviceFailure> {
-            var pause = timespec(tv_sec: 0, tv_nsec: 1_000_000)
-            nanosleep(&pause, nil)
-            return .success(true)
-        }
-        func read() -> PCMReading? {
-            let now = MonotonicClock.now()
-            return PCMReading(running: started != nil, delay: written - played(now), time: now)
-        }
-        func recover(_ failure: DeviceFailure) -> DeviceFailure? { nil }
-        func rewind(_ frames: Int) -> Int { 0 }
-        func drop() {}
+    /// A virtual output paced to real time, run on a thread of its own: the app's loop
+    /// answers as things are heard, as it would on a device.
+    static func output() -> VirtualOutput {
+        let output = VirtualOutput(clock: VirtualClock(), sampleRate: 48000, channels: 2, periodFrames: 600, bufferFrames: 2400)
+        output.pacedToRealTime = true
+        return output
+    }
+
+    /// Runs `output` on its own thread once playback has started on it.
+    static func runInBackground(_ output: VirtualOutput) {
+        Thread { output.runToEnd(limit: 300_000_000_000) }.start()
     }
 
     @Test func cueScheduleWithoutPlaying() throws {
@@ -53,7 +32,9 @@ struct APITests {
     @Test func eventsArriveAsAnAsyncSequenceAndTapsAnswer() async throws {
         let lesson = try NarratorLesson(path: Self.lesson)
         let prepared = try lesson.prepare(.activity("sight-words"), seed: 7)
-        let playback = prepared.play(on: Device())
+        let output = Self.output()
+        let playback = prepared.play(on: output, clock: output.clock)
+        Self.runInBackground(output)
         var types: [String] = []
         var answered = false
         for await event in playback.events {
@@ -74,7 +55,9 @@ struct APITests {
 
     @Test func stopEndsWithCanceled() async throws {
         let lesson = try NarratorLesson(path: Repo.path("Timings/lessons/sample.json"))
-        let playback = try lesson.prepare(.chain("correct"), seed: 7).play(on: Device())
+        let output = Self.output()
+        let playback = try lesson.prepare(.chain("correct"), seed: 7).play(on: output, clock: output.clock)
+        Self.runInBackground(output)
         var last: PlaybackEvent?
         var stopped = false
         for await event in playback.events {

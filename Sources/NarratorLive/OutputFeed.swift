@@ -1,0 +1,271 @@
+import NarratorAudioFile
+import NarratorCore
+import Synchronization
+
+/// The engine's side of an output: what an `AudioOutput` calls from the thread that renders
+/// (the engine's audio thread for a push output, the stream's callback for a pull one).
+///
+/// Real-time code: nothing here allocates, takes a lock, logs or reads a file. All it needs is
+/// allocated by the engine before playback starts; long files reach the mixer through the
+/// rings a `StreamFeeder` thread fills.
+///
+/// It renders the plan (the `Mixer`, switching to a new plan at a frame when the cue thread
+/// offers one, taking back with `rewind` what the output already has past it), holds before a
+/// frame a tap may still change, and turns the output's position reports into the audio clock:
+/// frame-to-time anchors (`AudioClockFilter`) published without locks (`ClockPublication`) to
+/// the cue thread. Until the clock has settled (at the start, and after each interruption) it
+/// renders silence and the timeline waits: timeline frame = frame handed to the output −
+/// silence inserted.
+public final class OutputFeed: @unchecked Sendable {
+    // @unchecked: the render state belongs to the rendering thread; what other threads see is
+    // atomic (or the clock publication's seqlock), and `offeredMixer` is handed over through
+    // `planState`.
+    public let negotiated: NegotiatedOutput
+    let clock: any PlaybackClock
+    let publication = ClockPublication()
+    unowned(unsafe) var output: (any AudioOutput)!
+
+    private var mixer: Mixer
+    private let filter: AudioClockFilter
+    private let floatBlock: UnsafeMutableBufferPointer<Float>
+    private let blockFrames: Int
+    private let frameBytes: Int
+
+    /// 0 while playing; then one of `FeedExit`. Set once.
+    let exit = Atomic<Int>(0)
+    let failureCode = Atomic<Int32>(0)
+    let underruns = Atomic<Int>(0)
+    let firstDelay = Atomic<Int>(-1)
+    let firstRender = Atomic<Int64>(0)
+    /// When the output last asked for frames (or reported that the device moved): a device
+    /// that stops asking for over `stallLimit` is lost.
+    let lastProgress = Atomic<Int64>(0)
+    /// Frame before which rendering holds (`Int.max`: none), set by the cue thread.
+    let holdFrame = Atomic<Int>(Int.max)
+    let holdMarginFrames: Int
+
+    /// How long the device's timing reports may take to agree: two seconds beyond what a slow
+    /// device needs (its buffer and a few periods of readings).
+    let settleLimit: Int64
+    /// A reading within this of the recent ones confirms the anchor.
+    let confirmationTolerance: Int64 = 1_000_000
+    /// After an interruption the sound server restarts its stream, and its delay reports can
+    /// run up to about a millisecond early for a while (seen after SIGSTOP against the
+    /// recording: cues 1.8–2.2 ms before heard, at most 1 in 9 runs). For `recoveryCaution`
+    /// after the clock settles again, cues are timed `recoveryMargin` later: a little late,
+    /// never early.
+    let recoveryCaution: Int64 = 1_000_000_000
+    let recoveryMargin: Int64 = 2_000_000
+
+    /// 0: nothing offered; 1: `offeredMixer` waits for the rendering thread; 3: it is taking
+    /// it; 2: it took it.
+    let planState = Atomic<Int>(0)
+    var offeredMixer: Mixer?
+    var offeredFrame = 0
+    var retiredMixer: Mixer?
+    let switchedAt = Atomic<Int>(-1)
+
+    enum FeedExit: Int {
+        /// failed: the output failed (`failureCode` holds the errno); stalled: it asked for no
+        /// audio for `stallLimit`; noClock: its reports never settled.
+        case running = 0, finished, canceled, failed, stalled, noClock
+    }
+
+    /// The rendering thread's own state.
+    private struct RenderState {
+        /// Frames handed to the output, and how many of them were silence inserted while the
+        /// clock settled.
+        var rendered = 0
+        var inserted = 0
+        var timelineRunning = false
+        /// When the clock last began to settle: a device whose reports never agree (ALSA's
+        /// `null` device takes audio as fast as it comes) cannot time cues.
+        var settlingSince: Int64 = 0
+        /// The latest reading that agreed with the anchor.
+        var confirmedTime: Int64 = 0
+        /// The timeline frame being heard, as of the latest reading.
+        var heardTimeline = 0
+        /// Until when cues are timed `recoveryMargin` later (after an interruption), 0 when not.
+        var cautiousUntil: Int64 = 0
+        var recovering = false
+        var started = false
+    }
+
+    private var state = RenderState()
+
+    init(schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock) {
+        self.negotiated = negotiated
+        self.clock = clock
+        blockFrames = max(8192, negotiated.periodFrames)
+        mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames)
+        filter = AudioClockFilter(rate: negotiated.sampleRate)
+        frameBytes = negotiated.channels * negotiated.format.bytesPerSample
+        floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
+        holdMarginFrames = negotiated.sampleRate * 10 / 1000
+        let nanosecondsPerFrame = 1e9 / Double(negotiated.sampleRate)
+        settleLimit =
+            2_000_000_000
+            + Int64(Double(negotiated.bufferFrames + (filter.agreement + 2) * negotiated.periodFrames) * nanosecondsPerFrame)
+    }
+
+    deinit { floatBlock.deallocate() }
+
+    var blockCapacity: Int { blockFrames }
+
+    // MARK: What an output calls
+
+    /// Whether the output should stop: playback is over, canceled, or failed. A push output's
+    /// loop checks it every turn; then it drops what the device holds and returns.
+    public var shouldStop: Bool { exit.load(ordering: .acquiring) != FeedExit.running.rawValue }
+
+    /// Renders up to `frames` frames into `buffer` (interleaved, `negotiated.format`) and
+    /// returns how many it rendered: all of them, or fewer (down to none) while the plan holds
+    /// before a frame a tap may still change, or once playback is over. Real time.
+    public func render(into buffer: UnsafeMutableRawPointer, frames: Int) -> Int {
+        let now = clock.now()
+        lastProgress.store(now, ordering: .releasing)
+        guard frames > 0, !shouldStop else { return 0 }
+        if !state.started {
+            state.started = true
+            state.settlingSince = now
+        }
+        if planState.load(ordering: .relaxed) == 1,
+            planState.compareExchange(expected: 1, desired: 3, ordering: .acquiringAndReleasing).exchanged
+        {
+            adoptPlan()
+        }
+        if !state.timelineRunning {
+            // The clock has not settled: silence, while the timeline waits where it is.
+            if now - state.settlingSince > settleLimit {
+                end(.noClock)
+                return 0
+            }
+            buffer.initializeMemory(as: UInt8.self, repeating: 0, count: frames * frameBytes)
+            handedOver(frames, now: now)
+            state.inserted += frames
+            return frames
+        }
+        var count = frames
+        let hold = holdFrame.load(ordering: .acquiring)
+        if mixer.position < hold {
+            count = min(count, hold - mixer.position)
+        } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
+            // Held: the frame is written only once it comes close to being heard.
+            return 0
+        }
+        // Past the schedule's end the mixer renders silence: the device keeps running (and
+        // reporting its clock) until the last cue has been delivered.
+        var done = 0
+        while done < count {
+            let chunk = min(blockFrames, count - done)
+            mixer.render(into: floatBlock, frameCount: chunk)
+            convert(samples: chunk * negotiated.channels, into: buffer + done * frameBytes)
+            done += chunk
+        }
+        handedOver(count, now: now)
+        return count
+    }
+
+    /// The device's position: of all the frames rendered so far, `delay` are not heard yet at
+    /// monotonic time `at`. Report only while the device plays.
+    public func report(delay: Int, at time: Int64) {
+        let heard = state.rendered - delay
+        lastProgress.store(clock.now(), ordering: .releasing)
+        state.heardTimeline = heard - state.inserted
+        let anchor = filter.add(heardFrame: heard, at: time)
+        guard filter.settled else { return }
+        // The device confirms the clock when this reading agrees with the recent ones (their
+        // median): it is still consuming at the pace they showed.
+        if let median = filter.lastMedian,
+            abs(median.time(ofFrame: heard, rate: negotiated.sampleRate) - time) <= confirmationTolerance
+        {
+            state.confirmedTime = time
+        }
+        if !state.timelineRunning {
+            // The clock is trustworthy: the timeline starts (or resumes) with the next block.
+            state.timelineRunning = true
+            state.confirmedTime = time
+            if firstDelay.load(ordering: .relaxed) < 0 { firstDelay.store(delay, ordering: .releasing) }
+            if state.recovering {
+                state.recovering = false
+                state.cautiousUntil = time + recoveryCaution
+            }
+        }
+        let margin = time < state.cautiousUntil ? recoveryMargin : 0
+        publication.publish(
+            anchor: ClockAnchor(frame: anchor.frame - state.inserted, time: anchor.time + margin),
+            framesWritten: max(0, state.rendered - state.inserted), readingTime: state.confirmedTime)
+    }
+
+    /// The device ran dry or was suspended; the output recovers it next. The clock is
+    /// forgotten and settles again before the timeline resumes.
+    public func interrupted() {
+        underruns.add(1, ordering: .releasing)
+        filter.reset()
+        publication.publish(anchor: nil, framesWritten: max(0, state.rendered - state.inserted), readingTime: 0)
+        state.timelineRunning = false
+        state.recovering = true
+        let now = clock.now()
+        lastProgress.store(now, ordering: .releasing)
+        state.settlingSince = now
+    }
+
+    /// The device is gone, or could not be brought back: playback ends with an `error`.
+    public func failed(_ failure: DeviceFailure) {
+        failureCode.store(failure.errno, ordering: .relaxed)
+        end(.failed)
+    }
+
+    // MARK: The engine's side
+
+    /// Ends playback for `reason` unless it has ended already; true when this call ended it.
+    @discardableResult
+    func end(_ reason: FeedExit) -> Bool {
+        // The clock publication is the rendering thread's to write: the cue thread reads the
+        // exit before any anchor, so none is withdrawn here.
+        exit.compareExchange(expected: FeedExit.running.rawValue, desired: reason.rawValue, ordering: .acquiringAndReleasing)
+            .exchanged
+    }
+
+    var exitReason: FeedExit { FeedExit(rawValue: exit.load(ordering: .acquiring)) ?? .running }
+
+    private func handedOver(_ frames: Int, now: Int64) {
+        if state.rendered == 0 { firstRender.store(now, ordering: .releasing) }
+        state.rendered += frames
+    }
+
+    /// Takes the offered plan at its frame, asking the output to take back what it has past
+    /// it. No allocation: the mixer was built by the offering thread.
+    private func adoptPlan() {
+        guard let next = offeredMixer else {
+            planState.store(0, ordering: .releasing)
+            return
+        }
+        var written = state.rendered - state.inserted
+        if written > offeredFrame {
+            let back = output.rewind(written - offeredFrame)
+            if back > 0 {
+                state.rendered -= back
+                written -= back
+            }
+        }
+        next.seek(to: written, continuing: mixer)
+        retiredMixer = mixer
+        mixer = next
+        switchedAt.store(written, ordering: .relaxed)
+        planState.store(2, ordering: .releasing)
+    }
+
+    @inline(__always)
+    private func convert(samples: Int, into target: UnsafeMutableRawPointer) {
+        let source = UnsafePointer(floatBlock.baseAddress!)
+        switch negotiated.format {
+        case .s16:
+            SampleConversion.toInt16(source, target.assumingMemoryBound(to: Int16.self), count: samples)
+        case .s32:
+            SampleConversion.toInt32(source, target.assumingMemoryBound(to: Int32.self), count: samples)
+        case .float:
+            SampleConversion.toQuantisedFloat(source, target.assumingMemoryBound(to: Float.self), count: samples)
+        }
+    }
+}

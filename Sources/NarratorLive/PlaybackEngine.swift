@@ -1,0 +1,341 @@
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+import Synchronization
+
+/// Plays a schedule on an `AudioOutput` and delivers each cue at the moment its frame is heard.
+/// It owns what is the same on every output: the plan (and its switches at a frame while it
+/// plays), the mixer, the audio clock and cue delivery. It knows no device library.
+///
+/// Threads, each created here with its scheduling policy set explicitly (`Threads`):
+/// - audio (push outputs only): runs the output's loop, which renders through the `OutputFeed`;
+///   a pull output's own callback renders instead;
+/// - cues: sleeps to each cue's audible time on the current anchor, checks the anchor again on
+///   waking, and delivers only on an anchor that a fresh reading confirmed, for a frame already
+///   rendered, so that no cue comes before it is heard, even across an interruption;
+/// - streams: a `StreamFeeder` fills the rings of long files ahead of the mixer.
+///
+/// Time is the `PlaybackClock`'s: CLOCK_MONOTONIC, or a `VirtualClock` a test advances.
+public final class PlaybackEngine: @unchecked Sendable {
+    // @unchecked: `cancel()` and the read-only properties are safe from any thread; the rest
+    // belongs to the cue thread, and the render state to the feed's rendering thread.
+    public let schedule: Schedule
+    public let output: any AudioOutput
+    public var negotiated: NegotiatedOutput { output.negotiated }
+    public let threads: Threads
+    let clock: any PlaybackClock
+
+    private let feed: OutputFeed
+    private let feeder: StreamFeeder
+    /// Problems of the stream feeder's thread, passed on by the cue thread.
+    private let streamProblems = Mutex<[NarratorError]>([])
+    private let running = Atomic<Bool>(false)
+    private let startedAt = Atomic<Int64>(0)
+    private let audioRealtime = Atomic<Bool>(false)
+    /// How long the output may ask for no audio before it counts as lost (under a second, so
+    /// that the error comes within one).
+    private let stallLimit: Int64 = 900_000_000
+    /// A cue goes out only once a reading taken no earlier than this before its moment
+    /// confirmed the clock: a device that stops consuming without a word can make a cue early
+    /// only if it stopped within that window before the cue's frame.
+    private let confirmationWindow: Int64 = 1_000_000
+
+    /// The scheduling policy of each of the engine's threads.
+    public struct Threads: Sendable, Equatable {
+        public var audio: ThreadPolicy
+        public var cues: ThreadPolicy
+        public var streams: ThreadPolicy
+
+        public init(audio: ThreadPolicy, cues: ThreadPolicy, streams: ThreadPolicy) {
+            self.audio = audio
+            self.cues = cues
+            self.streams = streams
+        }
+
+        /// Every thread at normal priority (the default: see `ThreadPolicy`).
+        public static let normal = Threads(audio: .normal, cues: .normal, streams: .normal)
+        /// Audio at SCHED_FIFO 20 and cues at 19 (`--realtime`); streams stay normal.
+        public static let realtime = Threads(audio: .realtime(20), cues: .realtime(19), streams: .normal)
+    }
+
+    /// Prepares everything the rendering thread needs; nothing plays until `start`.
+    public init(schedule: Schedule, output: any AudioOutput, clock: any PlaybackClock = SystemClock(), threads: Threads = .normal) {
+        let negotiated = output.negotiated
+        precondition(negotiated.sampleRate == schedule.sampleRate && negotiated.channels == schedule.channels)
+        self.schedule = schedule
+        self.output = output
+        self.clock = clock
+        self.threads = threads
+        feeder = StreamFeeder(schedule: schedule)
+        feed = OutputFeed(schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock)
+        feed.output = output
+    }
+
+    /// When `start` was called, on the engine's clock: the origin of the events' `t`. Safe
+    /// from any thread; 0 before `start`.
+    public var startTime: Int64 { startedAt.load(ordering: .acquiring) }
+
+    /// For tests: called on a push output's audio thread just before its loop starts (true)
+    /// and just after it ends (false), e.g. to count allocations in between. Set it before
+    /// `start`.
+    @_spi(Testing) public var audioThreadProbe: (@Sendable (Bool) -> Void)?
+
+    /// Stops playback: the output drops what it holds, and the events end with `canceled`.
+    /// Safe from any thread.
+    public func cancel() { feed.end(.canceled) }
+
+    /// What the cue thread asks, between cues, of a caller that changes the plan while it
+    /// plays (a live activity answering taps): given the frame heard now and the frame where a
+    /// response can start, a new plan for the whole timeline and the first frame where it
+    /// differs from the current one, or nil. Called on the cue thread only.
+    public typealias Replanner = @Sendable (_ heard: Int, _ responseFrame: Int) -> (plan: Schedule, differsFrom: Int)?
+
+    /// How far ahead of what is heard a response starts: time to re-plan and hand the plan over.
+    public var responseDelayFrames: Int { negotiated.sampleRate * 30 / 1000 }
+    /// How close to what is heard the audio can still be changed (taken back with a rewind):
+    /// what a sound server has already rendered is beyond recall.
+    public var rewindMarginFrames: Int { negotiated.sampleRate * 5 / 1000 }
+
+    /// Cue types before which rendering holds back (e.g. an activity's `idlePrompt`): nothing
+    /// at or past such a cue's frame is rendered until that frame is within the feed's hold
+    /// margin (10 ms) of being heard, so that a tap heard until then can still change what
+    /// plays there without anything having to be taken back. Set before `start`.
+    public var holdBefore: Set<String> = []
+
+    /// Starts playing: the threads start, and `onEvents` is called on the cue thread with the
+    /// events of each moment (the cues of one frame come in one call, so that a caller
+    /// forwarding them, the daemon, can send them in one write); then `onFinished` with how it
+    /// ended, after the one terminal event (the final cue, `canceled` or `error`).
+    public func start(
+        replanner: Replanner? = nil, onEvents: @escaping @Sendable ([PlaybackEvent]) -> Void,
+        onFinished: @escaping @Sendable (PlaybackOutcome) -> Void = { _ in }
+    ) {
+        precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "an engine plays once")
+        let startTime = clock.now()
+        startedAt.store(startTime, ordering: .releasing)
+        feed.lastProgress.store(startTime, ordering: .releasing)
+        let streamPolicy = threads.streams
+        feeder.start(threadSetup: { streamPolicy.apply() }) { [self] problem in streamProblems.withLock { $0.append(problem) } }
+        let audioDone = DispatchSemaphore(value: 0)
+        switch output.drive {
+        case .push:
+            let probe = audioThreadProbe
+            threads.audio.startThread(named: "narrator-audio") { [self] applied in
+                audioRealtime.store(applied && threads.audio != .normal, ordering: .releasing)
+                probe?(true)
+                output.play(feed)
+                probe?(false)
+                audioDone.signal()
+            }
+        case .pull:
+            output.play(feed)
+            audioDone.signal()
+        }
+        clock.enter()
+        threads.cues.startThread(named: "narrator-cues") { [self] _ in
+            let outcome = deliverCues(startTime: startTime, replanner: replanner, onEvents: onEvents)
+            feed.end(.finished)
+            // A device stuck in a call (a hung sound server) must not hold the caller: the
+            // audio thread keeps what it needs alive and ends on its own.
+            if audioDone.wait(timeout: .now() + 0.5) == .success {
+                output.stop()
+                feeder.stop()
+            }
+            onFinished(outcome)
+            clock.leave()
+        }
+    }
+
+    /// Plays to the end on the engine's threads and returns how it ended; `onEvents` is
+    /// called on the cue thread.
+    public func run(replanner: Replanner? = nil, onEvents: @escaping @Sendable ([PlaybackEvent]) -> Void) -> PlaybackOutcome {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<PlaybackOutcome>(.canceled)
+        start(replanner: replanner, onEvents: onEvents) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+
+    // MARK: Cue thread
+
+    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvents: ([PlaybackEvent]) -> Void) -> PlaybackOutcome {
+        func onEvent(_ event: PlaybackEvent) { onEvents([event]) }
+        let rate = schedule.sampleRate
+        let device = negotiated.device
+        var started = false
+        var underrunsSeen = 0
+        var confirmed: (anchor: ClockAnchor, time: Int64)?
+
+        /// The frame being heard at `time`, as far as the clock last confirmed it.
+        func heardFrame(at time: Int64) -> Int {
+            guard let (anchor, confirmedTime) = confirmed else { return 0 }
+            let until = min(time, confirmedTime)
+            return max(0, min(schedule.frames, anchor.frame + Int(Double(until - anchor.time) * Double(rate) / 1e9)))
+        }
+
+        func checkOutput() -> PlaybackOutcome? {
+            let now = clock.now()
+            let count = feed.underruns.load(ordering: .acquiring)
+            if count > underrunsSeen {
+                underrunsSeen = count
+                onEvent(.underrun(count: count, at: now))
+            }
+            for problem in streamProblems.withLock({ problems in defer { problems = [] }; return problems }) {
+                onEvent(.streamProblem(problem, at: now))
+            }
+            if now - feed.lastProgress.load(ordering: .acquiring) > stallLimit { feed.end(.stalled) }
+            let ending = feed.exitReason
+            switch ending {
+            case .running, .finished:
+                return nil
+            case .canceled:
+                onEvent(.canceled(frame: heardFrame(at: now), at: now))
+                return .canceled
+            case .failed, .stalled, .noClock:
+                let error: PlaybackError =
+                    switch ending {
+                    case .stalled:
+                        .deviceLost(device: device, code: "ETIMEDOUT", reason: "the device took no audio for a second")
+                    case .noClock:
+                        .noClock(device: device)
+                    default:
+                        .lost(DeviceFailure(errno: feed.failureCode.load(ordering: .acquiring)), device: device)
+                    }
+                onEvent(.error(error, frame: heardFrame(at: now), at: now))
+                return .failed(error)
+            }
+        }
+
+        var cues = schedule.cues
+        var next = 0
+        var lastDelivered = -1
+        feed.holdFrame.store(nextHold(in: cues, after: -1), ordering: .releasing)
+        while next < cues.count {
+            if let outcome = checkOutput() { return outcome }
+            let snapshot = feed.publication.snapshot()
+            let now = clock.now()
+            guard let anchor = snapshot.anchor else {
+                clock.sleep(until: now + 1_000_000)
+                continue
+            }
+            if started, let replanner {
+                let heard = anchor.frame + Int(Double(now - anchor.time) * Double(rate) / 1e9)
+                let earliest = heard + rewindMarginFrames
+                if let (plan, differs) = replanner(heard, heard + responseDelayFrames), let switched = offer(plan, at: max(earliest, differs)) {
+                    // The plans agree before the switch: go on with the new one's cues after
+                    // the last delivered.
+                    if switched > max(earliest, differs) {
+                        onEvent(.lateSwitch(wanted: max(earliest, differs), switched: switched, at: clock.now()))
+                    }
+                    cues = plan.cues
+                    next = cues.firstIndex { $0.frame > lastDelivered } ?? cues.count
+                    feed.holdFrame.store(nextHold(in: cues, after: max(lastDelivered, heard)), ordering: .releasing)
+                    continue
+                }
+            }
+            confirmed = (anchor, snapshot.readingTime)
+            if !started {
+                // `start` says when frame 0 is heard: wait until it is, on an anchor that a
+                // reading taken no earlier than `confirmationWindow` before then confirms,
+                // like a cue's.
+                let firstDue = anchor.time(ofFrame: 0, rate: rate)
+                if snapshot.framesWritten == 0 || now < firstDue {
+                    clock.sleep(until: snapshot.framesWritten == 0 ? now + 1_000_000 : min(firstDue, now + 10_000_000))
+                    continue
+                }
+                if snapshot.readingTime < firstDue - confirmationWindow {
+                    clock.sleep(until: now + 250_000)
+                    continue
+                }
+                started = true
+                onEvent(
+                    .start(
+                        StartInfo(
+                            output: negotiated, measuredDelayFrames: feed.firstDelay.load(ordering: .acquiring),
+                            realtime: audioRealtime.load(ordering: .acquiring),
+                            startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
+                            firstFrameHeardTime: anchor.time(ofFrame: 0, rate: rate))))
+            }
+            let cue = cues[next]
+            if cue.frame >= snapshot.framesWritten {
+                // Not rendered yet: it will be within about the time it takes to play the gap.
+                let ahead = anchor.time(ofFrame: cue.frame - negotiated.bufferFrames, rate: rate) - now
+                clock.sleep(until: now + max(1_000_000, min(ahead, replanner == nil ? 10_000_000 : 1_000_000)))
+                continue
+            }
+            let due = anchor.time(ofFrame: cue.frame, rate: rate)
+            if now < due {
+                // Wake at the deadline, or sooner to notice a cancel, a moved anchor or (every
+                // millisecond when the plan can change) a tap.
+                clock.sleep(until: min(due, now + (replanner == nil ? 10_000_000 : 1_000_000)))
+                continue
+            }
+            if snapshot.readingTime < due - confirmationWindow {
+                // No reading has confirmed the clock since shortly before this cue's moment:
+                // the device may have stopped consuming (a stalled sound server), so the cue
+                // waits for the next reading rather than go out on an old promise.
+                clock.sleep(until: now + 250_000)
+                continue
+            }
+            // This cue and every later one already due (and as well confirmed) go out
+            // together, stamped alike.
+            var last = next
+            while last + 1 < cues.count, cues[last + 1].frame < snapshot.framesWritten {
+                let laterDue = anchor.time(ofFrame: cues[last + 1].frame, rate: rate)
+                guard laterDue <= now, snapshot.readingTime >= laterDue - confirmationWindow else { break }
+                last += 1
+            }
+            var moment: [PlaybackEvent] = []
+            for index in next...last {
+                if index > next, feed.exitReason == .canceled { break }
+                moment.append(.cue(cues[index], at: anchor.time(ofFrame: cues[index].frame, rate: rate), delivered: now))
+                lastDelivered = max(lastDelivered, cues[index].frame)
+                next = index + 1
+            }
+            onEvents(moment)
+            if lastDelivered >= feed.holdFrame.load(ordering: .relaxed) {
+                feed.holdFrame.store(nextHold(in: cues, after: lastDelivered), ordering: .releasing)
+            }
+        }
+        return .finished
+    }
+
+    // MARK: Changing the plan while it plays
+
+    /// The next frame to hold before, after `frame`, in `cues`.
+    private func nextHold(in cues: [Cue], after frame: Int) -> Int {
+        guard !holdBefore.isEmpty else { return Int.max }
+        return cues.first { $0.frame > frame && holdBefore.contains($0.type) }?.frame ?? Int.max
+    }
+
+    /// Hands `plan` to the rendering thread to take over at `frame` (taking back what the
+    /// output has past it); returns the frame it took over at, or nil if rendering did not
+    /// answer (an output that stopped asking for audio).
+    private func offer(_ plan: Schedule, at frame: Int) -> Int? {
+        feed.offeredMixer = Mixer(schedule: plan, maxBlockFrames: feed.blockCapacity)
+        feed.offeredFrame = frame
+        feed.planState.store(1, ordering: .releasing)
+        let deadline = clock.now() + 200_000_000
+        while feed.planState.load(ordering: .acquiring) != 2 {
+            if clock.now() > deadline || feed.shouldStop {
+                // Withdraw the offer unless the rendering thread is taking it (state 3): then
+                // it is done in a moment, unless the output hangs in its rewind.
+                if feed.planState.compareExchange(expected: 1, desired: 0, ordering: .acquiringAndReleasing).exchanged {
+                    feed.offeredMixer = nil
+                    return nil
+                }
+                if feed.shouldStop { return nil }
+            }
+            clock.sleep(until: clock.now() + 200_000)
+        }
+        let switched = feed.switchedAt.load(ordering: .acquiring)
+        // The old plan is released here, not on the rendering thread.
+        feed.retiredMixer = nil
+        feed.offeredMixer = nil
+        feed.planState.store(0, ordering: .releasing)
+        return switched
+    }
+}

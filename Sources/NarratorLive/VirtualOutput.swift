@@ -1,0 +1,215 @@
+import NarratorCore
+
+/// An output made of arithmetic on a `VirtualClock`: the engine's timing logic runs on it
+/// deterministically and faster than real time (tests, and simulating an app's timing).
+///
+/// It behaves like a pull device: every `tick` of virtual time its callback asks for periods
+/// while it has room, it starts playing once its buffer is full, plays `sampleRate` frames per
+/// second of the clock exactly, and reports its position. It keeps every frame it was given
+/// and knows when each was heard. Troubles can be scripted: a callback that stops being called
+/// (the device runs dry: an underrun), a device that stops consuming without a word, a device
+/// that fails.
+///
+/// Drive it from one thread with `run(until:)` (or `run(for:)`): the rendering happens on
+/// that thread, and the engine's cue thread runs in step with the clock.
+public final class VirtualOutput: AudioOutput, @unchecked Sendable {
+    // @unchecked: everything is used from the thread that calls `run`, and by the engine's
+    // rendering calls made from that thread.
+    public let negotiated: NegotiatedOutput
+    public var drive: OutputDrive { .pull }
+    public let clock: VirtualClock
+    /// How often the callback comes and the device reports its position (1 ms).
+    public var tick: Int64 = 1_000_000
+    /// Whether `run` keeps virtual time from running ahead of real time (a paced device, for
+    /// tests where another thread acts as things are heard, like an app answering a prompt).
+    public var pacedToRealTime = false
+    private var realStart: (real: Int64, virtual: Int64)?
+    /// Called on the rendering thread just before (true) and after (false) each call of
+    /// `feed.render`, e.g. to count allocations in between.
+    public var renderProbe: (@Sendable (Bool) -> Void)?
+
+    private var feed: OutputFeed?
+    private var stopped = false
+    private let scratch: UnsafeMutableRawPointer
+    /// Every frame handed over and not taken back (interleaved, in the negotiated format's
+    /// bytes), in order: what the device plays. Frames before `played` were heard.
+    public private(set) var given: [UInt8] = []
+    /// Frames heard so far, as of the last tick.
+    public private(set) var played = 0
+    private var playing = false
+    /// Continuous stretches of play: the first device frame of each and when it was heard.
+    public private(set) var segments: [(frame: Int, time: Int64)] = []
+    public private(set) var underruns = 0
+    /// After each render: when, and how many frames had been given in all.
+    public private(set) var renders: [(time: Int64, given: Int)] = []
+    private var frameBytes: Int { negotiated.channels * negotiated.format.bytesPerSample }
+
+    /// Scripted troubles, in virtual time.
+    public struct Trouble: Sendable {
+        public enum Kind: Sendable {
+            /// The callback is not called (a descheduled client): the device runs dry.
+            case noCallbacks
+            /// The device stops consuming and reporting without a word (a hung sound server).
+            case silentPause
+            /// The device fails with this errno (from `start`; `duration` is ignored).
+            case failure(DeviceFailure)
+        }
+        public var kind: Kind
+        public var start: Int64
+        public var duration: Int64
+
+        public init(_ kind: Kind, at start: Int64, for duration: Int64 = 0) {
+            self.kind = kind
+            self.start = start
+            self.duration = duration
+        }
+
+        func covers(_ time: Int64) -> Bool { time >= start && time < start + duration }
+    }
+    public var troubles: [Trouble] = []
+    /// When a scripted failure was reported to the engine.
+    public private(set) var failedAt: Int64?
+    private var pausedAt: Int64?
+
+    public init(
+        clock: VirtualClock, sampleRate: Int, channels: Int, format: DeviceSampleFormat = .s16, periodFrames: Int? = nil,
+        bufferFrames: Int? = nil
+    ) {
+        let period = periodFrames ?? sampleRate / 100
+        negotiated = NegotiatedOutput(
+            device: "virtual", sampleRate: sampleRate, channels: channels, format: format, periodFrames: period,
+            bufferFrames: bufferFrames ?? 4 * period)
+        self.clock = clock
+        scratch = .allocate(byteCount: period * channels * format.bytesPerSample, alignment: 16)
+    }
+
+    deinit { scratch.deallocate() }
+
+    public func play(_ feed: OutputFeed) { self.feed = feed }
+
+    public func stop() {
+        // What was heard until now (the engine stops once it delivered the last cue).
+        if playing && pausedAt == nil { played = min(given.count / frameBytes, position(at: clock.now())) }
+        stopped = true
+    }
+
+    public func rewind(_ frames: Int) -> Int {
+        let back = max(0, min(frames, given.count / frameBytes - played))
+        given.removeLast(back * frameBytes)
+        return back
+    }
+
+    /// The frames given so far, as 16-bit samples (for an `.s16` output).
+    public var samples: [Int16] {
+        given.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// When device frame `frame` was (or began to be) heard, or nil if it was not (yet).
+    public func heardTime(ofFrame frame: Int) -> Int64? {
+        guard frame <= played, let segment = segments.last(where: { $0.frame <= frame }) else { return nil }
+        return segment.time + Int64((Double(frame - segment.frame) * 1e9 / Double(negotiated.sampleRate)).rounded())
+    }
+
+    /// Runs the device and the clock until `target` (virtual nanoseconds), tick by tick.
+    public func run(until target: Int64) {
+        clock.advance(to: clock.now())
+        while clock.now() < target {
+            let now = clock.now()
+            step(at: now)
+            pace()
+            clock.advance(to: min(target, now + tick))
+        }
+    }
+
+    /// Runs for `nanoseconds` of virtual time.
+    public func run(for nanoseconds: Int64) { run(until: clock.now() + nanoseconds) }
+
+    /// Runs until the engine has stopped asking (playback ended) or `limit` nanoseconds passed;
+    /// true when it ended.
+    @discardableResult
+    public func runToEnd(limit: Int64 = 600_000_000_000) -> Bool {
+        let end = clock.now() + limit
+        clock.advance(to: clock.now())
+        while clock.now() < end {
+            if stopped || (feed?.shouldStop ?? false) {
+                // Let the cue thread finish what it has to say.
+                pace()
+                clock.advance(by: tick)
+                if stopped { return true }
+                continue
+            }
+            let now = clock.now()
+            step(at: now)
+            pace()
+            clock.advance(to: now + tick)
+        }
+        return false
+    }
+
+    private func pace() {
+        guard pacedToRealTime else { return }
+        let origin = realStart ?? (MonotonicClock.now(), clock.now())
+        realStart = origin
+        let due = origin.real + (clock.now() - origin.virtual)
+        SystemClock().sleep(until: due)
+    }
+
+    private func position(at time: Int64) -> Int {
+        guard playing, let segment = segments.last else { return played }
+        return segment.frame + Int(Double(time - segment.time) * Double(negotiated.sampleRate) / 1e9)
+    }
+
+    private func step(at now: Int64) {
+        guard let feed, !stopped, !feed.shouldStop else { return }
+        for trouble in troubles {
+            if case .failure(let failure) = trouble.kind, now >= trouble.start, failedAt == nil {
+                failedAt = now
+                feed.failed(failure)
+                return
+            }
+        }
+        let total = given.count / frameBytes
+        // A silent pause: nothing is consumed, reported or asked for.
+        if troubles.contains(where: { if case .silentPause = $0.kind { $0.covers(now) } else { false } }) {
+            if pausedAt == nil {
+                played = min(total, position(at: now))
+                pausedAt = now
+            }
+            return
+        }
+        if pausedAt != nil {
+            pausedAt = nil
+            if playing { segments.append((played, now)) }
+        }
+        if playing {
+            let reached = position(at: now)
+            if reached >= total {
+                // Ran dry: everything given was heard; the device stops until refilled.
+                played = total
+                playing = false
+                underruns += 1
+                feed.interrupted()
+            } else {
+                played = reached
+            }
+        }
+        let feeding = !troubles.contains { if case .noCallbacks = $0.kind { $0.covers(now) } else { false } }
+        if feeding {
+            let period = negotiated.periodFrames
+            while given.count / frameBytes - played <= negotiated.bufferFrames - period {
+                renderProbe?(true)
+                let count = feed.render(into: scratch, frames: period)
+                renderProbe?(false)
+                if count == 0 { break }
+                given.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: count * frameBytes))
+                renders.append((now, given.count / frameBytes))
+            }
+        }
+        let buffered = given.count / frameBytes - played
+        if !playing && buffered >= negotiated.bufferFrames {
+            playing = true
+            segments.append((played, now))
+        }
+        if playing { feed.report(delay: buffered, at: now) }
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import NarratorKit
+import NarratorOutputs
+
+extension OutputKind: ExpressibleByArgument {}
+
+/// Where `play` and `serve` send their audio: the output, its device, the latency and the
+/// priority of playback's threads.
+struct OutputOptions: ParsableArguments {
+    @Option(help: "The output to play on: alsa (a sound card, dmix or any ALSA plugin, including the one that goes to PulseAudio or PipeWire).")
+    var output = Outputs.defaultKind
+
+    @Option(help: "The output's device (alsa: a PCM name, `aplay -L` lists them; default: \"default\").")
+    var device: String?
+
+    @Option(help: "Output latency in milliseconds: the device buffer; periods are a quarter of it.")
+    var latency = 50
+
+    @Flag(help: "Run the audio and cue threads with real-time priority (SCHED_FIFO) when permitted: for hardware devices under heavy load; through a sound server it can skew the server's latency report.")
+    var realtime = false
+
+    func validate() throws {
+        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
+    }
+
+    var threads: PlaybackEngine.Threads { realtime ? .realtime : .normal }
+
+    /// Opens the output for `schedule`'s rate and channels.
+    func open(for schedule: Schedule) throws(PlaybackError) -> any AudioOutput {
+        try Outputs.open(output, device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latency)
+    }
+}

@@ -1,0 +1,360 @@
+import CAllocationCounter
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+@_spi(Testing) import NarratorLive
+import NarratorTestSupport
+import Synchronization
+import Testing
+
+/// A lesson from the sample clips plus a music bed (resampled from 44.1 kHz), and its offline
+/// render as 16-bit samples: the ground truth of what must be played.
+struct LiveFixture {
+    let dir = TempDir()
+    let lesson: Lesson
+    let bank: ClipBank
+    let schedule: Schedule
+    let reference: [Int16]
+
+    /// `streamAbove`: clips longer than this many seconds are streamed through a ring (the
+    /// bed is 2 s); nil keeps every clip in memory.
+    init(repeats: Int = 1, streamAbove: Int? = nil) throws {
+        let bed = dir.file("bed.wav")
+        let made = try runTool("sox", ["-n", "-r", "44100", "-c", "2", "-b", "16", bed, "synth", "2", "sine", "220", "vol", "0.2"])
+        try #require(made.status == 0, "sox: \(made.stderr)")
+        // A tone that starts at its peak: the timeline's first frame is not silence, so when
+        // it was heard is known to the frame.
+        let tone = dir.file("tone.wav")
+        let toned = try runTool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "0.2", "sine", "440", "0", "25", "vol", "0.5"])
+        try #require(toned.status == 0, "sox: \(toned.stderr)")
+        let clips = Repo.path("Audio/lessons")
+        let lessonPath = dir.write(
+            "lesson.json",
+            """
+            {"sampleRate": 48000, "channels": 2,
+             "clips": {"tone": {"file": "\(tone)"}, "sfx": {"file": "\(clips)/sfx/correct.wav"},
+                       "p1": {"file": "\(clips)/sight-words/part1.wav", "timings": "\(Repo.path("Timings/lessons/sight-words/part1.json"))"},
+                       "bed": {"file": "\(bed)", "start": 0.5}},
+             "chains": {"c": [{"clip": "tone"}, {"clip": "sfx"}, {"clip": "bed"}, {"silence": 0.1}, {"pulse": ["x"]}, {"clip": "p1"}],
+                        "other": [{"clip": "tone"}, {"clip": "sfx"}, {"clip": "p1"}]}}
+            """)
+        lesson = try Lesson.load(path: lessonPath)
+        bank = try ClipBank.prepare(lesson: lesson, clipIDs: ["tone", "sfx", "p1", "bed"], decoder: SndFileDecoder(streamAboveSeconds: streamAbove))
+        schedule = try Self.schedule("c", repeats: repeats, bank: bank)
+        reference = try Self.render(schedule, in: dir, name: "reference.wav")
+    }
+
+    static func schedule(_ chain: String, repeats: Int = 1, bank: ClipBank) throws -> Schedule {
+        var draws = PoolDraws(seed: 1)
+        return try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
+    }
+
+    /// The offline render's samples (sox-exact, see RenderTests).
+    static func render(_ schedule: Schedule, in dir: TempDir, name: String) throws -> [Int16] {
+        try OfflineRenderer.render(schedule, to: dir.file(name), format: .s16)
+        return try WAVFile(path: dir.file(name)).int16Samples
+    }
+}
+
+/// Everything the engine reported, and how it ended.
+final class EventLog: @unchecked Sendable {
+    // @unchecked: written by the cue thread while the test thread is parked in the virtual
+    // clock, read by the test thread afterwards.
+    var events: [PlaybackEvent] = []
+    var outcome: PlaybackOutcome?
+    var cues: [(cue: Cue, heard: Int64, delivered: Int64)] {
+        events.compactMap { if case .cue(let cue, let heard, let delivered) = $0 { (cue, heard, delivered) } else { nil } }
+    }
+    var terminals: Int {
+        events.filter { event in
+            switch event {
+            case .canceled, .error: true
+            default: false
+            }
+        }.count
+    }
+}
+
+/// A schedule played by the engine on a virtual output, whose clock the test advances: the
+/// engine's logic (cue order, never early, interruptions, plan switches, holds, cancel, errors)
+/// runs deterministically and many times faster than real time. The output's own arithmetic
+/// says when each frame was heard; the offline render says what must have been played.
+struct VirtualPlayback {
+    let clock = VirtualClock()
+    let output: VirtualOutput
+    let engine: PlaybackEngine
+    let log = EventLog()
+
+    init(_ schedule: Schedule, periodFrames: Int = 480, bufferFrames: Int = 1920) {
+        output = VirtualOutput(clock: clock, sampleRate: schedule.sampleRate, channels: schedule.channels, periodFrames: periodFrames, bufferFrames: bufferFrames)
+        engine = PlaybackEngine(schedule: schedule, output: output, clock: clock)
+    }
+
+    /// Starts playing; `onEvent` runs on the cue thread after each event is logged.
+    func start(replanner: PlaybackEngine.Replanner? = nil, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil) {
+        let log = log
+        engine.start(
+            replanner: replanner,
+            onEvents: { events in
+                for event in events {
+                    log.events.append(event)
+                    onEvent?(event)
+                }
+            },
+            onFinished: { log.outcome = $0 })
+    }
+
+    /// Plays to the end and returns how it ended.
+    func play(replanner: PlaybackEngine.Replanner? = nil, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil) throws -> PlaybackOutcome {
+        start(replanner: replanner, onEvent: onEvent)
+        try #require(output.runToEnd(limit: 120_000_000_000), "playback did not end within two virtual minutes")
+        return try #require(log.outcome)
+    }
+
+    /// The output's frame that played `frame` of the timeline (the output first plays
+    /// silence while its clock settles), located by content in `reference`.
+    func deviceFrame(ofTimelineFrame frame: Int, _ reference: [Int16]) -> Int {
+        Alignment.locate(reference, in: output.samples, channels: 2)?.recordingFrames(ofReferenceFrame: frame)?.lowerBound ?? -1
+    }
+
+    /// Checks what the output played against `reference`, and each cue's delivery and stamp
+    /// against when the output played its frame. Returns the delivery errors (ns).
+    @discardableResult
+    func check(against reference: [Int16], cues expected: [Cue], gaps: Int, exempt: Set<Int> = [], lateBy limit: Int64 = 1_000_000) throws -> [Int64] {
+        let alignment = try #require(Alignment.locate(reference, in: output.samples, channels: 2))
+        #expect(alignment.isComplete, "\(alignment)")
+        #expect(alignment.gaps.count == gaps, "\(alignment)")
+        #expect(log.cues.map(\.cue) == expected, "every cue once, in order")
+        #expect(log.terminals == 0)
+        var errors: [Int64] = []
+        for (cue, heard, delivered) in log.cues {
+            let frames = try #require(alignment.recordingFrames(ofReferenceFrame: cue.frame))
+            let earliest = try #require(output.heardTime(ofFrame: frames.lowerBound), "frame \(cue.frame) was never heard")
+            // The end of a silent stretch may lie past where the output stopped.
+            let latest = output.heardTime(ofFrame: frames.upperBound) ?? earliest
+            #expect(exempt.contains(cue.frame) || delivered >= earliest, "\(cue.type) at frame \(cue.frame) came \(ms(earliest - delivered)) before it was heard")
+            #expect(delivered <= latest + limit, "\(cue.type) at frame \(cue.frame) came \(ms(delivered - latest)) after it was heard")
+            #expect(delivered >= heard, "\(cue.type) at frame \(cue.frame) was delivered before the time it reports")
+            if frames.count == 1 {
+                errors.append(delivered - earliest)
+                #expect(exempt.contains(cue.frame) || abs(heard - earliest) <= 1_000, "\(cue.type) at frame \(cue.frame): stamped \(ms(heard - earliest)) from when it was heard")
+            }
+        }
+        return errors
+    }
+}
+
+@Suite("Engine on the virtual output")
+struct EngineTests {
+    @Test func renderingDoesNotAllocate() throws {
+        let fixture = try LiveFixture(repeats: 2, streamAbove: 1)
+        defer { fixture.dir.remove() }
+        #expect(fixture.schedule.voices.contains { if case .stream = $0.audio.source { true } else { false } })
+        // The counter counts: a control allocation on this thread is seen.
+        narrator_reset_allocation_count()
+        narrator_count_allocations(true)
+        let control = [Int](repeating: 7, count: Int.random(in: 100...200))
+        narrator_count_allocations(false)
+        #expect(narrator_allocation_count() >= 1 && control.count >= 100, "the allocation counter does not count")
+
+        let playback = VirtualPlayback(fixture.schedule)
+        narrator_reset_allocation_count()
+        playback.output.renderProbe = { narrator_count_allocations($0) }
+        // Streams are filled by their own thread in real time: a virtual clock that ran far
+        // ahead of it would find the rings empty, so this test keeps to about 20× real time.
+        let outcome = try playback.play(onEvent: { _ in usleep(200) })
+        #expect(outcome == .finished)
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+        #expect(playback.output.played > fixture.schedule.frames)
+        #expect(narrator_allocation_count() == 0, "allocations while rendering")
+    }
+
+    /// Every cue comes when its frame is heard, to the nanosecond on a virtual clock, never
+    /// before, and the output received the offline render exactly.
+    @Test func cuesArriveWhenHeard() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let started = Date()
+        #expect(try playback.play() == .finished)
+        let errors = try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 0, lateBy: 1_000)
+        let seconds = Double(fixture.schedule.frames) / 48000
+        print("virtual output: \(errors.count) cues, delivery error max \(ms(errors.max()!)); \(String(format: "%.1f", seconds)) s played in \(String(format: "%.2f", Date().timeIntervalSince(started))) s")
+        guard case .start(let info) = try #require(playback.log.events.first) else { Issue.record("first event \(playback.log.events[0])"); return }
+        // The delay reported at the reading that settled the clock: the buffer, less what
+        // was played since the last period was handed over.
+        #expect((1440...1920).contains(info.measuredDelayFrames), "delay \(info.measuredDelayFrames)")
+        #expect(abs(info.firstFrameHeardTime - playback.output.heardTime(ofFrame: playback.deviceFrame(ofTimelineFrame: 0, fixture.reference))!) <= 1_000)
+    }
+
+    /// The callback is not called for 300 ms mid-chain: the output runs dry, playback
+    /// recovers, the rest of the timeline follows with nothing lost, and cues stay with the
+    /// audio.
+    @Test func underrunRecoversInStep() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let start = playback.clock.now()
+        playback.output.troubles = [.init(.noCallbacks, at: start + 1_000_000_000, for: 300_000_000)]
+        #expect(try playback.play() == .finished)
+        #expect(playback.output.underruns == 1)
+        #expect(playback.log.events.contains { if case .underrun(1, _) = $0 { true } else { false } })
+        // After the interruption cues are timed 2 ms late for a second (see OutputFeed).
+        try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 1, lateBy: 2_100_000)
+    }
+
+    /// Every 100 ms of play the output stops consuming for 30 ms without a word (a sound server
+    /// that keeps being descheduled): cues due in a pause wait for the output to confirm the
+    /// clock again rather than go out on the old one.
+    @Test func silentPausesDelayCuesInsteadOfSendingThemEarly() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let start = playback.clock.now()
+        playback.output.troubles = (1...80).map { .init(.silentPause, at: start + Int64($0) * 100_000_000, for: 30_000_000) }
+        #expect(try playback.play() == .finished)
+        // The bound: an output that stops within the confirmation window (1 ms) before a cue's
+        // frame can still make that cue early (its frame is then heard in the first
+        // millisecond after the pause); any other cue must wait for it.
+        let alignment = try #require(Alignment.locate(fixture.reference, in: playback.output.samples, channels: 2))
+        let exempt = Set(playback.log.cues.map(\.cue.frame).filter { frame in
+            guard let deviceFrame = alignment.recordingFrames(ofReferenceFrame: frame)?.upperBound,
+                let heard = playback.output.heardTime(ofFrame: deviceFrame)
+            else { return false }
+            let sinceStart = heard - start
+            return sinceStart >= 130_000_000 && (30_000_000...31_000_000).contains(sinceStart % 100_000_000)
+        })
+        try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 0, exempt: exempt, lateBy: 31_000_000)
+        // Cues heard within 30 ms after a pause were due, on the clock before it, during it.
+        let shifted = playback.log.cues.filter { cue in
+            guard let deviceFrame = alignment.recordingFrames(ofReferenceFrame: cue.cue.frame)?.lowerBound,
+                let heard = playback.output.heardTime(ofFrame: deviceFrame)
+            else { return false }
+            return heard - start >= 130_000_000 && (31_000_000..<60_000_000).contains((heard - start) % 100_000_000)
+        }
+        #expect(!shifted.isEmpty, "no cue was due during a pause: the test proves nothing")
+    }
+
+    @Test func lostDeviceEndsWithOneError() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        playback.output.troubles = [.init(.failure(.deviceLost(EIO)), at: playback.clock.now() + 700_000_000)]
+        let outcome = try playback.play()
+        guard case .failed(let error) = outcome else { Issue.record("outcome \(outcome)"); return }
+        #expect(error.code == "EIO")
+        #expect(playback.log.terminals == 1)
+        guard case .error(_, _, let at) = playback.log.events.last else { Issue.record("last event \(String(describing: playback.log.events.last))"); return }
+        let failedAt = try #require(playback.output.failedAt)
+        // The cue thread looks at the output at least every 10 ms.
+        #expect(at - failedAt <= 11_000_000, "the error came \(ms(at - failedAt)) after the output failed")
+        #expect(!playback.log.cues.contains { if case .chainEnd = $0.cue.kind { true } else { false } })
+    }
+
+    /// An output that stops asking for audio and reporting, for good: one error within a
+    /// second, and no cue after it stopped.
+    @Test func stalledDeviceEndsWithTimeoutWithinASecond() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let stall = playback.clock.now() + 800_000_000
+        playback.output.troubles = [.init(.silentPause, at: stall, for: 100_000_000_000)]
+        let outcome = try playback.play()
+        guard case .failed(let error) = outcome else { Issue.record("outcome \(outcome)"); return }
+        #expect(error.code == "ETIMEDOUT")
+        guard case .error(_, _, let at) = playback.log.events.last else { Issue.record("last event \(String(describing: playback.log.events.last))"); return }
+        #expect(at - stall <= 1_000_000_000, "the error came \(ms(at - stall)) after the stall")
+        #expect(playback.log.cues.allSatisfy { $0.delivered <= stall + 1_000_000 })
+    }
+
+    @Test func cancelEndsWithOneCanceled() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        playback.start()
+        playback.output.run(for: 500_000_000)
+        let requested = playback.clock.now()
+        playback.engine.cancel()
+        #expect(playback.output.runToEnd())
+        #expect(playback.log.outcome == .canceled)
+        #expect(playback.log.terminals == 1)
+        guard case .canceled(_, let at) = playback.log.events.last else { Issue.record("last event \(String(describing: playback.log.events.last))"); return }
+        #expect(at - requested <= 10_000_000, "canceled \(ms(at - requested)) after the request")
+        #expect(playback.log.cues.count < fixture.schedule.cues.count)
+        #expect(playback.log.cues.allSatisfy { $0.delivered <= requested })
+    }
+
+    /// A late delivery (the cue thread held up 400 ms in its event handler) keeps each cue's
+    /// stamp: when its frame was heard, not when it went out.
+    @Test func lateDeliveryKeepsTheHeardTime() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let clock = playback.clock
+        let held = Atomic<Bool>(false)
+        #expect(
+            try playback.play(onEvent: { event in
+                if case .cue(let cue, _, _) = event, cue.frame > 0, !held.exchange(true, ordering: .relaxed) {
+                    clock.sleep(until: clock.now() + 400_000_000)
+                }
+            }) == .finished)
+        let late = playback.log.cues.filter { $0.delivered - $0.heard > 20_000_000 }
+        #expect(!late.isEmpty, "the hold-up delayed no cue: the test proves nothing")
+        try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 0, exempt: Set(late.map(\.cue.frame)), lateBy: 400_000_000)
+    }
+
+    /// A new plan offered while playing takes over where it first differs, though the output
+    /// already holds frames past that (they are taken back): the output plays the old plan's
+    /// render up to that frame and the new one's from it, and the cues follow the same way.
+    @Test func planSwitchTakesBackWhatWasRendered() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        // "other" begins like "c" (tone, sfx) and then goes its own way.
+        let other = try LiveFixture.schedule("other", bank: fixture.bank)
+        let otherReference = try LiveFixture.render(other, in: fixture.dir, name: "other.wav")
+        let differs = Schedule.firstDifference(fixture.schedule, other)
+        try #require(differs > 9600 && differs < fixture.schedule.frames)
+        let offered = Atomic<Bool>(false)
+        let playback = VirtualPlayback(fixture.schedule)
+        let outcome = try playback.play(replanner: { heard, _ in
+            // 20 ms before the difference is heard: the output holds 40 ms, so what it has
+            // past the difference must be taken back.
+            guard heard >= differs - 960, !offered.exchange(true, ordering: .relaxed) else { return nil }
+            return (other, differs)
+        })
+        #expect(outcome == .finished)
+        let wasOffered = offered.load(ordering: .relaxed)
+        #expect(wasOffered)
+        #expect(!playback.log.events.contains { if case .lateSwitch = $0 { true } else { false } })
+        let expected = Array(fixture.reference[..<(differs * 2)]) + Array(otherReference[(differs * 2)...])
+        let expectedCues = fixture.schedule.cues.filter { $0.frame < differs } + other.cues.filter { $0.frame >= differs }
+        try playback.check(against: expected, cues: expectedCues, gaps: 0)
+        let inserted = playback.deviceFrame(ofTimelineFrame: 0, expected)
+        let taken = playback.output.renders.contains { $0.given > inserted + differs && $0.time < playback.output.heardTime(ofFrame: inserted + differs - 960)! }
+        #expect(taken, "the output held nothing past the switch when it came: the rewind was not tested")
+        let played = playback.output.samples.dropFirst(inserted * 2)
+        #expect(played.count >= expected.count && Array(played.prefix(expected.count)) == expected, "the output did not play the old plan then the new one")
+    }
+
+    /// Rendering holds before a held cue's frame: the frames from it on are handed over only
+    /// once it is within the hold margin (10 ms) of being heard, and playback still runs
+    /// without a gap.
+    @Test func holdsBeforeAHeldCue() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        playback.engine.holdBefore = ["pulse"]
+        #expect(try playback.play() == .finished)
+        try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 0)
+        let pulse = playback.deviceFrame(ofTimelineFrame: try #require(fixture.schedule.cues.first { $0.type == "pulse" }).frame, fixture.reference)
+        let heard = try #require(playback.output.heardTime(ofFrame: pulse))
+        let render = try #require(playback.output.renders.first { $0.given > pulse })
+        let margin = heard - render.time
+        print("held: frame \(pulse) handed over \(ms(margin)) before it was heard")
+        // Within the margin (10 ms) and a tick.
+        #expect(margin <= 11_000_000, "the held frame was handed over \(ms(margin)) before it was heard")
+        #expect(margin > 0)
+    }
+}
+
+func ms(_ ns: Int64) -> String { String(format: "%.3f ms", Double(ns) / 1e6) }
