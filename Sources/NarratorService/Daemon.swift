@@ -23,7 +23,7 @@ public enum NarratorDaemon {
 
         public init(
             configuration: NarratorService.Configuration, socket: String?, listen: (host: String, port: Int)?, token: String,
-            realtimeDelivery: Bool = false
+            realtimeDelivery: Bool = true
         ) {
             self.configuration = configuration
             self.socket = socket
@@ -78,16 +78,13 @@ public enum NarratorDaemon {
     public static let deliveryPriority: Int32 = 18
 
     /// Puts the threads of `loops` (both transports': they write every event to every
-    /// client) on SCHED_FIFO at `deliveryPriority`. At normal priority,
-    /// fifty client processes woken by the first writes of a moment preempt the loop before
-    /// it has written to the rest: with them raised, the spread from the first client's event
-    /// to the last's fell from p50 0.8–1.2 ms to 0.4–0.7 ms in the daemon benchmark
-    /// (scripts/bench-daemon.sh). The loops block in epoll between moments and prepare no
-    /// audio (that has its own threads), so they take little from the sound server's own
-    /// threads. (Playbacks are started from the service's worker threads, at normal
-    /// priority, not from these.) With it on by default the live test suite failed in 2 of 3
-    /// runs (recordings with gaps, cues late), so it is asked for, not assumed. False when
-    /// not permitted.
+    /// client) on SCHED_FIFO at `deliveryPriority`, by default. At normal priority, fifty
+    /// client processes woken by the first writes of a moment preempt the loop before it has
+    /// written to the rest: 50 WebSocket subscribers measured p99 2.2–5.8 ms from heard with
+    /// the loops at normal priority, 1.3–1.8 ms raised (docs/benchmarks.md). The loops block in
+    /// epoll between moments and prepare no audio. Every thread that plays or prepares sets its
+    /// own policy (the service's workers and the engine's threads are normal unless
+    /// `--realtime`), so nothing inherits this one. False when not permitted.
     static func raise(_ loops: any EventLoopGroup) async -> Bool {
         var raised = true
         for loop in loops.makeIterator() {

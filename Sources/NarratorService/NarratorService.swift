@@ -139,9 +139,11 @@ public final class NarratorService: Sendable {
         library = try LessonLibrary(path: configuration.library)
         loader = LessonLoader(executable: configuration.loaderExecutable, library: library)
         // The threads hold the service only while working on a job: they end on `shutdown`,
-        // or when the service goes away.
+        // or when the service goes away. Normal priority, set explicitly: they spawn the
+        // loader children and start playbacks, which must not inherit a real-time policy.
         for number in 0..<Self.workers {
             let thread = Thread { [weak self, queued = self.queued] in
+                ThreadPolicy.normal.apply()
                 while true {
                     queued.wait()
                     guard let service = self, service.workOnce() else { return }

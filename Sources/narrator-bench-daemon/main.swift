@@ -50,7 +50,7 @@ func measure(kind: String, transport: String, awake: Bool) {
     defer { cpus?.release() }
     guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
-    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: ["--realtime-delivery"]) else { Bench.fail("cannot start narrator serve") }
+    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: []) else { Bench.fail("cannot start narrator serve") }
     var loads: [(DaemonClient, String)] = []
     for group in 0..<processes {
         let ready = dir.file("ready-\(group)")

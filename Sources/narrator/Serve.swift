@@ -36,8 +36,8 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
-    @Flag(help: "Run the threads that write events to clients with real-time priority (SCHED_FIFO 18) when permitted.")
-    var realtimeDelivery = false
+    @Flag(inversion: .prefixedNo, help: "Run the threads that write events to clients (the event loops) with real-time priority (SCHED_FIFO 18) when permitted; playbacks' own threads keep their own policy (--realtime).")
+    var realtimeDelivery = true
 
     /// The daemon's own child: prepares one request's lesson and writes its events (see
     /// `LessonLoader`). Not for people.
