@@ -3,6 +3,11 @@ import PackageDescription
 
 let package = Package(
     name: "Narrator",
+    // The Synchronization module (Atomic, Mutex) sets the floor on Apple platforms; Linux has
+    // no floor. NarratorCore, NarratorLive and NarratorKit name no Linux-only call: imports go
+    // through canImport(Glibc/Musl/Darwin), and the outputs of Linux (ALSA, PulseAudio) are a
+    // separate target an app on another platform leaves out, bringing its own AudioOutput.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
     products: [
         .library(name: "NarratorCore", targets: ["NarratorCore"]),
         .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),

@@ -17,7 +17,8 @@ public protocol PlaybackClock: Sendable {
     func leave()
 }
 
-/// CLOCK_MONOTONIC, and `clock_nanosleep` on it.
+/// CLOCK_MONOTONIC, and sleeping on it: `clock_nanosleep` to an absolute deadline where the
+/// system has it (Linux), else `nanosleep` for what remains.
 public struct SystemClock: PlaybackClock {
     public init() {}
 
@@ -26,8 +27,17 @@ public struct SystemClock: PlaybackClock {
 
     public func sleep(until deadline: Int64) {
         guard deadline > 0 else { return }
-        var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
+        #if os(Linux) || os(Android) || os(FreeBSD)
+            var spec = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &spec, nil) == EINTR {}
+        #else
+            while true {
+                let remaining = deadline - now()
+                guard remaining > 0 else { return }
+                var spec = timespec(tv_sec: Int(remaining / 1_000_000_000), tv_nsec: Int(remaining % 1_000_000_000))
+                if nanosleep(&spec, nil) == 0 { return }
+            }
+        #endif
     }
 
     public func enter() {}

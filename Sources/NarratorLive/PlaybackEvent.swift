@@ -1,6 +1,6 @@
 import NarratorCore
 
-/// What live playback reports, in order, from the thread that called `LivePlayer.run`.
+/// What live playback reports, in order, on the engine's cue thread (`PlaybackEngine`).
 public enum PlaybackEvent: Sendable {
     /// Playback began: what the device agreed to and its measured output delay.
     case start(StartInfo)
