@@ -176,7 +176,7 @@ public final class Playback: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
         if onEvents != nil { continuation.finish() }
-        if planner != nil { player.holdBefore = ["idlePrompt"] }
+        if planner != nil { player.holdBefore = [.idlePrompt] }
         let thread = Thread { [self] in
             var taps: [Tap] = []
             var current = initial

@@ -323,7 +323,7 @@ public final class LivePlayer: @unchecked Sendable {
     /// it writes nothing at or past such a cue's frame until that frame is within
     /// `holdMarginFrames` of being heard, so that a tap heard until then can still change
     /// what plays there without anything having to be taken back. Set before `run`.
-    public var holdBefore: Set<String> = []
+    public var holdBefore: Set<TraceKind> = []
     /// How close to being heard a held frame gets before it is written: the device must not
     /// run dry meanwhile.
     public var holdMarginFrames: Int { output.sampleRate * 10 / 1000 }
@@ -332,7 +332,7 @@ public final class LivePlayer: @unchecked Sendable {
     /// The next frame to hold before, after `frame`, in `cues`.
     private func nextHold(in cues: [Cue], after frame: Int) -> Int {
         guard !holdBefore.isEmpty else { return Int.max }
-        return cues.first { $0.frame > frame && holdBefore.contains($0.type) }?.frame ?? Int.max
+        return cues.first { $0.frame > frame && $0.traceKind.map(holdBefore.contains) == true }?.frame ?? Int.max
     }
 
     /// 0: nothing offered; 1: `offeredMixer` waits for the audio thread; 2: it took it.
