@@ -252,8 +252,8 @@ public struct ActivityMachine {
             } else {
                 try answer(tap, step: step, attempt: attempt)
             }
-        default:
-            let narration = state.narration!
+        case .intro, .prompting, .idlePrompting, .wrongFeedback, .correctFeedback, .replaying, .final:
+            guard let narration = state.narration else { return Output() }
             if let chain = activity.sounds[tap.answer] {
                 emitNarrationCues(through: tap.frame, inclusive: true)
                 try playSound(tap.answer, chain: chain, at: tap.frame)
@@ -267,6 +267,8 @@ public struct ActivityMachine {
                 note(tap.frame, .tap, ["answer": .string(tap.answer), "result": .string("replay")])
                 state.narration = replay(narration, at: tap.frame)
             } else if let progress = state.progress, activity.taps == .interrupt, ![.intro, .correct, .final].contains(narration.role) {
+                // An answer cuts a prompt, an idle prompt or wrong-answer feedback (or a replay
+                // of one) when taps interrupt; the rest is heard out.
                 cut(at: tap.frame)
                 try answer(tap, step: progress.step, attempt: progress.attempt)
             } else {
