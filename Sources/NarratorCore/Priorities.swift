@@ -89,7 +89,7 @@ public struct Announcer {
         var next = 0
         var lastEnd = 0
 
-        func note(_ frame: Int, _ type: String, _ request: AnnouncementRequest, _ extra: [String: Cue.Field] = [:]) {
+        func note(_ frame: Int, _ type: TraceKind, _ request: AnnouncementRequest, _ extra: [String: Cue.Field] = [:]) {
             var fields: [String: Cue.Field] = ["id": .string(request.id), "priority": .string(request.priority.rawValue)]
             fields.merge(extra) { $1 }
             out.note(frame, type, fields)
@@ -103,7 +103,7 @@ public struct Announcer {
         }
 
         func begin(_ request: AnnouncementRequest, at frame: Int) throws(NarratorError) {
-            note(frame, "begin", request, ["chain": .string(request.chain)])
+            note(frame, .begin, request, ["chain": .string(request.chain)])
             playing = Playing(request: request, start: frame, schedule: try schedule(request.chain))
         }
 
@@ -118,7 +118,7 @@ public struct Announcer {
                 emitCues(through: current.end, inclusive: true)
                 out.add(current.schedule, from: current.start, until: current.end)
                 lastEnd = current.end
-                note(current.end, "end", current.request)
+                note(current.end, .end, current.request)
                 playing = nil
                 try startNextWaiting(at: current.end)
                 continue
@@ -126,10 +126,10 @@ public struct Announcer {
             let request = requests[next]
             next += 1
             emitCues(through: request.frame, inclusive: false)
-            note(request.frame, "request", request, ["chain": .string(request.chain)])
+            note(request.frame, .request, request, ["chain": .string(request.chain)])
             waiting.removeAll { old in
                 guard PriorityRule.cancels(new: request.priority, waiting: old.priority) else { return false }
-                note(request.frame, "canceled", old, ["reason": .string("outranked by \(request.id)")])
+                note(request.frame, .canceled, old, ["reason": .string("outranked by \(request.id)")])
                 return true
             }
             guard let current = playing else {
@@ -140,17 +140,17 @@ public struct Announcer {
             case .interrupt:
                 emitCues(through: request.frame, inclusive: false)
                 out.add(current.schedule, from: current.start, until: request.frame)
-                note(request.frame, "canceled", current.request, ["reason": .string("interrupted by \(request.id)")])
+                note(request.frame, .canceled, current.request, ["reason": .string("interrupted by \(request.id)")])
                 playing = nil
                 try begin(request, at: request.frame)
             case .queue:
                 waiting.append(request)
             case .drop:
-                note(request.frame, "canceled", request, ["reason": .string("dropped: \(current.request.id) is playing")])
+                note(request.frame, .canceled, request, ["reason": .string("dropped: \(current.request.id) is playing")])
             case .last:
                 waiting.removeAll { old in
                     guard old.priority == .progress else { return false }
-                    note(request.frame, "canceled", old, ["reason": .string("superseded by \(request.id)")])
+                    note(request.frame, .canceled, old, ["reason": .string("superseded by \(request.id)")])
                     return true
                 }
                 waiting.append(request)

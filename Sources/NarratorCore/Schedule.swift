@@ -12,7 +12,7 @@ public struct Cue: Sendable, Equatable {
         case pulse(target: String)
         case chainEnd(chain: String)
         /// What an activity or an announcer did (a tap, an idle prompt, a request's end …).
-        case activity(type: String, fields: [String: Field])
+        case activity(type: TraceKind, fields: [String: Field])
     }
 
     /// A field of an `activity` cue.
@@ -60,7 +60,7 @@ public struct Cue: Sendable, Equatable {
         case .word: "word"
         case .pulse: "pulse"
         case .chainEnd: "chainEnd"
-        case .activity(let type, _): type
+        case .activity(let type, _): type.rawValue
         }
     }
 }

@@ -174,7 +174,7 @@ public final class Playback: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
         if onEvents != nil { continuation.finish() }
-        if planner != nil { engine.holdBefore = ["idlePrompt"] }
+        if planner != nil { engine.holdBefore = [.idlePrompt] }
         var replanner: PlaybackEngine.Replanner?
         if let planner {
             let replanning = Replanning(planner: planner, current: initial, taps: self)

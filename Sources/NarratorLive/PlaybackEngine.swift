@@ -100,7 +100,7 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// at or past such a cue's frame is rendered until that frame is within the feed's hold
     /// margin (10 ms) of being heard, so that a tap heard until then can still change what
     /// plays there without anything having to be taken back. Set before `start`.
-    public var holdBefore: Set<String> = []
+    public var holdBefore: Set<TraceKind> = []
 
     /// Starts playing: the threads start, and `onEvents` is called on the cue thread with the
     /// events of each moment (the cues of one frame come in one call, so that a caller
@@ -308,7 +308,7 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// The next frame to hold before, after `frame`, in `cues`.
     private func nextHold(in cues: [Cue], after frame: Int) -> Int {
         guard !holdBefore.isEmpty else { return Int.max }
-        return cues.first { $0.frame > frame && holdBefore.contains($0.type) }?.frame ?? Int.max
+        return cues.first { $0.frame > frame && $0.traceKind.map(holdBefore.contains) == true }?.frame ?? Int.max
     }
 
     /// Hands `plan` to the rendering thread to take over at `frame` (taking back what the

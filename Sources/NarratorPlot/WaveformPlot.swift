@@ -171,7 +171,7 @@ public struct PlotLayout: Sendable {
                     if case .string(let value) = field.value { return value }
                     return nil
                 }
-                points.append(PointCue(cue: cue, label: ([type] + values).joined(separator: " "), colour: PlotStyle.activity))
+                points.append(PointCue(cue: cue, label: ([type.rawValue] + values).joined(separator: " "), colour: PlotStyle.activity))
             }
         }
         clipLanes = Self.pack(&clips, start: { $0.start.frame }, end: { $0.endFrame }, lane: { $0.lane = $1 })

@@ -147,7 +147,7 @@ final class EventSink: @unchecked Sendable {
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
             var final = false
-            if case .cue(let cue, _, _) = event { final = cue == lastCue || ["activityEnd", "stop"].contains(cue.type) }
+            if case .cue(let cue, _, _) = event { final = cue == lastCue || cue.traceKind?.endsActivity == true }
             // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
             if writeFailure == 0 {
                 writeFailure = Output.write(EventJSON.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)

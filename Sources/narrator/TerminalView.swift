@@ -89,17 +89,17 @@ final class ReadAlong: Sendable {
                     state.note = "end of \(chain)"
                 case .activity(let type, let fields):
                     switch (type, fields["target"]) {
-                    case ("pulse", .string(let target)?): state.note = "● pulse \(target)"
-                    case ("tap", _):
+                    case (.pulse, .string(let target)?): state.note = "● pulse \(target)"
+                    case (.tap, _):
                         if case .string(let answer)? = fields["answer"], case .string(let result)? = fields["result"] {
                             state.answer = "tap \(answer): \(result)"
                         }
-                    case ("stepStart", _):
+                    case (.stepStart, _):
                         state.answer = ""
-                        state.note = type
-                    default: state.note = type
+                        state.note = type.rawValue
+                    default: state.note = type.rawValue
                     }
-                    if type == "activityEnd" { state.stoppedAt = cue.frame }
+                    if type == .activityEnd { state.stoppedAt = cue.frame }
                 }
             case .underrun(let count, _):
                 state.note = "underrun \(count)"

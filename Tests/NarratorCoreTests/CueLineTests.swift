@@ -21,7 +21,7 @@ struct CueLineTests {
             cues.append(Cue(frame: -k, kind: .word(clip: text, index: k, text: text, endFrame: Int.max)))
             cues.append(Cue(frame: Int.min, kind: .pulse(target: text)))
             cues.append(Cue(frame: 0, kind: .chainEnd(chain: text)))
-            cues.append(Cue(frame: 3, kind: .activity(type: "tap", fields: ["answer": .string(text), "step": .int(k), "late": .bool(k % 2 == 0)])))
+            cues.append(Cue(frame: 3, kind: .activity(type: .tap, fields: ["answer": .string(text), "step": .int(k), "late": .bool(k % 2 == 0)])))
         }
         for cue in cues {
             #expect(cue.jsonLine == (try encoded(cue)), "\(cue)")

@@ -1,7 +1,7 @@
 import CAllocationCounter
 import Foundation
 import NarratorAudioFile
-import NarratorCore
+@testable import NarratorCore
 @_spi(Testing) import NarratorLive
 import NarratorTestSupport
 import Synchronization
@@ -336,17 +336,23 @@ struct EngineTests {
         #expect(played.count >= expected.count && Array(played.prefix(expected.count)) == expected, "the output did not play the old plan then the new one")
     }
 
-    /// Rendering holds before a held cue's frame: the frames from it on are handed over only
-    /// once it is within the hold margin (10 ms) of being heard, and playback still runs
-    /// without a gap.
+    /// Rendering holds before a held cue's frame (an activity's idle prompt): the frames from
+    /// it on are handed over only once it is within the hold margin (10 ms) of being heard,
+    /// and playback still runs without a gap.
     @Test func holdsBeforeAHeldCue() throws {
         let fixture = try LiveFixture()
         defer { fixture.dir.remove() }
-        let playback = VirtualPlayback(fixture.schedule)
-        playback.engine.holdBefore = ["pulse"]
+        // The chain's pulse frame, marked as an activity's idle prompt.
+        let held = try #require(fixture.schedule.cues.first { $0.type == "pulse" }).frame
+        let base = fixture.schedule
+        let schedule = Schedule(
+            sampleRate: base.sampleRate, channels: base.channels, frames: base.frames, voices: base.voices,
+            cues: Cue.ordered(base.cues + [Cue(frame: held, kind: .activity(type: .idlePrompt, fields: [:]))]))
+        let playback = VirtualPlayback(schedule)
+        playback.engine.holdBefore = [.idlePrompt]
         #expect(try playback.play() == .finished)
-        try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 0)
-        let pulse = playback.deviceFrame(ofTimelineFrame: try #require(fixture.schedule.cues.first { $0.type == "pulse" }).frame, fixture.reference)
+        try playback.check(against: fixture.reference, cues: schedule.cues, gaps: 0)
+        let pulse = playback.deviceFrame(ofTimelineFrame: held, fixture.reference)
         let heard = try #require(playback.output.heardTime(ofFrame: pulse))
         let render = try #require(playback.output.renders.first { $0.given > pulse })
         let margin = heard - render.time
