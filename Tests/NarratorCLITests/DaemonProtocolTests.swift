@@ -24,7 +24,7 @@ struct DaemonProtocolTests {
         let cues = try #require(object["cues"] as? [[String: Any]])
         #expect(events.dropLast().map { "\($0.type)@\($0.frame ?? -1)" } == cues.map { "\($0["type"]!)@\($0["frame"]!)" })
         #expect(events.allSatisfy { $0.id == "7" })
-        #expect(events.last?.event == "end" && events.last?.frame == object["frames"] as? Int)
+        #expect(events.last?.type == "finished" && events.last?.frame == object["frames"] as? Int)
         #expect(events.filter(\.isTerminal).count == 1)
     }
 
@@ -59,7 +59,7 @@ struct DaemonProtocolTests {
         let file = dir.write("garbage.bin", data: garbage)
         let reply = try run("/bin/sh", ["-c", "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\"", "sh", file, daemon.socket])
         let events = try ReceivedEvent.parse(reply.stdout)
-        let errors = events.filter { $0.event == "error" }
+        let errors = events.filter { $0.type == "error" }
         let messages = errors.map { "\($0.id): \($0.fields["message"] as? String ?? "")" }
         #expect(errors.count == 11, "\(messages)")
         func said(_ id: String, _ text: String) -> Bool { messages.contains { $0.hasPrefix("\(id): ") && $0.contains(text) } }
@@ -73,7 +73,7 @@ struct DaemonProtocolTests {
         #expect(said("6", "not active"))
         #expect(said("7", "outside the lesson library"))
         #expect(said("null", "over the 65536-byte limit"))
-        #expect(events.last?.id == "ok" && events.last?.event == "end", "the connection stayed up: \(reply.stdout.suffix(300))")
+        #expect(events.last?.id == "ok" && events.last?.type == "finished", "the connection stayed up: \(reply.stdout.suffix(300))")
         #expect(daemon.stop() == 0)
     }
 
@@ -98,7 +98,7 @@ struct DaemonProtocolTests {
                 """)
         let events = try ReceivedEvent.parse(reply.stdout)
         #expect(Date().timeIntervalSince(started) < 10, "the daemon closed once every request had ended")
-        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.event) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
+        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.type) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
         #expect(terminal.count == 3, "\(terminal)")
         #expect(terminal.contains { $0.hasPrefix("s end") })
         let mine = terminal.filter { $0.hasPrefix("a ") }
@@ -111,7 +111,7 @@ struct DaemonProtocolTests {
             #expect(mine.contains { $0.hasPrefix("a error") && $0.contains("still active") }, "\(terminal)")
             #expect(mine.contains("a canceled stopped"), "\(terminal)")
         }
-        #expect(!events.contains { $0.event == "cue" }, "stopped before anything was heard")
+        #expect(!events.contains { $0.isCue }, "stopped before anything was heard")
     }
 
     /// The event-loop threads (NIO's, named NIO-ELT-…) as the kernel reports them: their
@@ -152,7 +152,7 @@ struct DaemonProtocolTests {
         #expect(FileManager.default.fileExists(atPath: daemon.socket))
         try daemon.start()
         let reply = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct"}"# + "\n")
-        #expect(try ReceivedEvent.parse(reply.stdout).last?.event == "end")
+        #expect(try ReceivedEvent.parse(reply.stdout).last?.type == "finished")
         // Stopped, it removes it.
         #expect(daemon.stop() == 0)
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
@@ -178,8 +178,8 @@ struct DaemonProtocolTests {
         #expect(result.status == 0, "\(result.stderr)")
         let terminal = result.events.filter(\.isTerminal)
         #expect(terminal.count == 3)
-        #expect(terminal.contains { $0.event == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
-        #expect(result.events.last?.id == "good" && result.events.last?.event == "end")
+        #expect(terminal.contains { $0.type == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
+        #expect(result.events.last?.id == "good" && result.events.last?.type == "finished")
         // The page is served without the token (it holds none); the socket needs it.
         let page = try runTool("python3", ["-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())", "http://127.0.0.1:\(daemon.port)/"])
         #expect(page.stdout.contains("read-along.js"))
