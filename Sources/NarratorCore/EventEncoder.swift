@@ -65,36 +65,46 @@ public enum EventEncoder {
     /// `extra` (an event's `heard`, `delivered`, a front end's envelope) merged in key order.
     /// A member of `extra` named like one of the cue's replaces it.
     public static func appendCue(_ cue: Cue, _ extra: [Member] = [], to out: inout [UInt8]) {
-        var object = ObjectWriter(out: &out, extra: extra)
-        switch cue.kind {
-        case .clipStart(let clip, let pool), .clipEnd(let clip, let pool):
-            object.member("clip", clip, to: &out)
-            object.member("frame", cue.frame, to: &out)
-            if let pool { object.member("pool", pool, to: &out) }
-            object.member("type", cue.type, to: &out)
-        case .word(let clip, let index, let text, let endFrame):
-            object.member("clip", clip, to: &out)
-            object.member("endFrame", endFrame, to: &out)
-            object.member("frame", cue.frame, to: &out)
-            object.member("index", index, to: &out)
-            object.member("text", text, to: &out)
-            object.member("type", "word", to: &out)
-        case .pulse(let target):
-            object.member("frame", cue.frame, to: &out)
-            object.member("target", target, to: &out)
-            object.member("type", "pulse", to: &out)
-        case .chainEnd(let chain):
-            object.member("chain", chain, to: &out)
-            object.member("frame", cue.frame, to: &out)
-            object.member("type", "chainEnd", to: &out)
-        case .activity(_, let fields):
-            var members = fields.map { Member($0.key, Value($0.value)) }
-            members.append(Member("frame", .int(cue.frame)))
-            members.append(Member("type", .string(cue.type)))
-            members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-            for member in members { object.member(member.key, member.value, to: &out) }
+        let sorted = extra.count > 1 ? extra.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : extra
+        sorted.withUnsafeBufferPointer { extra in
+            var object = ObjectWriter(extra: extra)
+            // Keys are written with their punctuation (`{"key":` first, `,"key":` then) in one
+            // piece, and the last with its value and the closing brace: a cue sheet is millions
+            // of these.
+            switch cue.kind {
+            case .clipStart(let clip, let pool), .clipEnd(let clip, let pool):
+                object.member("{\"clip\":", clip, to: &out)
+                object.member(",\"frame\":", cue.frame, to: &out)
+                if let pool { object.member(",\"pool\":", pool, to: &out) }
+                if case .clipStart = cue.kind {
+                    object.close(type: ",\"type\":\"clipStart\"}", to: &out)
+                } else {
+                    object.close(type: ",\"type\":\"clipEnd\"}", to: &out)
+                }
+            case .word(let clip, let index, let text, let endFrame):
+                object.member("{\"clip\":", clip, to: &out)
+                object.member(",\"endFrame\":", endFrame, to: &out)
+                object.member(",\"frame\":", cue.frame, to: &out)
+                object.member(",\"index\":", index, to: &out)
+                object.member(",\"text\":", text, to: &out)
+                object.close(type: ",\"type\":\"word\"}", to: &out)
+            case .pulse(let target):
+                object.member("{\"frame\":", cue.frame, to: &out)
+                object.member(",\"target\":", target, to: &out)
+                object.close(type: ",\"type\":\"pulse\"}", to: &out)
+            case .chainEnd(let chain):
+                object.member("{\"chain\":", chain, to: &out)
+                object.member(",\"frame\":", cue.frame, to: &out)
+                object.close(type: ",\"type\":\"chainEnd\"}", to: &out)
+            case .activity(_, let fields):
+                var members = fields.map { Member($0.key, Value($0.value)) }
+                members.append(Member("frame", .int(cue.frame)))
+                members.append(Member("type", .string(cue.type)))
+                members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                for member in members { object.member(member.key, member.value, to: &out) }
+                object.close(to: &out)
+            }
         }
-        object.close(to: &out)
     }
 
     /// An event that is not a cue: `type`, `frame` and `heard` (null where they do not apply)
@@ -211,17 +221,16 @@ public enum EventEncoder {
         }
     }
 
-    /// Writes an object's members given in key order, merging in `extra` (also in key order)
-    /// where each belongs. The buffer is passed to each call rather than held, so that the cue
-    /// sheet's loop appends to one array without copying it.
+    /// Writes an object's members given in key order, merging in `extra` (sorted by key) where
+    /// each belongs. The buffer is passed to each call rather than held, so that the cue sheet's
+    /// loop appends to one array without copying it.
     private struct ObjectWriter {
-        let extra: [Member]
+        let extra: UnsafeBufferPointer<Member>
         var next = 0
         var first = true
 
-        init(out: inout [UInt8], extra: [Member]) {
-            self.extra = extra.count > 1 ? extra.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : extra
-            out.append(UInt8(ascii: "{"))
+        init(extra: UnsafeBufferPointer<Member>) {
+            self.extra = extra
         }
 
         /// Writes the members of `extra` that sort before `key`; true when one is named `key`
@@ -244,21 +253,32 @@ public enum EventEncoder {
         }
 
         private mutating func write(_ key: String, _ value: Value, to out: inout [UInt8]) {
-            if !first { out.append(UInt8(ascii: ",")) }
+            out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
             first = false
             appendString(key, to: &out)
             out.append(UInt8(ascii: ":"))
             appendValue(value, to: &out)
         }
 
-        private mutating func open(_ key: StaticString, to out: inout [UInt8]) -> Bool {
-            if next < extra.count, flush(before: key.description, to: &out) { return false }
-            if !first { out.append(UInt8(ascii: ",")) }
+        /// Writes `piece`: `{"name":…` or `,"name":…` (its first byte is made right for where it
+        /// lands), after the members of `extra` that sort before `name`; false when `extra` had
+        /// one named `name` (written instead).
+        private mutating func open(_ piece: StaticString, name: Range<Int>, to out: inout [UInt8]) -> Bool {
+            let bytes = UnsafeBufferPointer(start: piece.utf8Start, count: piece.utf8CodeUnitCount)
+            if next < extra.count, flush(before: String(decoding: bytes[name], as: UTF8.self), to: &out) { return false }
+            if (bytes[0] == UInt8(ascii: "{")) == first {
+                out.append(contentsOf: bytes)
+            } else {
+                out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[1...]))
+            }
             first = false
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
             return true
+        }
+
+        /// `key`: `{"name":` or `,"name":`.
+        private mutating func open(_ key: StaticString, to out: inout [UInt8]) -> Bool {
+            open(key, name: 2..<(key.utf8CodeUnitCount - 2), to: &out)
         }
 
         mutating func member(_ key: StaticString, _ text: String, to out: inout [UInt8]) {
@@ -274,8 +294,25 @@ public enum EventEncoder {
             write(key, value, to: &out)
         }
 
+        /// The last of the cue's members and the closing brace: `last` is `,"type":"kind"}`
+        /// (nothing to escape), one append when no member of `extra` is left.
+        mutating func close(type last: StaticString, to out: inout [UInt8]) {
+            let bytes = UnsafeBufferPointer(start: last.utf8Start, count: last.utf8CodeUnitCount)
+            if next == extra.count && !first {
+                out.append(contentsOf: bytes)
+                return
+            }
+            if next == extra.count || !flush(before: "type", to: &out) {
+                out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
+                first = false
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)]))
+            }
+            close(to: &out)
+        }
+
         mutating func close(to out: inout [UInt8]) {
             _ = flush(before: nil, to: &out)
+            if first { out.append(UInt8(ascii: "{")) }
             out.append(UInt8(ascii: "}"))
         }
     }
