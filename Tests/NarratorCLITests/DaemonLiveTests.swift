@@ -64,6 +64,14 @@ struct DaemonLiveTests {
         #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
         let events = result.events
         #expect(events.first?.type == "start" && events.filter(\.isTerminal).map(\.type) == ["finished"])
+        // Each event as docs/events.schema.json says, without what the client added (`received`).
+        if EventSchema.available {
+            let lines = try events.map { event in
+                String(decoding: try JSONSerialization.data(withJSONObject: event.fields.filter { $0.key != "received" }), as: UTF8.self)
+            }
+            let problems = try EventSchema.problems(lines.joined(separator: "\n"), as: "daemonLine")
+            #expect(problems == nil, "\(problems ?? "")")
+        }
         let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!)@\($0["frame"]!)" }
@@ -94,7 +102,7 @@ struct DaemonLiveTests {
         return (beginStamp - Int64(recording.audibleTime(ofFrame: first.lowerBound)), errors)
     }
 
-    /// The daemon's `begin.heard` is when frame 0 was heard, and each cue's `heard` when its
+    /// The daemon's `start` event's `heard` is when frame 0 was heard, and each cue's `heard` when its
     /// frame was heard (not when it was delivered, which `delivered` says, no earlier), both
     /// against the pipe sink's recording.
     @Test func beginAndCueStampsAreWhenTheirFramesAreHeard() throws {
@@ -286,7 +294,7 @@ struct DaemonLiveTests {
     }
 
     /// A client waiting on a playback when the daemon stops: SIGTERM ends the request with
-    /// "canceled" (daemon stopping); after a crash and a restart, the client reconnects and
+    /// "stopped" (daemon stopping); after a crash and a restart, the client reconnects and
     /// its request plays in full.
     @Test func daemonRestartedWhileAClientWaits() throws {
         let dir = TempDir()

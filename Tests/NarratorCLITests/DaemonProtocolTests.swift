@@ -77,7 +77,7 @@ struct DaemonProtocolTests {
         #expect(daemon.stop() == 0)
     }
 
-    /// A play stopped before it plays has one terminal event, `canceled`. Stopped while it
+    /// A play stopped before it plays has one terminal event, `stopped`. Stopped while it
     /// waits for a worker, it ends at once and its id is free again; stopped while a worker
     /// prepares it, it keeps its id until its terminal event (a new request with the same id
     /// is refused meanwhile) and the playback, once open, is stopped at once. The client's
@@ -100,16 +100,16 @@ struct DaemonProtocolTests {
         #expect(Date().timeIntervalSince(started) < 10, "the daemon closed once every request had ended")
         let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.type) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
         #expect(terminal.count == 3, "\(terminal)")
-        #expect(terminal.contains { $0.hasPrefix("s end") })
+        #expect(terminal.contains { $0.hasPrefix("s finished") })
         let mine = terminal.filter { $0.hasPrefix("a ") }
         #expect(mine.count == 2, "\(terminal)")
-        if mine.first == "a canceled stopped" {
+        if mine.first == "a stopped stopped" {
             // Ended at once from the queue: the second play was a new request (the null device
             // cannot time it: an error of its own, or refused as still active if it came first).
             #expect(mine.last?.hasPrefix("a error") == true, "\(terminal)")
         } else {
             #expect(mine.contains { $0.hasPrefix("a error") && $0.contains("still active") }, "\(terminal)")
-            #expect(mine.contains("a canceled stopped"), "\(terminal)")
+            #expect(mine.contains("a stopped stopped"), "\(terminal)")
         }
         #expect(!events.contains { $0.isCue }, "stopped before anything was heard")
     }

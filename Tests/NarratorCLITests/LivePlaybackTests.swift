@@ -110,6 +110,11 @@ struct LivePlaybackTests {
         let events = try Self.events(dir.file("events.jsonl"))
         #expect(events.first?.type == "start")
         #expect(events.last?.type == "chainEnd" && events.last?.fields["final"] as? Bool == true)
+        // Each line as docs/events.schema.json says (python3-jsonschema), when it is installed.
+        if EventSchema.available {
+            let problems = try EventSchema.problems(try String(contentsOfFile: dir.file("events.jsonl"), encoding: .utf8), as: "playLine")
+            #expect(problems == nil, "\(problems ?? "")")
+        }
         // Every cue of the cue sheet once, in order, and nothing else.
         let sheet = try run(Repo.narrator, ["cues", lesson] + Self.chainArguments)
         let sheetObject = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
