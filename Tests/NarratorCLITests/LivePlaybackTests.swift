@@ -308,7 +308,7 @@ struct LivePlaybackTests {
         #expect(!result.stdout.contains("\"type\""))
     }
 
-    @Test func ctrlCEndsPlaybackWithOneCanceledEvent() throws {
+    @Test func ctrlCEndsPlaybackWithOneStoppedEvent() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
