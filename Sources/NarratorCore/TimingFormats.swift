@@ -210,14 +210,9 @@ extension WordTimings {
     /// up to 500 kHz).
     public static func writeJSON(_ words: [WordTiming], rate: Int) -> String {
         let lines = words.map { word in
-            String(format: "{\"text\": %@, \"start\": %.6f, \"end\": %.6f}", quotedJSON(word.text), Double(word.startFrame) / Double(rate), Double(word.endFrame) / Double(rate))
+            String(format: "{\"text\": %@, \"start\": %.6f, \"end\": %.6f}", EventEncoder.quoted(word.text), Double(word.startFrame) / Double(rate), Double(word.endFrame) / Double(rate))
         }
         return "{\"words\": [\n  " + lines.joined(separator: ",\n  ") + "\n]}\n"
-    }
-
-    static func quotedJSON(_ text: String) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
 
     /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;

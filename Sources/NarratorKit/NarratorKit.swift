@@ -151,7 +151,9 @@ public struct PreparedProgram: Sendable {
 public final class Playback: Sendable {
     /// What the device agreed to.
     public let output: NegotiatedOutput
-    /// Every event, each as it is heard; the stream finishes after the terminal one.
+    /// Every event, each as it is heard; the stream finishes after the terminal one. An
+    /// event's `jsonLine` is the line `narrator play` and the daemon write for it, without their
+    /// envelopes (docs/events.md).
     public let events: AsyncStream<PlaybackEvent>
     /// When playback began (monotonic nanoseconds): the origin of events' `t`.
     public var startTime: Int64 { engine.startTime }

@@ -115,7 +115,10 @@ public final class PlaybackEngine: @unchecked Sendable {
         startedAt.store(startTime, ordering: .releasing)
         feed.lastProgress.store(startTime, ordering: .releasing)
         let streamPolicy = threads.streams
-        feeder.start(threadSetup: { streamPolicy.apply() }) { [self] problem in streamProblems.withLock { $0.append(problem) } }
+        feeder.start(threadSetup: {
+            ThreadPolicy.nameCurrentThread("narrator-stream")
+            streamPolicy.apply()
+        }) { [self] problem in streamProblems.withLock { $0.append(problem) } }
         let audioDone = DispatchSemaphore(value: 0)
         switch output.drive {
         case .push:

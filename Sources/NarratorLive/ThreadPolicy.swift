@@ -44,12 +44,29 @@ public enum ThreadPolicy: Sendable, Equatable {
         return policy == SCHED_FIFO || policy == SCHED_RR ? .realtime(param.sched_priority) : .normal
     }
 
-    /// Starts a thread named `name` that applies this policy, then runs `body`. The body is
-    /// told whether the policy took.
+    /// Starts a thread named `name` (as the kernel shows it: at most 15 bytes) that applies
+    /// this policy, then runs `body`. The body is told whether the policy took.
     public func startThread(named name: String, _ body: @escaping @Sendable (_ applied: Bool) -> Void) {
         let policy = self
-        let thread = Thread { body(policy.apply()) }
+        let thread = Thread {
+            Self.nameCurrentThread(name)
+            body(policy.apply())
+        }
         thread.name = name
         thread.start()
+    }
+
+    /// Names the calling thread where the kernel keeps names (top, /proc, debuggers).
+    public static func nameCurrentThread(_ name: String) {
+        let short = Array(name.utf8.prefix(15))
+        #if os(Linux) || os(Android)
+            // pthread_setname_np is not visible to Swift from Glibc; the kernel's own file is.
+            let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            guard file >= 0 else { return }
+            _ = short.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }
+            close(file)
+        #elseif canImport(Darwin)
+            pthread_setname_np(String(decoding: short, as: UTF8.self))
+        #endif
     }
 }

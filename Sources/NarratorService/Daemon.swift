@@ -34,7 +34,7 @@ public enum NarratorDaemon {
     }
 
     /// Runs until a signal stops it. `ready` gets one JSON line per transport once it accepts
-    /// clients. On SIGTERM or SIGINT every request still active ends with `canceled` (reason
+    /// clients. On SIGTERM or SIGINT every request still active ends with `stopped` (reason
     /// "daemon stopping"), then the connections close and the socket file is removed.
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
@@ -52,12 +52,12 @@ public enum NarratorDaemon {
             web = try WebServer.make(host: host, port: port, token: token, service: service, loops: loops, logger: logger) { port in
                 let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
                 ready(
-                    #"{"listening":"websocket","url":\#(EventLine.quoted("ws://\(base)/ws")),"page":\#(EventLine.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
+                    #"{"listening":"websocket","url":\#(EventEncoder.quoted("ws://\(base)/ws")),"page":\#(EventEncoder.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
             }
         }
         if let path = options.socket {
             services.append(try await UnixSocketServer.bind(path: path, service: service, loops: loops))
-            ready(#"{"listening":"unix","socket":\#(EventLine.quoted(path))}"#)
+            ready(#"{"listening":"unix","socket":\#(EventEncoder.quoted(path))}"#)
         }
         if let web { services.append(web) }
         // Shut down first (services stop in reverse order): end every request with its

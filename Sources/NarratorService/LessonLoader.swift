@@ -35,7 +35,7 @@ struct LessonLoader: Sendable {
     /// takes at most this long, whatever the child or the client does: a worker is never held
     /// longer. (`wallLimit` below; tests give a shorter one.)
     static let defaultWallLimit: Int64 = 20_000_000_000
-    /// The child's exit status once it prepared the request (its last line is `end`), and once
+    /// The child's exit status once it prepared the request (its last line is `finished`), and once
     /// it refused it (its last line is `error`).
     static let preparedStatus: Int32 = 0
     static let refusedStatus: Int32 = 3
@@ -46,7 +46,7 @@ struct LessonLoader: Sendable {
     static let maxLine = 1 << 20
 
     enum Outcome {
-        /// The child ended normally: its last line, the request's terminal event (`end` when
+        /// The child ended normally: its last line, the request's terminal event (`finished` when
         /// `prepared`, told by the child's exit status, else `error`), not yet sent.
         case finished(terminal: String, prepared: Bool)
         /// `isCanceled` said so: the child was killed.
@@ -210,8 +210,8 @@ struct LessonLoader: Sendable {
 
     /// `narrator serve --prepare-request -`: prepares the request (read from the standard input
     /// to its end; `-` is the only argument the daemon gives) and writes its events' bodies, one
-    /// per line: for `cues` every cue, then `end`; for `play` only `end`; or one `error`. Paths
-    /// in errors are the library's own. Returns the exit status: `preparedStatus` after `end`,
+    /// per line: for `cues` every cue, then `finished`; for `play` only `finished`; or one `error`. Paths
+    /// in errors are the library's own. Returns the exit status: `preparedStatus` after `finished`,
     /// `refusedStatus` after `error`.
     static func child(library root: String, request argument: String) -> Int32 {
         // No client's socket, nor a listening one, lives on in the child.
@@ -270,9 +270,9 @@ struct LessonLoader: Sendable {
             return refusedStatus
         }
         if listing {
-            for cue in prepared.cues { emit(EventLine("cue", frame: cue.frame, heard: nil, fields: EventLine.cueFields(cue))) }
+            for cue in prepared.cues { emit(EventLine(listed: cue)) }
         }
-        emit(EventLine("end", frame: prepared.schedule.frames, heard: nil, fields: ["sampleRate": .int(Int64(prepared.schedule.sampleRate))]))
+        emit(EventLine(.finished, frame: prepared.schedule.frames, heard: nil, fields: [EventEncoder.Member("sampleRate", .int(prepared.schedule.sampleRate))]))
         return preparedStatus
     }
 

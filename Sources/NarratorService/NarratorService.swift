@@ -7,7 +7,7 @@ import Synchronization
 /// hands each its event lines through the connection's `EventOutlet`. Playbacks go through `NarratorKit`,
 /// like the CLI's.
 ///
-/// Every request gets exactly one terminal event (`end`, `canceled` or `error`); a connection
+/// Every request gets exactly one terminal event (`finished`, `stopped` or `error`); a connection
 /// that goes away cancels its own playbacks and nothing else.
 public final class NarratorService: Sendable {
     public struct Configuration: Sendable {
@@ -142,15 +142,12 @@ public final class NarratorService: Sendable {
         // or when the service goes away. Normal priority, set explicitly: they spawn the
         // loader children and start playbacks, which must not inherit a real-time policy.
         for number in 0..<Self.workers {
-            let thread = Thread { [weak self, queued = self.queued] in
-                ThreadPolicy.normal.apply()
+            ThreadPolicy.normal.startThread(named: "narrator-prep-\(number)") { [weak self, queued = self.queued] _ in
                 while true {
                     queued.wait()
                     guard let service = self, service.workOnce() else { return }
                 }
             }
-            thread.name = "narrator-prepare-\(number)"
-            thread.start()
         }
     }
 
@@ -172,7 +169,7 @@ public final class NarratorService: Sendable {
         return ClientConnection(service: self, number: number)
     }
 
-    /// Cancels every request still active (`canceled`, reason "daemon stopping"), waits until
+    /// Cancels every request still active (`stopped`, reason "daemon stopping"), waits until
     /// their terminal events are queued, then closes every connection once what it was sent has
     /// been written.
     public func shutdown() async {
@@ -180,7 +177,7 @@ public final class NarratorService: Sendable {
         state.withLock { state in
             state.stopping = true
             for job in state.queue {
-                finish(job.recipient, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+                finish(job.recipient, with: EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))]), in: &state)
             }
             state.queue = []
             for (number, connection) in state.connections {
@@ -239,13 +236,13 @@ public final class NarratorService: Sendable {
                 }
                 let now = MonotonicClock.now()
                 playback.tap(answer)
-                send(EventLine("end", frame: nil, heard: now), to: me, in: &state)
+                send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
                 return false
             case .stop(let target):
                 guard stop(Recipient(connection: connection, id: target), reason: "stopped", in: &state) else {
                     return refuse("request \(target) is not active on this connection")
                 }
-                send(EventLine("end", frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
+                send(EventLine(.finished, frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
                 return false
             default:
                 break
@@ -273,7 +270,7 @@ public final class NarratorService: Sendable {
                     return false
                 }
                 guard state.playbacks[playback] != nil else {
-                    return refuse("no playback '\(playback)' is playing (name one from a begin event, or next)")
+                    return refuse("no playback '\(playback)' is playing (name one from a start event, or next)")
                 }
                 state.playbacks[playback]?.subscribers.append(me)
                 state.connections[connection]?.requests[id] = .subscribed(playback)
@@ -327,14 +324,14 @@ public final class NarratorService: Sendable {
         }
     }
 
-    /// The terminal event of a request stopped before it played: `canceled`, with the reason.
+    /// The terminal event of a request stopped before it played: `stopped`, with the reason.
     private func canceledLine(_ request: Recipient, in state: State) -> EventLine {
         var reason = state.stopping ? "daemon stopping" : "stopped"
         if case .preparing(let given?)? = state.connections[request.connection]?.requests[request.id] { reason = given }
-        return EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)])
+        return EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))])
     }
 
-    /// Ends a request that is not playing: `line`, or `canceled` when it was stopped meanwhile
+    /// Ends a request that is not playing: `line`, or `stopped` when it was stopped meanwhile
     /// (nothing when its client has gone).
     private func conclude(_ request: Recipient, with line: EventLine) {
         state.withLock { state in
@@ -401,12 +398,12 @@ public final class NarratorService: Sendable {
     }
 
     /// Ends `request`; false when it is not active. A playback is stopped (its terminal
-    /// `canceled` follows from its cue thread), a subscription ends with `canceled` now.
+    /// `stopped` follows from its cue thread), a subscription ends with `stopped` now.
     private func stop(_ request: Recipient, reason: String, in state: inout State) -> Bool {
         if let queued = state.queue.firstIndex(where: { $0.recipient == request }) {
             // Still waiting for a worker: it never will.
             state.queue.remove(at: queued)
-            finish(request, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+            finish(request, with: EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))]), in: &state)
             return true
         }
         switch state.connections[request.connection]?.requests[request.id] {
@@ -419,7 +416,7 @@ public final class NarratorService: Sendable {
             } else {
                 state.waitingForNext.removeAll { $0 == request }
             }
-            finish(request, with: EventLine("canceled", frame: nil, heard: MonotonicClock.now(), fields: ["reason": .string(reason)]), in: &state)
+            finish(request, with: EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))]), in: &state)
         case .preparing(nil)?:
             state.connections[request.connection]?.requests[request.id] = .preparing(canceled: reason)
         case .listing(false)?:
@@ -503,7 +500,7 @@ public final class NarratorService: Sendable {
             release()
             let line: EventLine =
                 switch error {
-                case let error as PlaybackError: .error(library.scrub("audio device '\(error.device)': \(error.message)"), fields: ["code": .string(error.code)])
+                case let error as PlaybackError: .error(library.scrub("audio device '\(error.device)': \(error.message)"), fields: [EventEncoder.Member("code", .string(error.code))])
                 case let error as NarratorError: .error(library.publicDescription(of: error))
                 default: .error(library.scrub("\(error)"))
                 }
@@ -534,8 +531,8 @@ public final class NarratorService: Sendable {
     private func ended(_ forwarder: Forwarder) {
         forwarder.waitUntilNamed()
         let name = forwarder.name
-        let end = forwarder.terminal ?? EventLine("end", frame: forwarder.last?.frame ?? forwarder.frames,
-                                                  heard: forwarder.last?.heard ?? MonotonicClock.now(), fields: ["playback": .string(name)])
+        let end = forwarder.terminal ?? EventLine(.finished, frame: forwarder.last?.frame ?? forwarder.frames,
+                                                  heard: forwarder.last?.heard ?? MonotonicClock.now(), fields: [EventEncoder.Member("playback", .string(name))])
         state.withLock { state in
             state.playbackSlots -= 1
             guard let entry = state.playbacks.removeValue(forKey: name) else { return }
@@ -571,41 +568,22 @@ public final class NarratorService: Sendable {
         /// Forwards the events of one moment: their lines go to each client in one write.
         func forward(_ events: [PlaybackEvent]) {
             waitUntilNamed()
-            let playback = Scalar.string(name)
             var lines: [EventLine] = []
             for event in events {
                 switch event {
-                case .start(let info):
-                    let latency = (Double(info.measuredDelayFrames) / Double(info.output.sampleRate) * 1e6).rounded() / 1000
-                    service.began(
-                        name,
-                        EventLine(
-                            "begin", frame: 0, heard: info.firstFrameHeardTime,
-                            fields: [
-                                "playback": playback, "sampleRate": .int(Int64(info.output.sampleRate)),
-                                "device": .string(info.output.device), "latencyMs": .double(latency),
-                            ]))
-                case .cue(let cue, let heard, let delivered):
-                    // `heard`: when the cue's frame is heard; `delivered`: when it went out.
+                case .start:
+                    service.began(name, EventLine(event, playback: name))
+                case .cue(let cue, let heard, _):
                     last = (cue.frame, heard)
-                    var fields = EventLine.cueFields(cue)
-                    fields["playback"] = playback
-                    fields["delivered"] = .int(delivered)
-                    lines.append(EventLine("cue", frame: cue.frame, heard: heard, fields: fields))
-                case .underrun(let count, let at):
-                    lines.append(EventLine("underrun", frame: last?.frame, heard: at, fields: ["playback": playback, "count": .int(Int64(count))]))
-                case .lateSwitch(_, let switched, let at):
-                    lines.append(EventLine("lateSwitch", frame: switched, heard: at, fields: ["playback": playback]))
-                case .streamProblem(let problem, let at):
-                    lines.append(
-                        EventLine("streamProblem", frame: last?.frame, heard: at, fields: ["playback": playback, "message": .string(service.library.publicDescription(of: problem))]))
-                case .canceled(let frame, let at):
-                    let reason = service.cancelReason(of: name)
-                    terminal = EventLine("canceled", frame: frame, heard: at, fields: ["playback": playback, "reason": .string(reason)])
-                case .error(let error, let frame, let at):
-                    terminal = EventLine(
-                        "error", frame: frame, heard: at,
-                        fields: ["playback": playback, "code": .string(error.code), "message": .string(service.library.scrub("audio device '\(error.device)': \(error.message)"))])
+                    lines.append(EventLine(event, playback: name))
+                case .underrun, .lateSwitch:
+                    lines.append(EventLine(event, playback: name))
+                case .streamProblem(let problem, _):
+                    lines.append(EventLine(event, playback: name, message: service.library.publicDescription(of: problem)))
+                case .canceled:
+                    terminal = EventLine(event, playback: name, reason: service.cancelReason(of: name))
+                case .error(let error, _, _):
+                    terminal = EventLine(event, playback: name, message: service.library.scrub("audio device '\(error.device)': \(error.message)"))
                 }
             }
             if !lines.isEmpty { service.publish(lines, from: name) }
@@ -735,7 +713,7 @@ public final class ClientConnection: Sendable {
     /// The client will send nothing more; the connection closes once its requests have ended.
     public func inputEnded() { service.inputEnded(number) }
 
-    /// The client has gone: its playbacks stop (`canceled`, reason "client disconnected").
+    /// The client has gone: its playbacks stop (`stopped`, reason "client disconnected").
     public func disconnect() { service.disconnect(number) }
 }
 

@@ -12,7 +12,7 @@ enum ServiceRequest: Sendable {
     /// For an activity this connection plays: the child tapped (an answer, a sound's name,
     /// `replay`, `close`).
     case tap(target: RequestID, answer: String)
-    /// Ends a request of this connection: a playback stops (`canceled`), a subscription ends.
+    /// Ends a request of this connection: a playback stops (`stopped`), a subscription ends.
     case stop(target: RequestID)
     /// Every event of one playback, from any client: `p3`, or `next` for the next to begin.
     case subscribe(playback: String)
@@ -113,7 +113,7 @@ enum RequestID: Hashable, Sendable, CustomStringConvertible {
     var json: String {
         switch self {
         case .number(let number): "\(number)"
-        case .string(let text): EventLine.quoted(text)
+        case .string(let text): EventEncoder.quoted(text)
         }
     }
 
@@ -125,91 +125,52 @@ enum RequestID: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A value of an event's member.
-enum Scalar: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
-    case string(String)
-    case int(Int64)
-    case double(Double)
-    case bool(Bool)
-    case null
-
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int) { self = .int(Int64(value)) }
-    init(_ field: Cue.Field) {
-        switch field {
-        case .int(let number): self = .int(Int64(number))
-        case .string(let text): self = .string(text)
-        case .bool(let flag): self = .bool(flag)
-        }
-    }
-
-    var json: String {
-        switch self {
-        case .string(let text): EventLine.quoted(text)
-        case .int(let number): String(number)
-        case .double(let number): number.isFinite ? "\(number)" : "null"
-        case .bool(let flag): flag ? "true" : "false"
-        case .null: "null"
-        }
-    }
-}
-
-/// An event: a JSON object whose members are known except the request id, which is spliced in
-/// per recipient (a playback's events go to its owner and to each subscriber, once encoded).
-/// Encoded by hand: this runs on the cue thread's way out, once per cue.
+/// An event line's members after the request id, as the daemon sends it: every line is
+/// `{"id":…,` (spliced in per recipient: a playback's events go to its owner and to each
+/// subscriber, once encoded) then the body. The members are `EventEncoder`'s, the one encoder
+/// of events (docs/events.md); the daemon's envelope is `id`, and `playback` on a playback's
+/// events.
 struct EventLine: Sendable {
     /// The members after `"id":…,`, with the closing brace.
     let body: String
 
-    /// `event`: begin, cue, underrun, end, canceled, error. `frame` and `heard` (CLOCK_MONOTONIC
-    /// nanoseconds) are always present, null where they do not apply.
-    init(_ event: String, frame: Int?, heard: Int64?, fields: [String: Scalar] = [:]) {
-        var members = fields
-        members["event"] = .string(event)
-        members["frame"] = frame.map { .int(Int64($0)) } ?? .null
-        members["heard"] = heard.map { .int($0) } ?? .null
-        body = members.keys.sorted().map { Self.quoted($0) + ":" + members[$0]!.json }.joined(separator: ",") + "}"
+    /// An event that is not a cue: `finished`, `stopped` or `error`.
+    init(_ kind: EventEncoder.Kind, frame: Int?, heard: Int64?, fields: [EventEncoder.Member] = []) {
+        var out: [UInt8] = []
+        EventEncoder.append(kind, frame: frame, heard: heard, fields, to: &out)
+        body = Self.body(out)
+    }
+
+    /// A playback's event, with the playback's name; `message` and `reason` as in
+    /// `PlaybackEvent.appendJSON`.
+    init(_ event: PlaybackEvent, playback: String, message: String? = nil, reason: String? = nil) {
+        var out: [UInt8] = []
+        event.appendJSON([EventEncoder.Member("playback", .string(playback))], message: message, reason: reason, to: &out)
+        body = Self.body(out)
+    }
+
+    /// A cue of a listing (`cues`): neither heard nor delivered.
+    init(listed cue: Cue) {
+        var out: [UInt8] = []
+        EventEncoder.appendCue(cue, [EventEncoder.Member("heard", .null), EventEncoder.Member("delivered", .null)], to: &out)
+        body = Self.body(out)
     }
 
     /// A body as encoded elsewhere (a loader child's line).
     init(body: String) { self.body = body }
 
-    static func error(_ message: String, fields: [String: Scalar] = [:]) -> EventLine {
-        var fields = fields
-        fields["message"] = .string(message)
-        return EventLine("error", frame: nil, heard: nil, fields: fields)
+    /// An object's bytes without the opening brace.
+    private static func body(_ object: [UInt8]) -> String {
+        String(decoding: object.dropFirst(), as: UTF8.self)
+    }
+
+    static func error(_ message: String, fields: [EventEncoder.Member] = []) -> EventLine {
+        EventLine(.error, frame: nil, heard: nil, fields: fields + [EventEncoder.Member("message", .string(message))])
     }
 
     /// The start of every line for request `id` (null when the request had none readable),
     /// which `body` follows.
     static func head(for id: RequestID?) -> String {
         "{\"id\":" + (id?.json ?? "null") + ","
-    }
-
-    /// `text` as a JSON string.
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-
-    /// A cue's own members (type, clip, index, text, endFrame, target…), named as in the cue
-    /// sheet.
-    static func cueFields(_ cue: Cue) -> [String: Scalar] {
-        var fields = cue.members.mapValues(Scalar.init)
-        fields["type"] = .string(cue.type)
-        return fields
     }
 }

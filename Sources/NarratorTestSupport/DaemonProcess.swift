@@ -1,4 +1,5 @@
 import Foundation
+import NarratorCore
 
 #if canImport(Glibc)
     import Glibc
@@ -90,13 +91,15 @@ public struct DaemonError: Error, CustomStringConvertible {
 public struct ReceivedEvent: @unchecked Sendable {
     public let fields: [String: Any]
     public init(fields: [String: Any]) { self.fields = fields }
-    public var event: String { fields["event"] as? String ?? "" }
     public var type: String { fields["type"] as? String ?? "" }
     public var id: String { fields["id"].flatMap { $0 is NSNull ? nil : "\($0)" } ?? "null" }
     public var frame: Int? { fields["frame"] as? Int }
     public var heard: Int64? { (fields["heard"] as? NSNumber)?.int64Value }
     public var received: Int64 { (fields["received"] as? NSNumber)?.int64Value ?? 0 }
-    public var isTerminal: Bool { ["end", "canceled", "error"].contains(event) }
+    /// A request's last event (docs/events.md).
+    public var isTerminal: Bool { ["finished", "stopped", "error"].contains(type) }
+    /// A cue's event: its `type` is the cue's, none of the names of the other events.
+    public var isCue: Bool { !EventEncoder.Kind.allCases.contains { $0.rawValue == type } }
 
     public static func parse(_ text: String) throws -> [ReceivedEvent] {
         try text.split(separator: "\n").map { line in

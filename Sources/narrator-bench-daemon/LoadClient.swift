@@ -16,7 +16,7 @@ import NarratorCore
 /// Prints every event each connection received as a JSON line with `client` (numbered from
 /// K) and `received` added, once every connection has had its terminal event or closed.
 enum LoadClient {
-    static let terminalMarks = [#""event":"end""#, #""event":"canceled""#, #""event":"error""#].map { Array($0.utf8) }
+    static let terminalMarks = [#""type":"finished""#, #""type":"stopped""#, #""type":"error""#].map { Array($0.utf8) }
 
     /// Runs the load with command-line `arguments` (after `load`); returns the exit status.
     static func main(_ arguments: [String]) -> Int32 {

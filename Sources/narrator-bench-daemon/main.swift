@@ -76,7 +76,7 @@ func measure(kind: String, transport: String, awake: Bool) {
     var stamps: [Double] = []
     var early = 0
     var byFrame: [Int: [Double]] = [:]
-    for event in events where event.event == "cue" {
+    for event in events where event.isCue {
         guard let frame = event.frame, let range = alignment.recordingFrames(ofReferenceFrame: frame), range.count == 1 else { continue }
         let heard = Int64(recording.audibleTime(ofFrame: range.lowerBound))
         let late = Double(event.received - heard) / 1e6
@@ -85,10 +85,10 @@ func measure(kind: String, transport: String, awake: Bool) {
         byFrame[frame, default: []].append(late)
         if let stamp = event.heard { stamps.append(abs(Double(stamp - heard) / 1e6)) }
     }
-    let expected = ownerEvents.filter { $0.event == "cue" }.count
+    let expected = ownerEvents.filter(\.isCue).count
     let complete = (0..<clients).filter { number in
         let mine = events.filter { ($0.fields["client"] as? Int) == number }
-        return mine.filter { $0.event == "cue" }.count == expected && mine.filter(\.isTerminal).count == 1
+        return mine.filter(\.isCue).count == expected && mine.filter(\.isTerminal).count == 1
     }.count
     Bench.report("\(kind) \(transport == "unix" ? "Unix socket" : "WebSocket  "), CPUs \(awake ? "awake" : "idle "): received − heard \(Bench.percentiles(lateness)); \(early) more than 1 ms early; "
         + "\(complete)/\(clients) clients got all \(expected) cues and one terminal event")

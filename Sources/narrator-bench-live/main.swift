@@ -41,11 +41,11 @@ func deliveryErrors(_ events: [[String: Any]], _ recording: Recording, _ alignme
     var late = -Double.infinity
     var early = -Double.infinity
     for event in events {
-        guard let type = event["type"] as? String, !["start", "underrun", "canceled", "error"].contains(type),
+        // A cue's event, and only a cue's, has "delivered" (docs/events.md): when the cue went
+        // out, what this measures ("heard" is the clock's own stamp of its frame).
+        guard event["delivered"] is NSNumber,
             let frame = event["frame"] as? Int, let range = alignment.recordingFrames(ofReferenceFrame: frame), range.count == 1
         else { continue }
-        // "clock" is when the cue's frame is heard (the clock's own stamp); "delivered", when
-        // the cue went out: what this measures.
         let error = Double(int64(event["delivered"]) - Int64(recording.audibleTime(ofFrame: range.lowerBound))) / 1e6
         errors.append(abs(error))
         late = max(late, error)

@@ -10,9 +10,10 @@ struct Play: ParsableCommand {
         discussion: """
             Events are JSON lines: first a "start" event (the device's sample rate, channels, \
             format, period and buffer, and the measured output delay), then each cue as it is \
-            heard, with the cue sheet's fields plus "clock" (CLOCK_MONOTONIC nanoseconds when its frame is heard), \
+            heard, with the cue sheet's fields plus "heard" (CLOCK_MONOTONIC nanoseconds when its frame is heard), \
             "t" (that, in seconds since playback started) and "delivered" (when it was handed over). Playback ends with exactly one terminal event: \
-            the last "chainEnd" (marked "final": true), "canceled" (Ctrl-C; exit status 130) or "error" (exit status 1). \
+            the last "chainEnd" (marked "final": true), "stopped" (Ctrl-C; exit status 130) or "error" (exit status 1). \
+            docs/events.md describes every event. \
             Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
             the chain's words are shown, the one being heard highlighted, on one line that fits \
             the terminal, with the time heard. An activity without --taps is answered live: each \
@@ -86,7 +87,7 @@ struct Play: ParsableCommand {
 
 }
 
-/// Ctrl-C and SIGTERM cancel playback (the device is dropped and closed, a `canceled` event
+/// Ctrl-C and SIGTERM cancel playback (the device is dropped and closed, a `stopped` event
 /// ends the stream) instead of killing the process.
 final class Interrupts {
     private let sources: [any DispatchSourceSignal]
@@ -150,7 +151,7 @@ final class EventSink: @unchecked Sendable {
             if case .cue(let cue, _, _) = event { final = cue == lastCue || cue.traceKind?.endsActivity == true }
             // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
             if writeFailure == 0 {
-                writeFailure = Output.write(EventJSON.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)
+                writeFailure = Output.write(Self.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)
             }
         }
         display?.show(event)
@@ -162,57 +163,16 @@ final class EventSink: @unchecked Sendable {
         if writeFailure != 0 { printError(Output.failure(path ?? "stdout", writeFailure).description) }
     }
 
+    /// The event's line with the CLI's envelope: `t`, seconds from `startTime` (when playback
+    /// began) to the event's `heard`, to the microsecond; `final` on the cue that ends playback.
+    static func line(_ event: PlaybackEvent, startTime: Int64, final: Bool = false) -> String {
+        var envelope = [EventEncoder.Member("t", .double((Double(event.heard - startTime) / 1e3).rounded() / 1e6))]
+        if final { envelope.append(EventEncoder.Member("final", .bool(true))) }
+        return event.jsonLine(envelope)
+    }
+
     /// The device could not be opened: leave no empty events file behind.
     func discard() {
         if let path { unlink(path) }
-    }
-}
-
-/// Events as JSON lines, keys sorted.
-enum EventJSON {
-    /// `final` marks the schedule's last cue: the `chainEnd` that ends playback.
-    static func line(_ event: PlaybackEvent, startTime: Int64, final: Bool = false) -> String {
-        var fields: [String: Any] = [:]
-        let at: Int64
-        switch event {
-        case .start(let info):
-            at = info.startTime
-            let rate = Double(info.output.sampleRate)
-            fields = [
-                "type": "start", "device": info.output.device, "sampleRate": info.output.sampleRate,
-                "channels": info.output.channels, "format": info.output.format.rawValue,
-                "periodFrames": info.output.periodFrames, "bufferFrames": info.output.bufferFrames,
-                "latencyFrames": info.measuredDelayFrames,
-                "latencyMs": (Double(info.measuredDelayFrames) / rate * 1e6).rounded() / 1000,
-                "firstWriteClock": info.firstWriteTime, "firstFrameHeardClock": info.firstFrameHeardTime,
-                "realtime": info.realtime,
-            ]
-        case .cue(let cue, let heard, let delivered):
-            // "clock" is when the cue's frame is heard; "delivered", when it was handed over.
-            at = heard
-            let data = Data(cue.jsonLine.utf8)
-            fields = (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:]
-            fields["delivered"] = delivered
-            if final { fields["final"] = true }
-        case .underrun(let count, let time):
-            at = time
-            fields = ["type": "underrun", "count": count]
-        case .lateSwitch(let wanted, let switched, let time):
-            at = time
-            fields = ["type": "lateSwitch", "wanted": wanted, "switched": switched]
-        case .streamProblem(let problem, let time):
-            at = time
-            fields = ["type": "streamProblem", "message": problem.description]
-        case .canceled(let frame, let time):
-            at = time
-            fields = ["type": "canceled", "frame": frame]
-        case .error(let error, let frame, let time):
-            at = time
-            fields = ["type": "error", "code": error.code, "message": error.description, "frame": frame]
-        }
-        fields["clock"] = at
-        fields["t"] = (Double(at - startTime) / 1e3).rounded() / 1e6
-        let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
     }
 }

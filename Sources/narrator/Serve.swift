@@ -9,11 +9,11 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Serve timed cues to apps: JSON lines over a Unix socket and WebSocket, and the read-along page.",
         discussion: """
-            Requests name lessons inside --library; each plays on --device, and its events (begin, \
-            cue, end, canceled, error) carry their frame and the CLOCK_MONOTONIC time they are heard. \
-            Once a transport accepts clients, a JSON line on stdout says where (and, for WebSocket, \
+            Requests name lessons inside --library; each plays on --device, and its events (start, \
+            each cue, finished, stopped, error) carry their frame and the CLOCK_MONOTONIC time it is heard \
+            (docs/events.md). Once a transport accepts clients, a JSON line on stdout says where (and, for WebSocket, \
             the page's address with its token). SIGTERM or SIGINT ends every request with \
-            "canceled" and exits 0. The protocol is in the README ("Daemon").
+            "stopped" and exits 0. The protocol is in the README ("Daemon").
 
             Example:
               narrator serve --library Timings/lessons --listen 127.0.0.1:8700

@@ -80,7 +80,7 @@ struct DaemonHardeningTests {
                 let events = try #require(attacker.events { $0.isTerminal }, "\(op) \(lesson): no answer; daemon: \(daemon.stderr)")
                 let last = try #require(events.last)
                 let message = last.fields["message"] as? String ?? ""
-                #expect(last.event == "error" && last.id == "\(op)-\(index)", "\(op) \(lesson): \(last.fields)")
+                #expect(last.type == "error" && last.id == "\(op)-\(index)", "\(op) \(lesson): \(last.fields)")
                 #expect(!message.contains(dir.path), "\(message)")
                 print("\(op) \(lesson): \(message)")
             }
@@ -89,7 +89,7 @@ struct DaemonHardeningTests {
         // The bystander's connection is still up: it is answered on it.
         bystander.send(#"{"id": "after", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
         let answer = try #require(bystander.events { $0.id == "after" && $0.isTerminal }, "the bystander was dropped")
-        #expect(answer.last?.event == "end", "\(answer.last?.fields ?? [:])")
+        #expect(answer.last?.type == "finished", "\(answer.last?.fields ?? [:])")
         #expect(!answer.contains { $0.id == "w" && $0.isTerminal }, "the subscription ended: \(answer.map(\.fields))")
         #expect(daemon.stop() == 0)
     }
@@ -112,7 +112,7 @@ struct DaemonHardeningTests {
         let calm = try SocketClient(daemon.socket)
         let calmStart = Date()
         calm.send(#"{"id": "calm", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
-        #expect(calm.events { $0.isTerminal }?.last?.event == "end")
+        #expect(calm.events { $0.isTerminal }?.last?.type == "finished")
         let calmSeconds = Date().timeIntervalSince(calmStart)
 
         final class Peak: @unchecked Sendable {
@@ -192,13 +192,13 @@ struct DaemonHardeningTests {
         // MiB for this lesson.
         #expect(peak.children <= 3, "\(peak.children) loader children at once")
         #expect(peak.treeKiB <= 512 * 1024, "daemon and children: VmRSS \(peak.treeKiB / 1024) MiB")
-        #expect(answered?.last?.event == "end", "\(answered?.last?.fields ?? [:])")
+        #expect(answered?.last?.type == "finished", "\(answered?.last?.fields ?? [:])")
         #expect(goodSeconds < 5, "the good request took \(goodSeconds) s")
         #expect(daemon.process.isRunning)
         // Still answering, and no preparation left running.
         let later = try SocketClient(daemon.socket)
         later.send(#"{"id": "later", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
-        #expect(later.events { $0.isTerminal }?.last?.event == "end")
+        #expect(later.events { $0.isTerminal }?.last?.type == "finished")
         let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
         #expect(children.trimmingCharacters(in: .whitespaces).isEmpty, "loader children left: \(children)")
         #expect(daemon.stop() == 0)
@@ -248,7 +248,7 @@ struct DaemonHardeningTests {
             transports.append(("websocket", result.events))
         }
         for (transport, events) in transports {
-            let errors = Dictionary(events.filter { $0.event == "error" }.map { ($0.id, $0.fields["message"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
+            let errors = Dictionary(events.filter { $0.type == "error" }.map { ($0.id, $0.fields["message"] as? String ?? "") }, uniquingKeysWith: { a, _ in a })
             #expect(errors.count == requests.count, "\(transport): \(errors)")
             for (id, message) in errors {
                 #expect(!message.contains(dir.path) && !message.contains(library) && !message.contains(Repo.path("")), "\(transport) \(id): \(message)")
@@ -309,7 +309,7 @@ struct DaemonHardeningTests {
         let answer = good.events(timeout: 30) { $0.isTerminal }
         let seconds = Date().timeIntervalSince(start)
         print(String(format: "good request beside 6 unread ones of 2 clients: %.2f s", seconds))
-        #expect(answer?.last?.event == "end", "\(answer?.last?.fields ?? [:])")
+        #expect(answer?.last?.type == "finished", "\(answer?.last?.fields ?? [:])")
         #expect(seconds < 3, "the good request took \(seconds) s")
         #expect(daemon.process.isRunning)
     }
@@ -325,7 +325,7 @@ struct DaemonHardeningTests {
         // The object is level 1 and `[` at column 35 level 2: the 31 inside it reach 33 at column 66.
         let inner = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
         client.send(#"{"id": "deep", "op": "cues", "x": [\#(inner)]}"#)
-        let deep = client.events(timeout: 10) { $0.event == "error" }
+        let deep = client.events(timeout: 10) { $0.type == "error" }
         let message = deep?.last?.fields["message"] as? String ?? ""
         #expect(message == "request: line 1, column 66: not valid JSON: nested deeper than 32 levels", "\(message)")
         client.send(#"{"id": "ok", "op": "cues", "x": \#(inner)}"#)

@@ -36,7 +36,7 @@ struct DaemonLiveTests {
     /// Per cue event: received (or the daemon's `heard`) minus when its frame was heard.
     static func lateness(_ events: [ReceivedEvent], recording: Recording, alignment: Alignment, of time: (ReceivedEvent) -> Int64?) throws -> [Int64] {
         var result: [Int64] = []
-        for event in events where event.event == "cue" {
+        for event in events where event.isCue {
             let frame = try #require(event.frame)
             let range = try #require(alignment.recordingFrames(ofReferenceFrame: frame), "frame \(frame)")
             guard range.count == 1, let at = time(event) else { continue }
@@ -64,11 +64,19 @@ struct DaemonLiveTests {
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
         #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
         let events = result.events
-        #expect(events.first?.event == "begin" && events.filter(\.isTerminal).map(\.event) == ["end"])
+        #expect(events.first?.type == "start" && events.filter(\.isTerminal).map(\.type) == ["finished"])
+        // Each event as docs/events.schema.json says, without what the client added (`received`).
+        if EventSchema.available {
+            let lines = try events.map { event in
+                String(decoding: try JSONSerialization.data(withJSONObject: event.fields.filter { $0.key != "received" }), as: UTF8.self)
+            }
+            let problems = try EventSchema.problems(lines.joined(separator: "\n"), as: "daemonLine")
+            #expect(problems == nil, "\(problems ?? "")")
+        }
         let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!)@\($0["frame"]!)" }
-        #expect(events.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" } == expected)
+        #expect(events.filter { $0.isCue }.map { "\($0.type)@\($0.frame ?? -1)" } == expected)
 
         let stamped = try Self.lateness(events, recording: recording, alignment: alignment) { $0.heard }
         let received = try Self.lateness(events, recording: recording, alignment: alignment) { $0.received }
@@ -95,7 +103,7 @@ struct DaemonLiveTests {
         return (beginStamp - Int64(recording.audibleTime(ofFrame: first.lowerBound)), errors)
     }
 
-    /// The daemon's `begin.heard` is when frame 0 was heard, and each cue's `heard` when its
+    /// The daemon's `start` event's `heard` is when frame 0 was heard, and each cue's `heard` when its
     /// frame was heard (not when it was delivered, which `delivered` says, no earlier), both
     /// against the pipe sink's recording.
     @Test func beginAndCueStampsAreWhenTheirFramesAreHeard() throws {
@@ -111,8 +119,8 @@ struct DaemonLiveTests {
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
         #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
-        let begin = try #require(result.events.first { $0.event == "begin" })
-        let cues = result.events.filter { $0.event == "cue" }
+        let begin = try #require(result.events.first { $0.type == "start" })
+        let cues = result.events.filter { $0.isCue }
         for cue in cues {
             let delivered = (cue.fields["delivered"] as? NSNumber)?.int64Value
             #expect(delivered != nil && delivered! >= cue.heard!, "\(cue.fields)")
@@ -121,7 +129,7 @@ struct DaemonLiveTests {
             begin: begin.heard, cues: cues.map { ($0.frame!, $0.heard!) }, recording: recording, alignment: alignment)
         print(String(format: "daemon stamps vs the recording: begin %+.3f ms; cues ", Double(beginError) / 1e6) + Self.describe(errors))
         if ProcessInfo.processInfo.environment["NARRATOR_TEST_VERBOSE"] != nil {
-            print(result.events.filter { $0.event != "cue" }.map { "\($0.event) \($0.fields)" }, errors.map { Double($0) / 1e6 })
+            print(result.events.filter { !$0.isCue }.map { "\($0.type) \($0.fields)" }, errors.map { Double($0) / 1e6 })
             let delivered = try Self.lateness(result.events, recording: recording, alignment: alignment) { ($0.fields["delivered"] as? NSNumber)?.int64Value }
             print("delivered vs heard:", delivered.map { Double($0) / 1e6 }, "clock fit \(recording.clock.residualsMs), \(recording.clock.slopePPM) ppm")
         }
@@ -134,8 +142,8 @@ struct DaemonLiveTests {
         #expect(LivePlaybackTests.summary(errors).p99 <= 2 && LivePlaybackTests.summary(errors).max <= 5, "\(Self.describe(errors))")
     }
 
-    /// The same for `narrator play`'s events: the start event's `firstFrameHeardClock` and each
-    /// cue's `clock`, with `delivered` no earlier.
+    /// The same for `narrator play`'s events: the start event's `heard` (frame 0's) and each
+    /// cue's `heard`, with `delivered` no earlier.
     @Test func playEventsStampWhenFramesAreHeard() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -153,13 +161,13 @@ struct DaemonLiveTests {
         let cues = events.filter { $0.type != "start" && $0.frame != nil }
         for cue in cues {
             let delivered = (cue.fields["delivered"] as? NSNumber)?.int64Value
-            #expect(delivered != nil && delivered! >= cue.clock, "\(cue.fields)")
+            #expect(delivered != nil && delivered! >= cue.heard, "\(cue.fields)")
         }
         let (beginError, errors) = try Self.stampErrors(
-            begin: (start.fields["firstFrameHeardClock"] as? NSNumber)?.int64Value, cues: cues.map { ($0.frame!, $0.clock) },
+            begin: (start.fields["heard"] as? NSNumber)?.int64Value, cues: cues.map { ($0.frame!, $0.heard) },
             recording: recording, alignment: alignment)
         print(String(format: "narrator play stamps vs the recording: frame 0 %+.3f ms; cues ", Double(beginError) / 1e6) + Self.describe(errors))
-        #expect(abs(beginError) <= 1_000_000, "firstFrameHeardClock is \(Double(beginError) / 1e6) ms from when frame 0 was heard")
+        #expect(abs(beginError) <= 1_000_000, "the start event's heard is \(Double(beginError) / 1e6) ms from when frame 0 was heard")
         #expect(errors.count >= 20)
         #expect(LivePlaybackTests.summary(errors).p99 <= 2 && LivePlaybackTests.summary(errors).max <= 5, "\(Self.describe(errors))")
     }
@@ -182,7 +190,7 @@ struct DaemonLiveTests {
         var events: [ReceivedEvent] = []
         for await event in playback.events {
             guard case .cue(let cue, _, let at) = event else { continue }
-            events.append(ReceivedEvent(fields: ["event": "cue", "type": cue.type, "frame": cue.frame, "received": NSNumber(value: at)]))
+            events.append(ReceivedEvent(fields: ["type": cue.type, "frame": cue.frame, "received": NSNumber(value: at)]))
         }
         #expect(playback.waitUntilFinished() == .finished)
         let recording = try server.recording()
@@ -227,19 +235,19 @@ struct DaemonLiveTests {
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
 
-        let ownerCues = owner.events.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" }
+        let ownerCues = owner.events.filter { $0.isCue }.map { "\($0.type)@\($0.frame ?? -1)" }
         var lateness: [Int64] = []
         var sharedFrames = false
         for client in 0..<50 {
             let mine = subscribed.filter { ($0.fields["client"] as? Int) == client }
-            #expect(mine.first?.event == "begin" && mine.filter(\.isTerminal).map(\.event) == ["end"], "client \(client)")
-            #expect(mine.filter { $0.event == "cue" }.map { "\($0.type)@\($0.frame ?? -1)" } == ownerCues, "client \(client)")
+            #expect(mine.first?.type == "start" && mine.filter(\.isTerminal).map(\.type) == ["finished"], "client \(client)")
+            #expect(mine.filter { $0.isCue }.map { "\($0.type)@\($0.frame ?? -1)" } == ownerCues, "client \(client)")
             lateness += try Self.lateness(mine, recording: recording, alignment: alignment) { $0.received }
             // The cues of one moment (a clip's end, the next one's start, its first word) reach
             // the client in one write: the reads that completed them were one.
-            let reads = Dictionary(grouping: mine.filter { $0.event == "cue" }, by: { $0.frame ?? -1 }).mapValues { Set($0.map(\.received)) }
+            let reads = Dictionary(grouping: mine.filter { $0.isCue }, by: { $0.frame ?? -1 }).mapValues { Set($0.map(\.received)) }
             #expect(reads.values.allSatisfy { $0.count == 1 }, "client \(client): cues of one frame came in separate reads")
-            sharedFrames = sharedFrames || reads.count < mine.filter { $0.event == "cue" }.count
+            sharedFrames = sharedFrames || reads.count < mine.filter { $0.isCue }.count
         }
         #expect(sharedFrames, "the chain has no frame with several cues: the check above proves nothing")
         print("50 subscribers on the Unix socket, received vs heard: \(Self.describe(lateness))")
@@ -278,17 +286,17 @@ struct DaemonLiveTests {
         #expect(try ReceivedEvent.parse(garbage.stdout).last?.id == "still-here", "the garbage connection stayed up")
 
         let watched = try watcher.finish().events
-        #expect(watched.first?.event == "begin", "\(watched.map(\.fields))")
-        #expect(watched.last?.event == "canceled" && watched.last?.fields["reason"] as? String == "client disconnected", "\(watched.last?.fields ?? [:])")
+        #expect(watched.first?.type == "start", "\(watched.map(\.fields))")
+        #expect(watched.last?.type == "stopped" && watched.last?.fields["reason"] as? String == "client disconnected", "\(watched.last?.fields ?? [:])")
         let (otherStatus, survivor) = try other.finish()
         #expect(otherStatus == 0)
-        #expect(survivor.filter(\.isTerminal).map(\.event) == ["end"], "B played to its end")
-        #expect(survivor.filter { $0.event == "cue" }.count == (try Self.cueCount(dir)))
+        #expect(survivor.filter(\.isTerminal).map(\.type) == ["finished"], "B played to its end")
+        #expect(survivor.filter { $0.isCue }.count == (try Self.cueCount(dir)))
         #expect(daemon.stop() == 0)
     }
 
     /// A client waiting on a playback when the daemon stops: SIGTERM ends the request with
-    /// "canceled" (daemon stopping); after a crash and a restart, the client reconnects and
+    /// "stopped" (daemon stopping); after a crash and a restart, the client reconnects and
     /// its request plays in full.
     @Test func daemonRestartedWhileAClientWaits() throws {
         let dir = TempDir()
@@ -306,7 +314,7 @@ struct DaemonLiveTests {
         #expect(Date().timeIntervalSince(stopped) < 3, "stopped within 3 s")
         let (politeStatus, politeEvents) = try polite.finish()
         #expect(politeStatus == 0)
-        #expect(politeEvents.filter(\.isTerminal).map(\.event) == ["canceled"])
+        #expect(politeEvents.filter(\.isTerminal).map(\.type) == ["stopped"])
         #expect(politeEvents.last?.fields["reason"] as? String == "daemon stopping")
 
         try daemon.start()
@@ -323,8 +331,8 @@ struct DaemonLiveTests {
         #expect(marks.first == "closed" && marks.last == "reconnected", "\(marks); stderr: \(daemon.stderr)")
         let lastReconnect = try #require(patientEvents.lastIndex { $0.fields["client"] as? String == "reconnected" })
         let afterRestart = patientEvents[lastReconnect...]
-        #expect(afterRestart.filter { $0.event == "cue" }.count == (try Self.cueCount(dir)))
-        #expect(afterRestart.filter(\.isTerminal).map(\.event) == ["end"])
+        #expect(afterRestart.filter { $0.isCue }.count == (try Self.cueCount(dir)))
+        #expect(afterRestart.filter(\.isTerminal).map(\.type) == ["finished"])
     }
 
     /// The read-along page in headless Chromium: screenshots while the definition plays show

@@ -24,7 +24,7 @@ struct DaemonProtocolTests {
         let cues = try #require(object["cues"] as? [[String: Any]])
         #expect(events.dropLast().map { "\($0.type)@\($0.frame ?? -1)" } == cues.map { "\($0["type"]!)@\($0["frame"]!)" })
         #expect(events.allSatisfy { $0.id == "7" })
-        #expect(events.last?.event == "end" && events.last?.frame == object["frames"] as? Int)
+        #expect(events.last?.type == "finished" && events.last?.frame == object["frames"] as? Int)
         #expect(events.filter(\.isTerminal).count == 1)
     }
 
@@ -59,7 +59,7 @@ struct DaemonProtocolTests {
         let file = dir.write("garbage.bin", data: garbage)
         let reply = try run("/bin/sh", ["-c", "socat -t 30 - UNIX-CONNECT:\"$2\" < \"$1\"", "sh", file, daemon.socket])
         let events = try ReceivedEvent.parse(reply.stdout)
-        let errors = events.filter { $0.event == "error" }
+        let errors = events.filter { $0.type == "error" }
         let messages = errors.map { "\($0.id): \($0.fields["message"] as? String ?? "")" }
         #expect(errors.count == 11, "\(messages)")
         func said(_ id: String, _ text: String) -> Bool { messages.contains { $0.hasPrefix("\(id): ") && $0.contains(text) } }
@@ -73,11 +73,11 @@ struct DaemonProtocolTests {
         #expect(said("6", "not active"))
         #expect(said("7", "outside the lesson library"))
         #expect(said("null", "over the 65536-byte limit"))
-        #expect(events.last?.id == "ok" && events.last?.event == "end", "the connection stayed up: \(reply.stdout.suffix(300))")
+        #expect(events.last?.id == "ok" && events.last?.type == "finished", "the connection stayed up: \(reply.stdout.suffix(300))")
         #expect(daemon.stop() == 0)
     }
 
-    /// A play stopped before it plays has one terminal event, `canceled`. Stopped while it
+    /// A play stopped before it plays has one terminal event, `stopped`. Stopped while it
     /// waits for a worker, it ends at once and its id is free again; stopped while a worker
     /// prepares it, it keeps its id until its terminal event (a new request with the same id
     /// is refused meanwhile) and the playback, once open, is stopped at once. The client's
@@ -98,20 +98,20 @@ struct DaemonProtocolTests {
                 """)
         let events = try ReceivedEvent.parse(reply.stdout)
         #expect(Date().timeIntervalSince(started) < 10, "the daemon closed once every request had ended")
-        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.event) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
+        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.type) \($0.fields["reason"] ?? $0.fields["message"] ?? "")" }
         #expect(terminal.count == 3, "\(terminal)")
-        #expect(terminal.contains { $0.hasPrefix("s end") })
+        #expect(terminal.contains { $0.hasPrefix("s finished") })
         let mine = terminal.filter { $0.hasPrefix("a ") }
         #expect(mine.count == 2, "\(terminal)")
-        if mine.first == "a canceled stopped" {
+        if mine.first == "a stopped stopped" {
             // Ended at once from the queue: the second play was a new request (the null device
             // cannot time it: an error of its own, or refused as still active if it came first).
             #expect(mine.last?.hasPrefix("a error") == true, "\(terminal)")
         } else {
             #expect(mine.contains { $0.hasPrefix("a error") && $0.contains("still active") }, "\(terminal)")
-            #expect(mine.contains("a canceled stopped"), "\(terminal)")
+            #expect(mine.contains("a stopped stopped"), "\(terminal)")
         }
-        #expect(!events.contains { $0.event == "cue" }, "stopped before anything was heard")
+        #expect(!events.contains { $0.isCue }, "stopped before anything was heard")
     }
 
     /// The event-loop threads (NIO's, named NIO-ELT-…) as the kernel reports them: their
@@ -120,17 +120,38 @@ struct DaemonProtocolTests {
         KernelThread.all(of: "\(pid)").filter { $0.name.hasPrefix("NIO-ELT") }.map { ($0.policy, $0.realtimePriority) }
     }
 
+    /// By default the event loops run at SCHED_FIFO 18, and nothing that plays or prepares
+    /// inherits it: the workers and a playback's audio and cue threads are at normal priority.
+    /// `--no-realtime-delivery` leaves the loops normal too.
     @Test(.enabled(if: geteuid() == 0, "SCHED_FIFO needs root here"))
-    func deliveryThreadsRunAtRealTimePriority() throws {
+    func deliveryThreadsRunAtRealTimePriorityAndNothingInheritsIt() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--realtime-delivery"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let pid = "\(daemon.process.processIdentifier)"
         let raised = Self.eventLoopThreads(of: daemon.process.processIdentifier)
         #expect(raised.count >= 1, "no event-loop thread found")
         #expect(raised.allSatisfy { $0.policy == Int(SCHED_FIFO) && $0.priority == 18 }, "\(raised)")
+        // A playback on ALSA's null device runs for about two seconds (its clock never
+        // settles, then ETIME): long enough to see its threads.
+        let client = Thread {
+            _ = try? Clients.socat(daemon, input: #"{"id": 1, "op": "play", "lesson": "sample.json", "chain": "correct", "seed": 7}"# + "\n")
+        }
+        client.start()
+        var playing: [KernelThread] = []
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while Date() < deadline {
+            playing = KernelThread.all(of: pid).filter { $0.name == "narrator-audio" || $0.name == "narrator-cues" }
+            if playing.count == 2 { break }
+            usleep(5000)
+        }
+        let workers = KernelThread.all(of: pid).filter { $0.name.hasPrefix("narrator-prep-") }
+        #expect(playing.count == 2, "the playback's threads were not seen: \(KernelThread.all(of: pid).map(\.name))")
+        #expect(workers.count >= 1, "no worker thread found")
+        #expect((playing + workers).allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.realtimePriority == 0 }, "\(playing + workers)")
         #expect(daemon.stop() == 0)
 
-        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--no-realtime-delivery"])
         let threads = Self.eventLoopThreads(of: normal.process.processIdentifier)
         #expect(threads.count >= 1 && threads.allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.priority == 0 }, "\(threads)")
         #expect(normal.stop() == 0)
@@ -152,7 +173,7 @@ struct DaemonProtocolTests {
         #expect(FileManager.default.fileExists(atPath: daemon.socket))
         try daemon.start()
         let reply = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct"}"# + "\n")
-        #expect(try ReceivedEvent.parse(reply.stdout).last?.event == "end")
+        #expect(try ReceivedEvent.parse(reply.stdout).last?.type == "finished")
         // Stopped, it removes it.
         #expect(daemon.stop() == 0)
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
@@ -178,8 +199,8 @@ struct DaemonProtocolTests {
         #expect(result.status == 0, "\(result.stderr)")
         let terminal = result.events.filter(\.isTerminal)
         #expect(terminal.count == 3)
-        #expect(terminal.contains { $0.event == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
-        #expect(result.events.last?.id == "good" && result.events.last?.event == "end")
+        #expect(terminal.contains { $0.type == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
+        #expect(result.events.last?.id == "good" && result.events.last?.type == "finished")
         // The page is served without the token (it holds none); the socket needs it.
         let page = try runTool("python3", ["-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())", "http://127.0.0.1:\(daemon.port)/"])
         #expect(page.stdout.contains("read-along.js"))

@@ -49,7 +49,7 @@ struct LivePlaybackTests {
         let fields: [String: Any]
         var type: String { fields["type"] as? String ?? "" }
         var frame: Int? { fields["frame"] as? Int }
-        var clock: Int64 { (fields["clock"] as? NSNumber)?.int64Value ?? 0 }
+        var heard: Int64 { (fields["heard"] as? NSNumber)?.int64Value ?? 0 }
     }
 
     static func events(_ path: String) throws -> [Event] {
@@ -78,10 +78,10 @@ struct LivePlaybackTests {
             let frame = try #require(event.frame)
             let range = try #require(alignment.recordingFrames(ofReferenceFrame: frame), "frame \(frame) not found")
             let earliest = Int64(recording.audibleTime(ofFrame: range.lowerBound))
-            #expect(event.clock >= earliest - resolution, "\(event.type) at frame \(frame) came \(Double(earliest - event.clock) / 1e6) ms before it was heard")
-            if range.count == 1 { result.append((event.clock - earliest, earliest, event)) }
+            #expect(event.heard >= earliest - resolution, "\(event.type) at frame \(frame) came \(Double(earliest - event.heard) / 1e6) ms before it was heard")
+            if range.count == 1 { result.append((event.heard - earliest, earliest, event)) }
             if ProcessInfo.processInfo.environment["NARRATOR_TEST_VERBOSE"] != nil {
-                print(event.type, frame, range, Double(event.clock - earliest) / 1e6, event.fields["t"] ?? "")
+                print(event.type, frame, range, Double(event.heard - earliest) / 1e6, event.fields["t"] ?? "")
             }
         }
         return result
@@ -110,6 +110,11 @@ struct LivePlaybackTests {
         let events = try Self.events(dir.file("events.jsonl"))
         #expect(events.first?.type == "start")
         #expect(events.last?.type == "chainEnd" && events.last?.fields["final"] as? Bool == true)
+        // Each line as docs/events.schema.json says (python3-jsonschema), when it is installed.
+        if EventSchema.available {
+            let problems = try EventSchema.problems(try String(contentsOfFile: dir.file("events.jsonl"), encoding: .utf8), as: "playLine")
+            #expect(problems == nil, "\(problems ?? "")")
+        }
         // Every cue of the cue sheet once, in order, and nothing else.
         let sheet = try run(Repo.narrator, ["cues", lesson] + Self.chainArguments)
         let sheetObject = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
@@ -193,7 +198,7 @@ struct LivePlaybackTests {
         var promptEnd: Int64?
         let giveUp = Self.now() + 10_000_000_000
         while promptEnd == nil && Self.now() < giveUp {
-            promptEnd = (try? Self.events(dir.file("events.jsonl")))?.first { $0.type == "chainEnd" }?.clock
+            promptEnd = (try? Self.events(dir.file("events.jsonl")))?.first { $0.type == "chainEnd" }?.heard
             Thread.sleep(forTimeInterval: 0.001)
         }
         let deadline = try #require(promptEnd) + 1_000_000_000
@@ -246,7 +251,7 @@ struct LivePlaybackTests {
         #expect(idle.startFrame == prompt.startFrame + prompt.referenceFrameCount + 48_000, "exactly 1 s after the prompt")
         let event = try #require(run.events.first { $0.type == "idlePrompt" })
         let heard = Int64(run.recording.audibleTime(ofFrame: idle.startFrame))
-        #expect(abs(event.clock - heard) < 5_000_000, "idlePrompt delivered \(Double(event.clock - heard) / 1e6) ms from when it was heard")
+        #expect(abs(event.heard - heard) < 5_000_000, "idlePrompt delivered \(Double(event.heard - heard) / 1e6) ms from when it was heard")
     }
 
     @Test func stoppedPlayerUnderrunsAndRecoversInStep() throws {
@@ -303,7 +308,7 @@ struct LivePlaybackTests {
         #expect(!result.stdout.contains("\"type\""))
     }
 
-    @Test func ctrlCEndsPlaybackWithOneCanceledEvent() throws {
+    @Test func ctrlCEndsPlaybackWithOneStoppedEvent() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
@@ -318,9 +323,9 @@ struct LivePlaybackTests {
         #expect(player.terminationStatus == 130)
         let events = try Self.events(dir.file("events.jsonl"))
         let last = try #require(events.last)
-        #expect(last.type == "canceled")
-        #expect(last.clock - interrupted < 100_000_000, "canceled \(Double(last.clock - interrupted) / 1e6) ms after Ctrl-C")
-        #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
+        #expect(last.type == "stopped")
+        #expect(last.heard - interrupted < 100_000_000, "stopped \(Double(last.heard - interrupted) / 1e6) ms after Ctrl-C")
+        #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
     }
 
     @Test func killedServerEndsPlaybackWithATypedError() throws {
@@ -342,12 +347,12 @@ struct LivePlaybackTests {
         let last = try #require(events.last)
         #expect(last.type == "error")
         #expect(["EIO", "ENODEV", "ENOTTY", "EBADFD", "ETIMEDOUT"].contains(last.fields["code"] as? String ?? ""), "\(last.fields)")
-        #expect(last.clock - killed < 1_000_000_000, "error \(Double(last.clock - killed) / 1e6) ms after the kill")
+        #expect(last.heard - killed < 1_000_000_000, "error \(Double(last.heard - killed) / 1e6) ms after the kill")
         #expect(ended - killed < 1_500_000_000)
-        #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
+        #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
         let stderr = try String(contentsOfFile: dir.file("stderr.txt"), encoding: .utf8)
         #expect(stderr.split(separator: "\n").count == 1 && stderr.contains("audio device 'default': lost while playing"), "\(stderr)")
-        print("server killed: error event \(Double(last.clock - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")
+        print("server killed: error event \(Double(last.heard - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")
     }
 }
 

@@ -191,7 +191,7 @@ struct TerminalViewTests {
         var seen: [(shown: Double, heard: Double, spread: Double)] = []
         for _ in 0..<3 {
             let shot = try shot("idle wait")
-            seen.append((shot.shown, Double(endFrame) / 48000 + Double(shot.at - promptEnd.clock) / 1e9, shot.spread))
+            seen.append((shot.shown, Double(endFrame) / 48000 + Double(shot.at - promptEnd.heard) / 1e9, shot.spread))
             Thread.sleep(forTimeInterval: 0.4)
         }
         #expect(cue("idlePrompt") == nil, "the test must look within the idle wait")
@@ -256,7 +256,7 @@ struct TerminalViewTests {
         #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "130\n")
         let before = try String(contentsOfFile: dir.file("before"), encoding: .utf8)
         #expect(before.count > 10 && (try? String(contentsOfFile: dir.file("after"), encoding: .utf8)) == before)
-        #expect(Self.events(events).last?.type == "canceled")
+        #expect(Self.events(events).last?.type == "stopped")
     }
 
     /// A chain on a narrow terminal: its real length as the total (the last cue's frame),

@@ -143,7 +143,7 @@ struct WebSocketConformanceTests {
     static func terminalIDs(_ frames: [RawWebSocket.Frame]) -> [String] {
         frames.filter { $0.opcode == 0x1 }.compactMap { frame in
             guard let object = try? JSONSerialization.jsonObject(with: Data(frame.payload)) as? [String: Any],
-                ["end", "canceled", "error"].contains(object["event"] as? String ?? "")
+                ["finished", "stopped", "error"].contains(object["type"] as? String ?? "")
             else { return nil }
             return ReceivedEvent(fields: object).id
         }
@@ -155,7 +155,7 @@ struct WebSocketConformanceTests {
         client.send(text(#"{"id":"alive","op":"cues","lesson":"sample.json","chain":"correct"}"#))
         let (frames, _) = client.read(quiet: 10) { terminalIDs($0).contains("alive") }
         let ended = frames.contains { frame in
-            (try? JSONSerialization.jsonObject(with: Data(frame.payload)) as? [String: Any]).map { $0["id"] as? String == "alive" && $0["event"] as? String == "end" } ?? false
+            (try? JSONSerialization.jsonObject(with: Data(frame.payload)) as? [String: Any]).map { $0["id"] as? String == "alive" && $0["type"] as? String == "finished" } ?? false
         }
         client.send(close(1000))
         return ended

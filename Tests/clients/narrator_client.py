@@ -6,7 +6,7 @@ Usage:
                          REQUEST_JSON ...
       Sends each request (verbatim: garbage too), prints every event it gets as a JSON line with "received" (its
       CLOCK_MONOTONIC nanoseconds on arrival) added, and exits 0 once every request has had
-      its terminal event (end, canceled or error; one each, whatever was sent). --retry S: keep trying to connect for S
+      its terminal event (finished, stopped or error; one each, whatever was sent). --retry S: keep trying to connect for S
       seconds. --expect-restart: if the connection closes before that, reconnect (for up to
       --retry seconds from the first close) and send again the requests that had no terminal
       event; lines {"client": "closed"} and {"client": "reconnected"} mark each attempt.
@@ -35,7 +35,7 @@ import time
 
 import websockets
 
-TERMINAL = {"end", "canceled", "error"}
+TERMINAL = {"finished", "stopped", "error"}  # docs/events.md
 
 
 def emit(event, **extra):
@@ -140,14 +140,14 @@ async def run(args, transport):
         received = time.monotonic_ns()
         event = json.loads(message)
         emit(event, received=received)
-        if event.get("event") in TERMINAL:
+        if event.get("type") in TERMINAL:
             outstanding -= 1
             pending.pop(json.dumps(event.get("id")), None)
     await transport.close()
     return 0
 
 
-TERMINAL_MARKS = (b'"event":"end"', b'"event":"canceled"', b'"event":"error"')
+TERMINAL_MARKS = (b'"type":"finished"', b'"type":"stopped"', b'"type":"error"')
 
 
 def open_raw(args, number):
@@ -264,7 +264,7 @@ async def load(args):
             message = await transport.receive()
             received = time.monotonic_ns()
             events.append((received, message))
-            if json.loads(message).get("event") in TERMINAL:
+            if json.loads(message).get("type") in TERMINAL:
                 break
         await transport.close()
         return number, events

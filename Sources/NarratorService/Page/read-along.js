@@ -68,28 +68,28 @@ function play() {
   setState("starting");
 }
 
+// A cue's event has its cue's type ("word", "clipStart", the activity's "close" …); the
+// playback's own events have types no cue has (docs/events.md).
 function onEvent(event) {
   readAlong.events += 1;
   readAlong.lastEvent = event;
   if (event.id === "sheet") {
-    if (event.event === "cue" && event.type === "word") sheetWords.push(event);
-    if (event.event === "end") { layOut(); play(); }
-    if (event.event === "error") setState("error", event.message);
+    if (event.type === "word") sheetWords.push(event);
+    if (event.type === "finished") { layOut(); play(); }
+    if (event.type === "error") setState("error", event.message);
     return;
   }
   if (event.id !== readAlong.playing) {
-    if (event.event === "error") status.textContent = event.message;
+    if (event.type === "error") status.textContent = event.message;
     return;
   }
-  switch (event.event) {
-    case "begin": setState("playing"); break;
-    case "cue":
-      if (event.type === "word") highlight(event.clip + "/" + event.index);
-      else if (event.type === "clipStart" || event.type === "clipEnd") highlight(null);
-      else if (event.type === "close") setState("closed");
-      break;
-    case "end": highlight(null); if (readAlong.state !== "closed") setState("ended", "ended: replay to hear it again"); readAlong.playing = null; break;
-    case "canceled": highlight(null); setState("ended", "canceled: " + (event.reason || "")); readAlong.playing = null; break;
+  switch (event.type) {
+    case "start": setState("playing"); break;
+    case "word": highlight(event.clip + "/" + event.index); break;
+    case "clipStart": case "clipEnd": highlight(null); break;
+    case "close": setState("closed"); break;
+    case "finished": highlight(null); if (readAlong.state !== "closed") setState("ended", "ended: replay to hear it again"); readAlong.playing = null; break;
+    case "stopped": highlight(null); setState("ended", "stopped: " + (event.reason || "")); readAlong.playing = null; break;
     case "error": highlight(null); setState("error", event.message); readAlong.playing = null; break;
   }
 }
