@@ -50,13 +50,13 @@ struct DaemonLiveTests {
         return String(format: "p50 %.3f ms, p99 %.3f ms, max %.3f ms over %d cues", p50, p99, max, errors.count)
     }
 
-    @Test func webSocketClientGetsEachCueWhenHeard() throws {
+    @Test(arguments: OutputKind.allCases) func webSocketClientGetsEachCueWhenHeard(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let reference = try Self.lessonAndReference(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server, arguments: ["--output", output.rawValue])
         defer { daemon.stop() }
         let result = try Clients.run(daemon, [Self.play])
         #expect(result.status == 0, "\(result.stderr) \(daemon.stderr)")
@@ -106,13 +106,13 @@ struct DaemonLiveTests {
     /// The daemon's `start` event's `heard` is when frame 0 was heard, and each cue's `heard` when its
     /// frame was heard (not when it was delivered, which `delivered` says, no earlier), both
     /// against the pipe sink's recording.
-    @Test func beginAndCueStampsAreWhenTheirFramesAreHeard() throws {
+    @Test(arguments: OutputKind.allCases) func beginAndCueStampsAreWhenTheirFramesAreHeard(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let reference = try Self.lessonAndReference(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server, arguments: ["--output", output.rawValue])
         defer { daemon.stop() }
         let result = try Clients.run(daemon, unix: true, [Self.play])
         #expect(result.status == 0, "\(result.stderr) \(daemon.stderr)")
@@ -173,7 +173,7 @@ struct DaemonLiveTests {
     }
 
     /// The third client: the Swift API itself, in this process, through the same sound server.
-    @Test func swiftAPIGetsEachCueWhenHeard() async throws {
+    @Test(arguments: OutputKind.allCases) func swiftAPIGetsEachCueWhenHeard(output kind: OutputKind) async throws {
         let dir = TempDir()
         defer { dir.remove() }
         let reference = try Self.lessonAndReference(dir)
@@ -185,7 +185,7 @@ struct DaemonLiveTests {
         defer { for (key, value) in saved { if let value { setenv(key, value, 1) } else { unsetenv(key) } } }
         let lesson = try NarratorLesson(path: dir.file("live.json"))
         let prepared = try lesson.prepare(.chain("live", repeats: 2), seed: 7)
-        let output = try AlsaOutput(device: "default", rate: prepared.schedule.sampleRate, channels: prepared.schedule.channels, latencyMs: 50)
+        let output = try Outputs.open(kind, rate: prepared.schedule.sampleRate, channels: prepared.schedule.channels, latencyMs: 50)
         let playback = prepared.play(on: output)
         var events: [ReceivedEvent] = []
         for await event in playback.events {
@@ -206,13 +206,13 @@ struct DaemonLiveTests {
     /// 50 clients subscribed to one playback (started by another over WebSocket): each gets
     /// every event once, in time. (`make bench` measures the same in a release build, over both
     /// transports.)
-    @Test func fiftySubscribersGetEveryCueInTime() throws {
+    @Test(arguments: OutputKind.allCases) func fiftySubscribersGetEveryCueInTime(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let reference = try Self.lessonAndReference(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: dir.path, server: server)
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server, arguments: ["--output", output.rawValue])
         defer { daemon.stop() }
         // 5 processes of 10 clients each: one Python loop for all 50 would queue their messages
         // behind one another and measure itself.
@@ -262,6 +262,9 @@ struct DaemonLiveTests {
 
     /// Killing one client mid-chain cancels its playback only; garbage from another on the
     /// socket meanwhile changes nothing.
+    // The tests below are about the daemon's requests and connections, not about where the
+    // audio goes: they run on the default output only.
+
     @Test func killedClientCancelsOnlyItsOwnPlayback() throws {
         let dir = TempDir()
         defer { dir.remove() }
