@@ -301,9 +301,14 @@ final class PulseConnection: @unchecked Sendable {
     /// it asked for or the feed gives fewer frames (a hold: the next tick comes back).
     private func fill() {
         guard let feed, !stopped, let stream else { return }
+        var first = true
         while true {
             let writable = pa_stream_writable_size(stream)
             guard writable != Int(bitPattern: UInt.max), writable >= frameBytes else { return }
+            if first {
+                first = false
+                if ranDry() { interrupted() }
+            }
             var data: UnsafeMutableRawPointer?
             var bytes = writable
             guard pa_stream_begin_write(stream, &data, &bytes) == 0, let data else { return }
@@ -320,6 +325,16 @@ final class PulseConnection: @unchecked Sendable {
             written += count
             if count < frames { return }
         }
+    }
+
+    /// Whether, by the latest reading, the sink has played all that was written: the stream
+    /// ran dry. The server's underflow message says so too, but after the requests it sent
+    /// while it drained (a client that was stopped reads them all at once): rendering for those
+    /// as if nothing happened would play them after the gap, then a second gap while the clock
+    /// settles again. Told first, the feed's settling silence joins the gap.
+    private func ranDry() -> Bool {
+        guard playedSinceInterruption, let reading else { return false }
+        return reading.heard + Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9) >= written
     }
 
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
