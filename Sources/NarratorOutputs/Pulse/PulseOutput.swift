@@ -43,14 +43,14 @@ extension DeviceFailure {
 ///   of the latency) whatever the sink's default (up to 2 s on a timer-scheduled card), which
 ///   bounds how far back a rewind may reach.
 /// - Clock: the server's timing snapshots (`pa_stream_update_timing_info`), requested every
-///   `tick` (0.5 ms) from a timerfd in the mainloop: heard = read index − the sink's latency,
+///   `tick` (1 ms) from a timerfd in the mainloop: heard = read index − the sink's latency,
 ///   at the snapshot's own timestamp (taken by the server as it answered, on CLOCK_REALTIME,
 ///   converted to CLOCK_MONOTONIC). Neither `AUTO_TIMING_UPDATE` (libpulse's own requests, at
 ///   10 ms to 1.5 s) nor `INTERPOLATE_TIMING` (a smoother answering "now" from a fitted line,
 ///   which would hide a stalled server from the engine's freshness check): every report is a
 ///   fresh reading, made only while the server says the stream plays.
 /// - Holds: when the feed renders fewer frames than the server asked for, the same tick asks
-///   again within 0.5 ms (the server itself would not before its buffer drains to `minreq`).
+///   again within 1 ms (the server itself would not before its buffer drains to `minreq`).
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
 ///   read: written − (heard + the time since, the sink's block and `rewindMargin`). Data the
 ///   sink has read is beyond recall (a seek before the read index would lose frames).
@@ -101,7 +101,10 @@ final class PulseConnection: @unchecked Sendable {
     private var threadRunning = false
 
     /// How often the timer fills what a hold left unwritten and asks for a timing snapshot.
-    static let tick = 500_000
+    /// Each snapshot is a round trip to the server's main and I/O threads: at 1 ms the test
+    /// server spent about 10% of a core on them (0.5 ms: 15%, same cue figures; 2 ms leaves
+    /// cues waiting for the engine's 1 ms confirmation).
+    static let tick = 1_000_000
     /// How long opening may wait for the server.
     static let openingLimit: Int64 = 5_000_000_000
 
@@ -128,6 +131,8 @@ final class PulseConnection: @unchecked Sendable {
     /// Beyond the sink's block, what a rewind leaves alone: the time the seek takes to reach
     /// the server's I/O thread, and the reading's age.
     private var rewindMarginFrames = 0
+    /// The server's `minreq`, in frames.
+    private var periodFrames = 0
 
     init(policy: ThreadPolicy) {
         self.policy = policy
@@ -215,6 +220,7 @@ final class PulseConnection: @unchecked Sendable {
             throw .pulseOpening(DeviceFailure(pulse: pa_context_errno(context)), device: device)
         }
 
+        periodFrames = max(1, Int(granted.minreq) / frameBytes)
         timer = narrator_pulse_timer_new()
         guard timer >= 0,
             let event = narrator_pulse_io_new(api, timer, { _, _, _, _, userdata in PulseConnection.from(userdata).tick() }, me)
@@ -224,7 +230,7 @@ final class PulseConnection: @unchecked Sendable {
         timerEvent = event
         return NegotiatedOutput(
             device: device, sampleRate: rate, channels: channels, format: .s16,
-            periodFrames: max(1, Int(granted.minreq) / frameBytes), bufferFrames: max(1, Int(granted.tlength) / frameBytes))
+            periodFrames: periodFrames, bufferFrames: max(1, Int(granted.tlength) / frameBytes))
     }
 
     /// With the lock held: waits (letting the mainloop run) until `done` says true (ready) or
@@ -331,10 +337,11 @@ final class PulseConnection: @unchecked Sendable {
     /// ran dry. The server's underflow message says so too, but after the requests it sent
     /// while it drained (a client that was stopped reads them all at once): rendering for those
     /// as if nothing happened would play them after the gap, then a second gap while the clock
-    /// settles again. Told first, the feed's settling silence joins the gap.
+    /// settles again. Told first, the feed's settling silence joins the gap. (A period past
+    /// the end: an estimate, not a guess that a late reading could make.)
     private func ranDry() -> Bool {
         guard playedSinceInterruption, let reading else { return false }
-        return reading.heard + Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9) >= written
+        return reading.heard + Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9) >= written + periodFrames
     }
 
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
