@@ -18,7 +18,7 @@ PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|RealTimeTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|RealTimeTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests
 
 .PHONY: deps build demo test bench fuzz fixtures clean
 
