@@ -48,12 +48,18 @@ extension DeviceFailure {
 ///   converted to CLOCK_MONOTONIC). Neither `AUTO_TIMING_UPDATE` (libpulse's own requests, at
 ///   10 ms to 1.5 s) nor `INTERPOLATE_TIMING` (a smoother answering "now" from a fitted line,
 ///   which would hide a stalled server from the engine's freshness check): every report is a
-///   fresh reading, made only while the server says the stream plays.
+///   fresh reading, made only while the server says the stream plays. (Not after each write:
+///   a write says nothing new about what was heard, and a repeated reading would weigh twice
+///   in the engine's filter.) The timestamp is the server's when the two clocks agree (the
+///   same machine), else libpulse's estimate (the request's time plus half the round trip).
 /// - Holds: when the feed renders fewer frames than the server asked for, the same tick asks
 ///   again within 1 ms (the server itself would not before its buffer drains to `minreq`).
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
 ///   read: written − (heard + the time since, the sink's block and `rewindMargin`). Data the
-///   sink has read is beyond recall (a seek before the read index would lose frames).
+///   sink has read is beyond recall (a seek before the read index would lose frames). A seek
+///   does not truncate: the frames taken back stay on the server until overwritten, which the
+///   next renders do at once, unless the new plan holds within them (a hold cue less than the
+///   buffer after the switch), when the old frames would play.
 /// - Troubles: an underflow, a suspended sink or a stream moved to another sink is
 ///   `feed.interrupted()` (the server restarts the stream itself once it has `prebuf`); a
 ///   context or stream that fails (a server that died) is `feed.failed`, at once.
@@ -447,6 +453,7 @@ extension PlaybackError {
         case ETIMEDOUT:
             .noDevice(device: device, code: failure.name, reason: "the sound server did not answer within 5 s", listedBy: lister)
         case EIO: .noDevice(device: device, code: failure.name, reason: "the sound server closed the connection", listedBy: lister)
+        case EINVAL: .noDevice(device: device, code: failure.name, reason: "not a sink name the server accepts", listedBy: lister)
         default: .noDevice(device: device, code: failure.name, reason: failure.reason, listedBy: lister)
         }
     }
