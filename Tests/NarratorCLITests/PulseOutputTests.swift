@@ -74,6 +74,36 @@ struct PulseOutputTests {
         #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
     }
 
+    /// libpulse's mainloop thread renders, and would inherit the policy of the thread that
+    /// created it: started from a SCHED_FIFO parent, it is still normal unless `--realtime`
+    /// asks (then SCHED_FIFO 20, the engine's audio priority).
+    @Test(
+        .enabled(if: geteuid() == 0 && PulseTestServer.findExecutable("chrt") != nil, "SCHED_FIFO needs root and chrt here"),
+        arguments: [false, true])
+    func mainloopThreadTakesTheAudioPolicy(realtime: Bool) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = try server.startClient(
+            try #require(PulseTestServer.findExecutable("chrt")),
+            ["-f", "10", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct", "--output", "pulse"]
+                + (realtime ? ["--realtime"] : []))
+        defer { player.waitUntilExit() }
+        var thread: KernelThread?
+        let giveUp = LivePlaybackTests.now() + 3_000_000_000
+        while thread == nil && LivePlaybackTests.now() < giveUp {
+            Thread.sleep(forTimeInterval: 0.1)
+            thread = KernelThread.all(of: "\(player.processIdentifier)").first { $0.name == "narrator-pulse" }
+        }
+        let mainloop = try #require(thread, "no narrator-pulse thread")
+        if realtime {
+            #expect(mainloop.policy == Int(SCHED_FIFO) && mainloop.realtimePriority == 20, "\(mainloop)")
+        } else {
+            #expect(mainloop.policy == Int(SCHED_OTHER) && mainloop.realtimePriority == 0, "\(mainloop)")
+        }
+    }
+
     /// No server where PULSE_SERVER points: one line saying so, exit status 1, no events file.
     @Test func noServer() throws {
         let dir = TempDir()
