@@ -29,9 +29,15 @@ struct PulseOutputTests {
         let stdin = Pipe()
         player.standardInput = stdin
         try player.run()
-        // The prompt (0.3 s) is heard about 60 ms after the start; its idle deadline is 1 s
-        // after it ends. Answer in between, far from both.
-        Thread.sleep(forTimeInterval: 0.8)
+        // The idle deadline is 1 s after the prompt is heard to end: answer in between, far
+        // from both.
+        let giveUp = LivePlaybackTests.now() + 10_000_000_000
+        while (try? LivePlaybackTests.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "chainEnd" }) != true
+            && LivePlaybackTests.now() < giveUp
+        {
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        Thread.sleep(forTimeInterval: 0.4)
         stdin.fileHandleForWriting.write(Data("x\n".utf8))
         try stdin.fileHandleForWriting.close()
         player.waitUntilExit()
