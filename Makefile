@@ -1,10 +1,11 @@
 # Narrator: the two commands for a fresh Debian machine are `make demo` and `make test`.
 # Both install what they need first (apt packages included; run as root or with sudo).
 
-APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libasound2-dev sox libsox-fmt-all espeak-ng python3 time \
+APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libasound2-dev libpulse-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac
+# libpulse-dev: `--output pulse` (Sources/NarratorOutputs/Pulse), the native PulseAudio output.
 # tmux: the terminal view's tests run narrator in a tmux pane (TerminalViewTests).
 # lame, vorbis-tools (oggenc), opus-tools (opusenc) and flac: the encoders whose files the decoder is
 # tested with (scripts/encoded-audio.sh, Tests/NarratorAudioFileTests/EncodedFileTests.swift).
@@ -17,7 +18,7 @@ PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests
 
 .PHONY: deps build demo test bench fuzz fixtures clean
 

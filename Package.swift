@@ -33,6 +33,9 @@ let package = Package(
             name: "CALSA", path: "Sources/NarratorOutputs/ALSA/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(
+            name: "CPulse", path: "Sources/NarratorOutputs/Pulse/CPulse", pkgConfig: "libpulse",
+            providers: [.apt(["libpulse-dev"])]),
+        .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
             providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(
@@ -51,7 +54,9 @@ let package = Package(
         // No C module: an app on another platform brings its own output.
         .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // The Linux outputs, each in its folder with its C module and its error mapping.
-        .target(name: "NarratorOutputs", dependencies: ["NarratorLive", "CALSA"], exclude: ["ALSA/CALSA"]),
+        .target(
+            name: "NarratorOutputs", dependencies: ["NarratorLive", "NarratorCore", "CALSA", "CPulse"],
+            exclude: ["ALSA/CALSA", "Pulse/CPulse"]),
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),

@@ -4,11 +4,12 @@ import Foundation
 public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The device could not be opened (no sound card, a misspelt name, a sound server that
     /// does not answer): `code` is the errno's name (ENOENT, ENODEV, ECONNREFUSED…).
-    case noDevice(device: String, code: String, reason: String)
+    /// `listedBy` (here and below) is the command that lists the output's devices.
+    case noDevice(device: String, code: String, reason: String, listedBy: String = "aplay -L")
     /// Another program holds the device.
-    case busy(device: String)
+    case busy(device: String, listedBy: String = "aplay -L")
     /// The device refused every configuration Narrator can play.
-    case unsupported(device: String, reason: String)
+    case unsupported(device: String, reason: String, listedBy: String = "aplay -L")
     /// The device went away while playing (EIO when a sound server dies, ENODEV when a card
     /// is unplugged, ENOTTY), or stopped taking audio for over a second.
     case deviceLost(device: String, code: String, reason: String)
@@ -19,7 +20,7 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A short machine-readable name: what the `error` event's `code` holds.
     public var code: String {
         switch self {
-        case .noDevice(_, let code, _): code
+        case .noDevice(_, let code, _, _): code
         case .busy: "EBUSY"
         case .unsupported: "EINVAL"
         case .deviceLost(_, let code, _): code
@@ -29,7 +30,7 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var device: String {
         switch self {
-        case .noDevice(let device, _, _), .busy(let device), .unsupported(let device, _), .deviceLost(let device, _, _),
+        case .noDevice(let device, _, _, _), .busy(let device, _), .unsupported(let device, _, _), .deviceLost(let device, _, _),
             .noClock(let device):
             device
         }
@@ -37,18 +38,18 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// What went wrong and what to do, without the device's name.
     public var message: String {
-        let choose = "choose another with --device (aplay -L lists them)"
+        func choose(_ lister: String = "aplay -L") -> String { "choose another with --device (\(lister) lists them)" }
         switch self {
-        case .noDevice(_, _, let reason):
-            return "cannot open it (\(reason)); \(choose)"
-        case .busy:
-            return "busy: another program is using it; close that program or \(choose)"
-        case .unsupported(_, let reason):
-            return "cannot play this lesson (\(reason)); \(choose)"
+        case .noDevice(_, _, let reason, let lister):
+            return "cannot open it (\(reason)); \(choose(lister))"
+        case .busy(_, let lister):
+            return "busy: another program is using it; close that program or \(choose(lister))"
+        case .unsupported(_, let reason, let lister):
+            return "cannot play this lesson (\(reason)); \(choose(lister))"
         case .deviceLost(_, let code, let reason):
             return "lost while playing (\(code): \(reason))"
         case .noClock:
-            return "its timing reports never settled, so cues cannot be placed on it (it plays faster or slower than real time); \(choose)"
+            return "its timing reports never settled, so cues cannot be placed on it (it plays faster or slower than real time); \(choose())"
         }
     }
 

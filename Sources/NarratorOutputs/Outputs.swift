@@ -5,6 +5,9 @@ public enum OutputKind: String, CaseIterable, Sendable {
     /// ALSA: a sound card (hw, plughw), dmix, or any ALSA plugin, including the one that
     /// plays through PulseAudio or PipeWire.
     case alsa
+    /// PulseAudio's native protocol through libpulse (PulseAudio, or PipeWire's pulse server):
+    /// a sink by name, with the server's own timing.
+    case pulse
 }
 
 /// Opens the output of a kind on a device.
@@ -12,22 +15,28 @@ public enum Outputs {
     /// The default: ALSA's `default` device, which on a desktop goes to its sound server.
     public static let defaultKind = OutputKind.alsa
 
-    /// The device an output plays on when none is named.
+    /// The device an output plays on when none is named: ALSA's `default` PCM, the sound
+    /// server's default sink.
     public static func defaultDevice(of kind: OutputKind) -> String {
         switch kind {
         case .alsa: "default"
+        case .pulse: "default"
         }
     }
 
     /// Opens `device` (the kind's default when nil) for `rate` Hz and `channels` channels with
-    /// about `latencyMs` of buffer.
+    /// about `latencyMs` of buffer. `threads` are the policies the engine will play with: a
+    /// pull output whose library creates the thread that renders (libpulse's mainloop) sets
+    /// `threads.audio` on it; a push output renders on the engine's audio thread instead.
     public static func open(
-        _ kind: OutputKind, device: String? = nil, rate: Int, channels: Int, latencyMs: Int
+        _ kind: OutputKind, device: String? = nil, rate: Int, channels: Int, latencyMs: Int,
+        threads: PlaybackEngine.Threads = .normal
     ) throws(PlaybackError) -> any AudioOutput {
-        let device = device ?? defaultDevice(of: kind)
         switch kind {
         case .alsa:
-            return try AlsaOutput(device: device, rate: rate, channels: channels, latencyMs: latencyMs)
+            return try AlsaOutput(device: device ?? defaultDevice(of: kind), rate: rate, channels: channels, latencyMs: latencyMs)
+        case .pulse:
+            return try PulseOutput(device: device, rate: rate, channels: channels, latencyMs: latencyMs, policy: threads.audio)
         }
     }
 }

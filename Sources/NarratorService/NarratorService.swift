@@ -492,7 +492,8 @@ public final class NarratorService: Sendable {
             forwarder.frames = prepared.schedule.frames
             let output = try Outputs.open(
                 configuration.output, device: configuration.device, rate: prepared.schedule.sampleRate,
-                channels: prepared.schedule.channels, latencyMs: configuration.latencyMs)
+                channels: prepared.schedule.channels, latencyMs: configuration.latencyMs,
+                threads: configuration.realtime ? .realtime : .normal)
             playback = prepared.play(
                 on: output, threads: configuration.realtime ? .realtime : .normal,
                 onEvents: forwarder.forward, onFinished: { [self] _ in ended(forwarder) })

@@ -7,10 +7,10 @@ extension OutputKind: ExpressibleByArgument {}
 /// Where `play` and `serve` send their audio: the output, its device, the latency and the
 /// priority of playback's threads.
 struct OutputOptions: ParsableArguments {
-    @Option(help: "The output to play on: alsa (a sound card, dmix or any ALSA plugin, including the one that goes to PulseAudio or PipeWire).")
+    @Option(help: "The output to play on: alsa (a sound card, dmix or any ALSA plugin, including the one that goes to PulseAudio or PipeWire) or pulse (a PulseAudio or PipeWire sound server, natively through libpulse).")
     var output = Outputs.defaultKind
 
-    @Option(help: "The output's device (alsa: a PCM name, `aplay -L` lists them; default: \"default\").")
+    @Option(help: "The output's device (alsa: a PCM name, `aplay -L` lists them, default \"default\"; pulse: a sink name, `pactl list short sinks` lists them, default the server's default sink).")
     var device: String?
 
     @Option(help: "Output latency in milliseconds: the device buffer; periods are a quarter of it.")
@@ -27,6 +27,7 @@ struct OutputOptions: ParsableArguments {
 
     /// Opens the output for `schedule`'s rate and channels.
     func open(for schedule: Schedule) throws(PlaybackError) -> any AudioOutput {
-        try Outputs.open(output, device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latency)
+        try Outputs.open(
+            output, device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latency, threads: threads)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NarratorOutputs
 import NarratorTestSupport
 import NarratorTestTraits
 import Testing
@@ -93,7 +94,8 @@ struct LivePlaybackTests {
         return (at(0.5), at(0.99), sorted.last ?? 0)
     }
 
-    @Test func playsTheRenderSampleForSampleWithCuesWhenHeard() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func playsTheRenderSampleForSampleWithCuesWhenHeard(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
@@ -101,7 +103,7 @@ struct LivePlaybackTests {
         let server = try PulseTestServer()
         defer { server.stop() }
         let played = try server.runClient(
-            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl"), "--verbose"])
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--output", output.rawValue, "--events", dir.file("events.jsonl"), "--verbose"])
         #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
@@ -122,7 +124,7 @@ struct LivePlaybackTests {
         #expect(events.dropFirst().map { "\($0.type) \($0.frame ?? -1)" } == expected)
         let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
         let (p50, p99, max) = Self.summary(measured.map(\.error))
-        print("live cue delivery through PulseAudio: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) cues; "
+        print("live cue delivery through PulseAudio (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) cues; "
             + "clock fit \(recording.clock.residualsMs), \(String(format: "%.1f", recording.clock.slopePPM)) ppm; \(played.stderr)")
         #expect(measured.count >= 20)
         #expect(p99 <= 2, "p99 \(p99) ms")
@@ -131,7 +133,8 @@ struct LivePlaybackTests {
 
     /// An activity with scripted taps, live: the events are the simulated trace, each delivered
     /// when heard, and the recording is the activity's offline render.
-    @Test func activityPlaysLiveWithTheSimulatedTrace() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func activityPlaysLiveWithTheSimulatedTrace(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = ActivityTests.lesson
@@ -143,7 +146,7 @@ struct LivePlaybackTests {
         let mono = try WAVFile(path: dir.file("reference.wav")).int16Samples
         let server = try PulseTestServer()
         defer { server.stop() }
-        let played = try server.runClient(Repo.narrator, ["play", lesson] + run1 + ["--events", dir.file("events.jsonl")])
+        let played = try server.runClient(Repo.narrator, ["play", lesson] + run1 + ["--output", output.rawValue, "--events", dir.file("events.jsonl")])
         #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
         let recording = try server.recording()
         let alignment = try #require(recording.locate(mono, channels: 2), "\(server.logTail())")
@@ -157,7 +160,7 @@ struct LivePlaybackTests {
         #expect(events.dropFirst().map { "\($0.type)@\($0.frame ?? -1)" } == expected)
         let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
         let (p50, p99, max) = Self.summary(measured.map(\.error))
-        print("live activity: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) events")
+        print("live activity (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) events")
         #expect(max <= 5, "max \(max) ms")
     }
 
@@ -183,13 +186,13 @@ struct LivePlaybackTests {
 
     /// Plays the tone activity, answering `x` `lead` nanoseconds before the idle deadline as
     /// heard (nil: never); returns the events, the recording and the tap's time.
-    static func answerLive(_ dir: TempDir, lead: Int64?) throws -> (events: [Event], recording: Recording, deadline: Int64, sent: Int64) {
+    static func answerLive(_ dir: TempDir, output: OutputKind, lead: Int64?) throws -> (events: [Event], recording: Recording, deadline: Int64, sent: Int64) {
         let lesson = try toneActivity(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = Process()
         player.executableURL = URL(fileURLWithPath: Repo.narrator)
-        player.arguments = ["play", lesson, "--activity", "a", "--events", dir.file("events.jsonl")]
+        player.arguments = ["play", lesson, "--activity", "a", "--output", output.rawValue, "--events", dir.file("events.jsonl")]
         player.environment = server.environment
         let stdin = Pipe()
         player.standardInput = stdin
@@ -229,10 +232,11 @@ struct LivePlaybackTests {
     /// Answering live: a tap heard 25 ms before the idle deadline wins, and no idle-prompt audio
     /// reaches the output. The player holds back before the deadline's frame until it is 10 ms
     /// from being heard, and the new plan takes over where the plans differ.
-    @Test func tapHeardBeforeTheDeadlineSilencesTheIdlePrompt() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func tapHeardBeforeTheDeadlineSilencesTheIdlePrompt(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let run = try Self.answerLive(dir, lead: 25_000_000)
+        let run = try Self.answerLive(dir, output: output, lead: 25_000_000)
         #expect(run.sent < run.deadline, "the tap went in \(Double(run.deadline - run.sent) / 1e6) ms before the deadline")
         #expect(!run.events.contains { $0.type == "idlePrompt" }, "\(run.events.map(\.type))")
         #expect(run.recording.locate(try Self.stereo(dir, "yes"), channels: 2) != nil, "the answer's tone is in the recording")
@@ -242,10 +246,11 @@ struct LivePlaybackTests {
     }
 
     /// With no tap, the held idle prompt still starts exactly 1 s after the prompt, as heard.
-    @Test func heldIdlePromptStillStartsOnTime() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func heldIdlePromptStillStartsOnTime(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let run = try Self.answerLive(dir, lead: nil)
+        let run = try Self.answerLive(dir, output: output, lead: nil)
         let prompt = try #require(run.recording.locate(try Self.stereo(dir, "prompt"), channels: 2))
         let idle = try #require(run.recording.locate(try Self.stereo(dir, "idle"), channels: 2), "the idle prompt played")
         #expect(idle.startFrame == prompt.startFrame + prompt.referenceFrameCount + 48_000, "exactly 1 s after the prompt")
@@ -254,7 +259,8 @@ struct LivePlaybackTests {
         #expect(abs(event.heard - heard) < 5_000_000, "idlePrompt delivered \(Double(event.heard - heard) / 1e6) ms from when it was heard")
     }
 
-    @Test func stoppedPlayerUnderrunsAndRecoversInStep() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func stoppedPlayerUnderrunsAndRecoversInStep(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
@@ -262,7 +268,7 @@ struct LivePlaybackTests {
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--output", output.rawValue, "--events", dir.file("events.jsonl")])
         Thread.sleep(forTimeInterval: 1.5)
         kill(player.processIdentifier, SIGSTOP)
         Thread.sleep(forTimeInterval: 0.3)
@@ -284,21 +290,21 @@ struct LivePlaybackTests {
         let after = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
             .filter { $0.heard > continued + 250_000_000 }
         let (p50, p99, max) = Self.summary(after.map(\.error))
-        print("after a 300 ms stop: p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(after.count) cues; \(alignment.gaps)")
+        print("after a 300 ms stop (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(after.count) cues; \(alignment.gaps)")
         #expect(after.count >= 10)
         #expect(max <= 5, "max \(max) ms")
     }
 
     /// On a terminal (a pseudo-terminal from `script`), people see the words with the one being
     /// heard highlighted, pulses and a progress line, and no JSON.
-    @Test(.enabled(if: PulseTestServer.findExecutable("script") != nil, "needs script (bsdutils)"))
-    func terminalShowsTheWordsBeingHeard() throws {
+    @Test(.enabled(if: PulseTestServer.findExecutable("script") != nil, "needs script (bsdutils)"), arguments: [OutputKind.alsa, .pulse])
+    func terminalShowsTheWordsBeingHeard(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
-        let command = ([Repo.narrator, "play", lesson] + Self.chainArguments.prefix(4)).joined(separator: " ")
+        let command = ([Repo.narrator, "play", lesson] + Self.chainArguments.prefix(4) + ["--output", output.rawValue]).joined(separator: " ")
         let result = try server.runClient(try #require(PulseTestServer.findExecutable("script")), ["-qec", command, "/dev/null"])
         #expect(result.status == 0, "\(result.stderr)")
         let red = "\u{1B}[1;31m"
@@ -308,14 +314,15 @@ struct LivePlaybackTests {
         #expect(!result.stdout.contains("\"type\""))
     }
 
-    @Test func ctrlCEndsPlaybackWithOneStoppedEvent() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func ctrlCEndsPlaybackWithOneStoppedEvent(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")])
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--output", output.rawValue, "--events", dir.file("events.jsonl")])
         Thread.sleep(forTimeInterval: 1.2)
         let interrupted = Self.now()
         kill(player.processIdentifier, SIGINT)
@@ -328,14 +335,15 @@ struct LivePlaybackTests {
         #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
     }
 
-    @Test func killedServerEndsPlaybackWithATypedError() throws {
+    @Test(arguments: [OutputKind.alsa, .pulse])
+    func killedServerEndsPlaybackWithATypedError(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try Self.liveLesson(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--events", dir.file("events.jsonl")],
+            Repo.narrator, ["play", lesson] + Self.chainArguments + ["--output", output.rawValue, "--events", dir.file("events.jsonl")],
             logFile: dir.file("stderr.txt"))
         Thread.sleep(forTimeInterval: 1.5)
         let killed = Self.now()
@@ -352,7 +360,7 @@ struct LivePlaybackTests {
         #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
         let stderr = try String(contentsOfFile: dir.file("stderr.txt"), encoding: .utf8)
         #expect(stderr.split(separator: "\n").count == 1 && stderr.contains("audio device 'default': lost while playing"), "\(stderr)")
-        print("server killed: error event \(Double(last.heard - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")
+        print("server killed (\(output)): error event \(Double(last.heard - killed) / 1e6) ms later, code \(last.fields["code"] ?? "?")")
     }
 }
 
@@ -360,19 +368,24 @@ struct LivePlaybackTests {
 /// another, exit status 1, no events file left.
 @Suite("Unavailable devices")
 struct UnavailableDeviceTests {
-    @Test func missingDevice() throws {
+    /// A pulse sink is looked up on a server: the private one, whose only sink is its pipe sink.
+    @Test(arguments: [OutputKind.alsa] + (PulseTestServer.isAvailable ? [.pulse] : []))
+    func missingDevice(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let result = try run(
-            Repo.narrator,
-            ["play", LivePlaybackTests.lesson, "--chain", "correct", "--device", "no_such_device", "--events", dir.file("e.jsonl")])
+        let server = output == .pulse ? try PulseTestServer() : nil
+        defer { server?.stop() }
+        let arguments = ["play", LivePlaybackTests.lesson, "--chain", "correct", "--output", output.rawValue, "--device", "no_such_device", "--events", dir.file("e.jsonl")]
+        let result = try server?.runClient(Repo.narrator, arguments) ?? run(Repo.narrator, arguments)
         #expect(result.status == 1)
-        #expect(result.stderr == "narrator: audio device 'no_such_device': cannot open it (no such ALSA device); choose another with --device (aplay -L lists them)\n")
+        let (missing, lister) = output == .alsa ? ("no such ALSA device", "aplay -L") : ("no such PulseAudio sink", "pactl list short sinks")
+        #expect(result.stderr == "narrator: audio device 'no_such_device': cannot open it (\(missing)); choose another with --device (\(lister) lists them)\n")
         #expect(!FileManager.default.fileExists(atPath: dir.file("e.jsonl")))
     }
 
     /// ALSA's `null` device swallows audio as fast as it comes: no clock to place cues on. One
-    /// error event, one line, within the settling limit, not a hang.
+    /// error event, one line, within the settling limit, not a hang. (ALSA only: a sound
+    /// server's sink plays in real time, with or without hardware; there is no pulse `null`.)
     @Test func deviceWithoutAClock() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -387,7 +400,7 @@ struct UnavailableDeviceTests {
     }
 
     /// A real ALSA PCM plugin, built here, whose open answers EBUSY as a device held by another
-    /// program does.
+    /// program does. (ALSA only: a sound server mixes its clients, so a pulse sink is never busy.)
     @Test(.enabled(if: PulseTestServer.findExecutable("gcc") != nil, "needs gcc"))
     func busyDevice() throws {
         let dir = TempDir()

@@ -51,7 +51,7 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
         narrator_alsa_silence_errors()
         do {
             (handle, negotiated) = try Self.open(name: device, shownAs: device, rate: rate, channels: channels, latencyMs: latencyMs)
-        } catch .unsupported(_, let reason) where !device.hasPrefix("plug:") {
+        } catch .unsupported(_, let reason, _) where !device.hasPrefix("plug:") {
             do {
                 (handle, negotiated) = try Self.open(
                     name: "plug:\"\(device)\"", shownAs: device, rate: rate, channels: channels, latencyMs: latencyMs)
