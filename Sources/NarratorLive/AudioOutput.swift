@@ -56,10 +56,14 @@ public protocol AudioOutput: AnyObject, Sendable {
     func rewind(_ frames: Int) -> Int
     /// Stops at once, dropping what is buffered; a pull output returns once no callback runs.
     func stop()
+    /// A pull output: whether the thread its library renders on runs at real-time priority
+    /// (the engine reports it in `start`). A push output renders on the engine's own thread.
+    var rendersInRealtime: Bool { get }
 }
 
 extension AudioOutput {
     public func rewind(_ frames: Int) -> Int { 0 }
+    public var rendersInRealtime: Bool { false }
 }
 
 /// Who drives an output's rendering.

@@ -258,7 +258,7 @@ public final class PlaybackEngine: @unchecked Sendable {
                     .start(
                         StartInfo(
                             output: negotiated, measuredDelayFrames: feed.firstDelay.load(ordering: .acquiring),
-                            realtime: audioRealtime.load(ordering: .acquiring),
+                            realtime: output.drive == .push ? audioRealtime.load(ordering: .acquiring) : output.rendersInRealtime,
                             startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
                             firstFrameHeardTime: anchor.time(ofFrame: 0, rate: rate))))
             }

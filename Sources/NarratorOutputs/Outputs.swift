@@ -1,3 +1,4 @@
+import Foundation
 import NarratorLive
 
 /// The outputs Narrator plays on under Linux, chosen by `--output`.
@@ -12,8 +13,18 @@ public enum OutputKind: String, CaseIterable, Sendable {
 
 /// Opens the output of a kind on a device.
 public enum Outputs {
-    /// The default: ALSA's `default` device, which on a desktop goes to its sound server.
-    public static let defaultKind = OutputKind.alsa
+    /// The default, what works on this machine: `pulse` when a PulseAudio server (or
+    /// PipeWire's pulse server) is there to talk to, directly, with its own timing (the
+    /// environment names one in PULSE_SERVER, or its socket is in XDG_RUNTIME_DIR/pulse or
+    /// /run/pulse); otherwise `alsa` (a sound card, or ALSA's default device, however it is
+    /// configured).
+    public static var defaultKind: OutputKind {
+        let environment = ProcessInfo.processInfo.environment
+        if let server = environment["PULSE_SERVER"], !server.isEmpty { return .pulse }
+        var sockets = ["/run/pulse/native", "/var/run/pulse/native"]
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { sockets.insert(runtime + "/pulse/native", at: 0) }
+        return sockets.contains { FileManager.default.fileExists(atPath: $0) } ? .pulse : .alsa
+    }
 
     /// The device an output plays on when none is named: ALSA's `default` PCM, the sound
     /// server's default sink.

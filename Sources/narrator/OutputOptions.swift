@@ -7,8 +7,11 @@ extension OutputKind: ExpressibleByArgument {}
 /// Where `play` and `serve` send their audio: the output, its device, the latency and the
 /// priority of playback's threads.
 struct OutputOptions: ParsableArguments {
-    @Option(help: "The output to play on: alsa (a sound card, dmix or any ALSA plugin, including the one that goes to PulseAudio or PipeWire) or pulse (a PulseAudio or PipeWire sound server, natively through libpulse).")
-    var output = Outputs.defaultKind
+    @Option(help: "The output to play on: pulse (a PulseAudio or PipeWire sound server, natively through libpulse) or alsa (a sound card, dmix or any ALSA plugin). Default: pulse when a sound server is running (PULSE_SERVER, or its socket in XDG_RUNTIME_DIR/pulse), else alsa.")
+    var output: OutputKind?
+
+    /// The output asked for, or what works on this machine.
+    var kind: OutputKind { output ?? Outputs.defaultKind }
 
     @Option(help: "The output's device (alsa: a PCM name, `aplay -L` lists them, default \"default\"; pulse: a sink name, `pactl list short sinks` lists them, default the server's default sink).")
     var device: String?
@@ -28,6 +31,6 @@ struct OutputOptions: ParsableArguments {
     /// Opens the output for `schedule`'s rate and channels.
     func open(for schedule: Schedule) throws(PlaybackError) -> any AudioOutput {
         try Outputs.open(
-            output, device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latency, threads: threads)
+            kind, device: device, rate: schedule.sampleRate, channels: schedule.channels, latencyMs: latency, threads: threads)
     }
 }

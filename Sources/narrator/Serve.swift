@@ -79,7 +79,7 @@ struct Serve: ParsableCommand {
         }
         let options = NarratorDaemon.Options(
             configuration: .init(
-                library: library, output: outputOptions.output, device: outputOptions.device, latencyMs: outputOptions.latency,
+                library: library, output: outputOptions.kind, device: outputOptions.device, latencyMs: outputOptions.latency,
                 realtime: outputOptions.realtime),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
             realtimeDelivery: realtimeDelivery)

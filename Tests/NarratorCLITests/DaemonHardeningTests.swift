@@ -69,7 +69,7 @@ struct DaemonHardeningTests {
         let dir = TempDir()
         defer { dir.remove() }
         let (library, poisoned) = try Self.poisonedLibrary(dir)
-        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let bystander = try SocketClient(daemon.socket)
         bystander.send(#"{"id": "w", "op": "subscribe", "playback": "next"}"#)
@@ -101,7 +101,7 @@ struct DaemonHardeningTests {
     @Test func abandonedRequestStormStaysBounded() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let pid = daemon.process.processIdentifier
         let requests = [
@@ -222,7 +222,7 @@ struct DaemonHardeningTests {
         try FileManager.default.createDirectory(atPath: library + "-x/secret", withIntermediateDirectories: true)
         dir.write("library-x/secret/x.wav", "not a wav")
         dir.write("library/sibling.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(library)-x/secret/x.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
-        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let requests = [
             #"{"id": "chain", "op": "cues", "lesson": "sub/missing-audio.json", "chain": "nope"}"#,
@@ -277,7 +277,7 @@ struct DaemonHardeningTests {
         let dir = TempDir()
         defer { dir.remove() }
         let library = Repo.path("Timings/lessons")
-        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         var slow: [SocketClient] = []
         for client in 0..<2 {
@@ -319,7 +319,7 @@ struct DaemonHardeningTests {
     @Test func requestNestingLimit() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let client = try SocketClient(daemon.socket)
         // The object is level 1 and `[` at column 35 level 2: the 31 inside it reach 33 at column 66.

@@ -15,7 +15,7 @@ struct DaemonProtocolTests {
     @Test func cuesOverTheSocketAreTheCueSheet() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let reply = try Clients.socat(daemon, input: #"{"id": 7, "op": "cues", "lesson": "sample.json", "chain": "correct", "seed": 7}"# + "\n")
         let events = try ReceivedEvent.parse(reply.stdout)
@@ -42,7 +42,7 @@ struct DaemonProtocolTests {
             .replacingOccurrences(of: "\"timings\": \"", with: "\"timings\": \"" + Self.library + "/")
         dir.write("library/sample.json", sample)
         try FileManager.default.createSymbolicLink(atPath: library + "/escape.json", withDestinationPath: Repo.path("Package.swift"))
-        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         var garbage = Data([0xff, 0xfe, 0x00, 0x01, 0x80, 0x0a])  // not UTF-8, then a newline
         garbage += Data("not json\n".utf8)
@@ -85,7 +85,7 @@ struct DaemonProtocolTests {
     @Test func stopWhilePreparingEndsThatRequestOnce() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let started = Date()
         let reply = try Clients.socat(
@@ -127,7 +127,7 @@ struct DaemonProtocolTests {
     func deliveryThreadsRunAtRealTimePriorityAndNothingInheritsIt() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         let pid = "\(daemon.process.processIdentifier)"
         let raised = Self.eventLoopThreads(of: daemon.process.processIdentifier)
         #expect(raised.count >= 1, "no event-loop thread found")
@@ -151,7 +151,7 @@ struct DaemonProtocolTests {
         #expect((playing + workers).allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.realtimePriority == 0 }, "\(playing + workers)")
         #expect(daemon.stop() == 0)
 
-        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null", "--no-realtime-delivery"])
+        let normal = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null", "--no-realtime-delivery"])
         let threads = Self.eventLoopThreads(of: normal.process.processIdentifier)
         #expect(threads.count >= 1 && threads.allSatisfy { $0.policy == Int(SCHED_OTHER) && $0.priority == 0 }, "\(threads)")
         #expect(normal.stop() == 0)
@@ -160,7 +160,7 @@ struct DaemonProtocolTests {
     @Test func socketIsPrivateAndItsFileIsManaged() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         var info = stat()
         #expect(lstat(daemon.socket, &info) == 0)
         #expect(info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
@@ -188,7 +188,7 @@ struct DaemonProtocolTests {
     func webSocketNeedsTheTokenAndRefusesOversizedMessages() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         #expect(daemon.url.hasPrefix("ws://127.0.0.1:"), "loopback by default")
         let refused = try runTool("python3", [Clients.python, "run", "--ws", daemon.url, "--token", "wrong-token", #"{"id":1,"op":"cues","lesson":"sample.json","chain":"correct"}"#])

@@ -72,7 +72,7 @@ struct EventSchemaTests {
     func daemonRepliesMatchTheSchema() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.lessons, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.lessons, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let requests = [
             #"{"id": 1, "op": "cues", "lesson": "sample.json", "chain": "correct", "seed": 7}"#,
@@ -115,7 +115,7 @@ struct EventSchemaTests {
         let dir = TempDir()
         defer { dir.remove() }
         let result = try run(
-            Repo.narrator, ["play", Self.lessons + "/sample.json", "--chain", "correct", "--device", "null", "--events", dir.file("e.jsonl")])
+            Repo.narrator, ["play", Self.lessons + "/sample.json", "--chain", "correct", "--output", "alsa", "--device", "null", "--events", dir.file("e.jsonl")])
         #expect(result.status == 1)
         let lines = try String(contentsOfFile: dir.file("e.jsonl"), encoding: .utf8)
         try Self.expectValid(lines, as: "playLine", "play --device null")

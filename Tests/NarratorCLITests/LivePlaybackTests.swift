@@ -390,7 +390,7 @@ struct UnavailableDeviceTests {
         let dir = TempDir()
         defer { dir.remove() }
         let result = try run(
-            Repo.narrator, ["play", LivePlaybackTests.lesson, "--chain", "correct", "--device", "null", "--events", dir.file("e.jsonl")])
+            Repo.narrator, ["play", LivePlaybackTests.lesson, "--chain", "correct", "--output", "alsa", "--device", "null", "--events", dir.file("e.jsonl")])
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("narrator: audio device 'null': its timing reports never settled"), "\(result.stderr)")
         let events = try LivePlaybackTests.events(dir.file("e.jsonl"))
@@ -421,7 +421,7 @@ struct UnavailableDeviceTests {
         let result = try run(
             "/usr/bin/env",
             ["ALSA_CONFIG_PATH=/usr/share/alsa/alsa.conf:\(config)", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct",
-             "--device", "narrator_busy"])
+             "--output", "alsa", "--device", "narrator_busy"])
         #expect(result.status == 1)
         #expect(result.stderr == "narrator: audio device 'narrator_busy': busy: another program is using it; close that program or choose another with --device (aplay -L lists them)\n")
     }

@@ -77,7 +77,7 @@ struct PulseOutputTests {
         #expect(ended - stopped < 1_500_000_000, "ended \(Double(ended - stopped) / 1e6) ms after the server stopped")
         let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
         #expect(events.last?.type == "error" && events.last?.fields["code"] as? String == "ETIMEDOUT", "\(events.last?.fields ?? [:])")
-        #expect(events.filter { ["error", "canceled"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
+        #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
     }
 
     /// libpulse's mainloop thread renders, and would inherit the policy of the thread that

@@ -166,7 +166,7 @@ struct WebSocketConformanceTests {
     static func check(_ group: String, _ cases: [Case]) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         var rows: [String] = []
         for test in cases {
@@ -392,7 +392,7 @@ struct WebSocketConformanceTests {
     @Test static func floodsStayBounded() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--device", "null"])
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let pid = daemon.process.processIdentifier
         #expect(answersGoodClient(daemon))

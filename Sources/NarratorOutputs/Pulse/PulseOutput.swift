@@ -87,6 +87,9 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
     /// Whether the mainloop thread took the policy it was given.
     public var policyApplied: Bool { connection.policyApplied.load(ordering: .acquiring) }
 
+    /// The mainloop thread renders: real-time when it was asked to be and could.
+    public var rendersInRealtime: Bool { policyApplied && connection.isRealtime }
+
     public func play(_ feed: OutputFeed) { connection.play(feed) }
 
     public func rewind(_ frames: Int) -> Int { connection.rewind(frames) }
@@ -104,6 +107,7 @@ final class PulseConnection: @unchecked Sendable {
     private var stream: OpaquePointer?
     private let policy: ThreadPolicy
     let policyApplied = Atomic<Bool>(false)
+    var isRealtime: Bool { policy != .normal }
     private var threadRunning = false
 
     /// How often the timer fills what a hold left unwritten and asks for a timing snapshot.
