@@ -39,8 +39,10 @@ public enum NarratorDaemon {
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
         // Both transports on the same event loops: the threads that write every event. A few,
-        // whatever the machine: the daemon's threads are bounded (at most 64 in all).
-        let loops = MultiThreadedEventLoopGroup(numberOfThreads: min(System.coreCount, 4))
+        // whatever the machine (the daemon's threads are bounded: at most 64 in all), and one
+        // core fewer than there are: real-time loops on every core would keep the clients they
+        // wake (and the sound server) off the CPU until all of them had written.
+        let loops = MultiThreadedEventLoopGroup(numberOfThreads: max(1, min(System.coreCount - 1, 4)))
         if options.realtimeDelivery, await !raise(loops) {
             logger.warning("delivery threads stay at normal priority: SCHED_FIFO is not permitted (root, CAP_SYS_NICE or RLIMIT_RTPRIO)")
         }
