@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job: render the sample lesson's "correct" chain, then play it live through ALSA, then
+# The main job: render the sample lesson's "correct" chain, then play it live, then
 # play Learn with Homer's sight-words activity live with scripted taps (a wrong answer, the two
 # right ones), its events delivered as heard.
-# On a machine with a sound card it plays on ALSA's default device. Without one (these build
+# On a machine with a sound card it plays on the default output (the desktop's sound server
+# through libpulse when one runs, else ALSA's default device). Without one (these build
 # machines have no /dev/snd) it plays through a private PulseAudio server whose pipe sink hands
 # back what was heard, saved to out/heard.wav.
 set -euo pipefail
@@ -19,7 +20,7 @@ activity_args=(--activity sight-words --taps 3:cat,4.5:see,9.5:hat --seed 7)
 echo "rendered: $out/correct.wav (cue sheet $out/correct.cues.json)"
 
 if [ -d /dev/snd ] && aplay -l 2>/dev/null | grep -q '^card'; then
-  echo "playing on the sound card (ALSA default device)..."
+  echo "playing on the sound card (the default output)..."
   "$narrator" play "$lesson" "${args[@]}" --verbose --events "$out/events.jsonl"
   echo "playing the sight-words activity with scripted taps..."
   "$narrator" play "$activity_lesson" "${activity_args[@]}" --events "$out/activity.events.jsonl"
