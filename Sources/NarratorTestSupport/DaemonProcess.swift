@@ -98,8 +98,9 @@ public struct ReceivedEvent: @unchecked Sendable {
     public var received: Int64 { (fields["received"] as? NSNumber)?.int64Value ?? 0 }
     /// A request's last event (docs/events.md).
     public var isTerminal: Bool { ["finished", "stopped", "error"].contains(type) }
-    /// A cue's event: its `type` is the cue's, none of the names of the other events.
-    public var isCue: Bool { !EventEncoder.Kind.allCases.contains { $0.rawValue == type } }
+    /// A cue's event: it has a `type`, the cue's, none of the names of the other events (a
+    /// client's own marks, such as `{"client": "reconnected"}`, have none).
+    public var isCue: Bool { !type.isEmpty && !EventEncoder.Kind.allCases.contains { $0.rawValue == type } }
 
     public static func parse(_ text: String) throws -> [ReceivedEvent] {
         try text.split(separator: "\n").map { line in

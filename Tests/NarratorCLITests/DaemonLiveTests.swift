@@ -334,7 +334,7 @@ struct DaemonLiveTests {
         #expect(marks.first == "closed" && marks.last == "reconnected", "\(marks); stderr: \(daemon.stderr)")
         let lastReconnect = try #require(patientEvents.lastIndex { $0.fields["client"] as? String == "reconnected" })
         let afterRestart = patientEvents[lastReconnect...]
-        #expect(afterRestart.filter { $0.isCue }.count == (try Self.cueCount(dir)))
+        #expect(afterRestart.filter { $0.isCue }.count == (try Self.cueCount(dir)), "\(afterRestart.map(\.type))")
         #expect(afterRestart.filter(\.isTerminal).map(\.type) == ["finished"])
     }
 
