@@ -204,22 +204,36 @@ public final class ClockPublication: Sendable {
     private let anchorFrame = Atomic<Int>(0)
     private let anchorTime = Atomic<Int64>(0)
     private let valid = Atomic<Bool>(false)
-    private let written = Atomic<Int>(0)
     private let readingTime = Atomic<Int64>(0)
+    private let heardTimeline = Atomic<Int>(0)
+    private let heardAt = Atomic<Int64>(0)
+    private let advancing = Atomic<Bool>(false)
 
     public init() {}
 
     public struct Snapshot: Sendable {
-        /// Nil while no reading has been taken since the start or the last stall.
+        /// Output frame ↔ time (the device's clock, linear in the frames it plays); nil while no
+        /// reading has been taken since the start or the last stall.
         public var anchor: ClockAnchor?
-        /// Frames handed to the device so far.
-        public var framesWritten: Int
-        /// Monotonic time of the latest reading.
+        /// Monotonic time of the latest reading that confirmed the anchor.
         public var readingTime: Int64
+        /// The timeline frame being heard at `heardAt` (the latest reading), and whether the
+        /// timeline advances there (not while paused or while the clock settles).
+        public var heardTimeline: Int
+        public var heardAt: Int64
+        public var timelineAdvancing: Bool
+
+        /// The timeline frame heard at `time`, extrapolated from the latest reading no further
+        /// than the reading that confirmed the anchor.
+        public func timelineFrame(at time: Int64, rate: Int) -> Int {
+            guard timelineAdvancing else { return heardTimeline }
+            let until = min(time, readingTime)
+            return heardTimeline + max(0, Int(Double(until - heardAt) * Double(rate) / 1e9))
+        }
     }
 
     /// Writer side (the audio thread).
-    public func publish(anchor: ClockAnchor?, framesWritten: Int, readingTime: Int64) {
+    public func publish(anchor: ClockAnchor?, readingTime: Int64, heardTimeline: Int, heardAt: Int64, advancing: Bool) {
         let s = sequence.load(ordering: .relaxed)
         sequence.store(s &+ 1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
@@ -228,8 +242,10 @@ public final class ClockPublication: Sendable {
             anchorTime.store(anchor.time, ordering: .relaxed)
         }
         valid.store(anchor != nil, ordering: .relaxed)
-        written.store(framesWritten, ordering: .relaxed)
         self.readingTime.store(readingTime, ordering: .relaxed)
+        self.heardTimeline.store(heardTimeline, ordering: .relaxed)
+        self.heardAt.store(heardAt, ordering: .relaxed)
+        self.advancing.store(advancing, ordering: .relaxed)
         sequence.store(s &+ 2, ordering: .releasing)
     }
 
@@ -247,13 +263,15 @@ public final class ClockPublication: Sendable {
             let isValid = valid.load(ordering: .relaxed)
             let frame = anchorFrame.load(ordering: .relaxed)
             let time = anchorTime.load(ordering: .relaxed)
-            let framesWritten = written.load(ordering: .relaxed)
             let reading = readingTime.load(ordering: .relaxed)
+            let timeline = heardTimeline.load(ordering: .relaxed)
+            let at = heardAt.load(ordering: .relaxed)
+            let isAdvancing = advancing.load(ordering: .relaxed)
             atomicMemoryFence(ordering: .acquiring)
             if sequence.load(ordering: .relaxed) == before {
                 return Snapshot(
-                    anchor: isValid ? ClockAnchor(frame: frame, time: time) : nil, framesWritten: framesWritten,
-                    readingTime: reading)
+                    anchor: isValid ? ClockAnchor(frame: frame, time: time) : nil, readingTime: reading,
+                    heardTimeline: timeline, heardAt: at, timelineAdvancing: isAdvancing)
             }
         }
     }

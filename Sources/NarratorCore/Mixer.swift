@@ -9,6 +9,11 @@ public final class Mixer {
     public private(set) var position = 0
     /// Samples a streamed voice needed that its ring did not yet hold (played as silence).
     public private(set) var streamShortfall = 0
+    /// The frames of the schedule's cues, in order: what live playback walks while it renders
+    /// (a plain buffer, read without touching the cues' strings).
+    public var cueFrames: UnsafeBufferPointer<Int> { UnsafeBufferPointer(rebasing: cueFrameStorage[0..<cueCount]) }
+    private let cueFrameStorage: UnsafeMutableBufferPointer<Int>
+    private let cueCount: Int
 
     /// A voice reduced to what the real-time loop needs.
     private struct Slot {
@@ -57,6 +62,9 @@ public final class Mixer {
         active = .allocate(capacity: max(schedule.voices.count, 1))
         owed = .allocate(capacity: max(lanes?.rings.count ?? 0, 1))
         owed.initialize(repeating: 0)
+        cueCount = schedule.cues.count
+        cueFrameStorage = .allocate(capacity: max(cueCount, 1))
+        for (index, cue) in schedule.cues.enumerated() { cueFrameStorage[index] = cue.frame }
         for (index, voice) in schedule.voices.enumerated() {
             let audio = voice.audio
             let samples: UnsafePointer<Float>?
@@ -79,6 +87,7 @@ public final class Mixer {
     }
 
     deinit {
+        cueFrameStorage.deallocate()
         slots.deallocate()
         active.deallocate()
         owed.deallocate()

@@ -14,8 +14,13 @@ import Synchronization
 /// frame a tap may still change, and turns the output's position reports into the audio clock:
 /// frame-to-time anchors (`AudioClockFilter`) published without locks (`ClockPublication`) to
 /// the cue thread. Until the clock has settled (at the start, and after each interruption) it
-/// renders silence and the timeline waits: timeline frame = frame handed to the output −
-/// silence inserted.
+/// renders silence and the timeline waits.
+///
+/// Output frames and timeline frames: the output plays frames one after the other at its
+/// rate (its clock is linear in them), while the timeline (the plan's frames) can wait, and
+/// later jump. The feed keeps the map between them (`segments`) and tells the cue thread, for
+/// each cue, the output frame it was rendered at (`marks`): a cue is due when that frame is
+/// heard.
 public final class OutputFeed: @unchecked Sendable {
     // @unchecked: the render state belongs to the rendering thread; what other threads see is
     // atomic (or the clock publication's seqlock), and `offeredMixer` is handed over through
@@ -23,6 +28,10 @@ public final class OutputFeed: @unchecked Sendable {
     public let negotiated: NegotiatedOutput
     let clock: any PlaybackClock
     let publication = ClockPublication()
+    /// Cues and timeline moments as rendered, for the cue thread.
+    let marks = RenderedMarks()
+    /// The plan generation whose every cue has been marked (-1: none yet).
+    let allMarked = Atomic<Int>(-1)
     unowned(unsafe) var output: (any AudioOutput)!
 
     private var mixer: Mixer
@@ -73,11 +82,14 @@ public final class OutputFeed: @unchecked Sendable {
 
     /// The rendering thread's own state.
     private struct RenderState {
-        /// Frames handed to the output, and how many of them were silence inserted while the
-        /// clock settled.
+        /// Frames handed to the output.
         var rendered = 0
-        var inserted = 0
         var timelineRunning = false
+        /// The plan being rendered (0 the first, one more at each switch), and its next cue to
+        /// mark.
+        var generation = 0
+        var cueCursor = 0
+        var startMarked = false
         /// When the clock last began to settle: a device whose reports never agree (ALSA's
         /// `null` device takes audio as fast as it comes) cannot time cues.
         var settlingSince: Int64 = 0
@@ -92,6 +104,7 @@ public final class OutputFeed: @unchecked Sendable {
     }
 
     private var state = RenderState()
+    private var segments = SegmentMap()
 
     init(schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock) {
         self.negotiated = negotiated
@@ -141,8 +154,8 @@ public final class OutputFeed: @unchecked Sendable {
                 return 0
             }
             buffer.initializeMemory(as: UInt8.self, repeating: 0, count: frames * frameBytes)
+            segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
             handedOver(frames, now: now)
-            state.inserted += frames
             return frames
         }
         var count = frames
@@ -153,6 +166,9 @@ public final class OutputFeed: @unchecked Sendable {
             // Held: the frame is written only once it comes close to being heard.
             return 0
         }
+        count = markCues(upTo: count)
+        guard count > 0 else { return 0 }
+        segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
         // Past the schedule's end the mixer renders silence: the device keeps running (and
         // reporting its clock) until the last cue has been delivered.
         var done = 0
@@ -171,7 +187,8 @@ public final class OutputFeed: @unchecked Sendable {
     public func report(delay: Int, at time: Int64) {
         let heard = state.rendered - delay
         lastProgress.store(clock.now(), ordering: .releasing)
-        state.heardTimeline = heard - state.inserted
+        let (heardTimeline, advancing) = segments.timeline(atOutput: heard)
+        state.heardTimeline = heardTimeline
         let anchor = filter.add(heardFrame: heard, at: time)
         guard filter.settled else { return }
         // The device confirms the clock when this reading agrees with the recent ones (their
@@ -193,8 +210,8 @@ public final class OutputFeed: @unchecked Sendable {
         }
         let margin = time < state.cautiousUntil ? recoveryMargin : 0
         publication.publish(
-            anchor: ClockAnchor(frame: anchor.frame - state.inserted, time: anchor.time + margin),
-            framesWritten: max(0, state.rendered - state.inserted), readingTime: state.confirmedTime)
+            anchor: ClockAnchor(frame: anchor.frame, time: anchor.time + margin), readingTime: state.confirmedTime,
+            heardTimeline: heardTimeline, heardAt: time, advancing: advancing)
     }
 
     /// The device ran dry or was suspended; the output recovers it next. The clock is
@@ -202,7 +219,7 @@ public final class OutputFeed: @unchecked Sendable {
     public func interrupted() {
         underruns.add(1, ordering: .releasing)
         filter.reset()
-        publication.publish(anchor: nil, framesWritten: max(0, state.rendered - state.inserted), readingTime: 0)
+        publication.publish(anchor: nil, readingTime: 0, heardTimeline: state.heardTimeline, heardAt: 0, advancing: false)
         state.timelineRunning = false
         state.recovering = true
         let now = clock.now()
@@ -234,6 +251,38 @@ public final class OutputFeed: @unchecked Sendable {
         state.rendered += frames
     }
 
+    /// Marks the cues among the next `count` timeline frames (and frame 0's start) for the cue
+    /// thread, each with the output frame it is rendered at; returns how many frames to
+    /// render: fewer when the marks' ring is full (the rest go with a later call).
+    private func markCues(upTo count: Int) -> Int {
+        let from = mixer.position
+        let frames = mixer.cueFrames
+        // One slot stays free for a rewind's mark.
+        let reserve = 1
+        if from == 0 && !state.startMarked {
+            guard marks.free > reserve else { return 0 }
+            marks.push(RenderedMark(kind: .start, timelineFrame: 0, outputFrame: state.rendered))
+            state.startMarked = true
+        }
+        var count = count
+        while state.cueCursor < frames.count, frames[state.cueCursor] < from + count {
+            let frame = frames[state.cueCursor]
+            guard marks.free > reserve else {
+                count = frame - from
+                break
+            }
+            marks.push(
+                RenderedMark(
+                    kind: .cue, generation: state.generation, index: state.cueCursor, timelineFrame: frame,
+                    outputFrame: state.rendered + (frame - from)))
+            state.cueCursor += 1
+        }
+        if state.cueCursor == frames.count && allMarked.load(ordering: .relaxed) != state.generation {
+            allMarked.store(state.generation, ordering: .releasing)
+        }
+        return count
+    }
+
     /// Takes the offered plan at its frame, asking the output to take back what it has past
     /// it. No allocation: the mixer was built by the offering thread.
     private func adoptPlan() {
@@ -241,19 +290,34 @@ public final class OutputFeed: @unchecked Sendable {
             planState.store(0, ordering: .releasing)
             return
         }
-        var written = state.rendered - state.inserted
-        if written > offeredFrame {
-            let back = output.rewind(written - offeredFrame)
+        let wanted = segments.outputFrame(ofTimeline: offeredFrame, before: state.rendered)
+        if let wanted, state.rendered > wanted {
+            let back = output.rewind(state.rendered - wanted)
             if back > 0 {
                 state.rendered -= back
-                written -= back
+                segments.truncate(at: state.rendered)
+                marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
             }
         }
-        next.seek(to: written, continuing: mixer)
+        let switched = segments.timeline(atOutput: state.rendered).frame
+        next.seek(to: switched, continuing: mixer)
         retiredMixer = mixer
         mixer = next
-        switchedAt.store(written, ordering: .relaxed)
+        state.generation += 1
+        state.cueCursor = Self.firstCue(in: next.cueFrames, atOrAfter: switched)
+        switchedAt.store(switched, ordering: .relaxed)
         planState.store(2, ordering: .releasing)
+    }
+
+    /// The index of the first of `frames` (ascending) at or after `frame`.
+    static func firstCue(in frames: UnsafeBufferPointer<Int>, atOrAfter frame: Int) -> Int {
+        var low = 0
+        var high = frames.count
+        while low < high {
+            let middle = (low + high) / 2
+            if frames[middle] < frame { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     @inline(__always)

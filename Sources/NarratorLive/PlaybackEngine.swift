@@ -170,14 +170,16 @@ public final class PlaybackEngine: @unchecked Sendable {
         let device = negotiated.device
         var started = false
         var underrunsSeen = 0
-        var confirmed: (anchor: ClockAnchor, time: Int64)?
+        var confirmed: ClockPublication.Snapshot?
+        /// How often to look for newly rendered marks when none is waiting: well within the
+        /// time between a frame's rendering and its hearing (the output's buffer less a
+        /// period), so that no mark is seen late; every millisecond when a tap can change the
+        /// plan.
+        let bufferedNanoseconds = Int64(max(0, negotiated.bufferFrames - negotiated.periodFrames)) * 1_000_000_000 / Int64(rate)
+        let idlePoll = replanner == nil ? min(10_000_000, max(1_000_000, bufferedNanoseconds / 2)) : 1_000_000
 
         /// The frame being heard at `time`, as far as the clock last confirmed it.
-        func heardFrame(at time: Int64) -> Int {
-            guard let (anchor, confirmedTime) = confirmed else { return 0 }
-            let until = min(time, confirmedTime)
-            return max(0, min(schedule.frames, anchor.frame + Int(Double(until - anchor.time) * Double(rate) / 1e9)))
-        }
+        func heardFrame(at time: Int64) -> Int { max(0, confirmed?.timelineFrame(at: time, rate: rate) ?? 0) }
 
         func checkOutput() -> PlaybackOutcome? {
             let now = clock.now()
@@ -212,12 +214,40 @@ public final class PlaybackEngine: @unchecked Sendable {
             }
         }
 
+        // The cues of each plan the marks may name (0: the schedule; one more per switch).
+        var plans: [Int: [Cue]] = [0: schedule.cues]
+        var generation = 0
         var cues = schedule.cues
-        var next = 0
+        // Marks rendered and not yet delivered, in output order from `waiting`.
+        var marks: [RenderedMark] = []
+        var waiting = 0
         var lastDelivered = -1
         feed.holdFrame.store(nextHold(in: cues, after: -1), ordering: .releasing)
-        while next < cues.count {
+
+        /// Takes what the rendering thread marked since the last call; a rewind voids the
+        /// marks at or past the output frame it went back to.
+        func collectMarks() {
+            let before = marks.count
+            feed.marks.drain(into: &marks)
+            guard marks.count > before, marks[before...].contains(where: { $0.kind == .rewind }) else { return }
+            var kept = Array(marks[waiting..<before])
+            for mark in marks[before...] {
+                if mark.kind == .rewind {
+                    kept.removeAll { $0.outputFrame >= mark.outputFrame }
+                } else {
+                    kept.append(mark)
+                }
+            }
+            marks = kept
+            waiting = 0
+        }
+
+        while true {
             if let outcome = checkOutput() { return outcome }
+            // Read before the marks: every mark of a plan marked whole is then collected.
+            let allMarked = feed.allMarked.load(ordering: .acquiring)
+            collectMarks()
+            if waiting == marks.count && allMarked == generation { break }
             let snapshot = feed.publication.snapshot()
             let now = clock.now()
             guard let anchor = snapshot.anchor else {
@@ -225,51 +255,27 @@ public final class PlaybackEngine: @unchecked Sendable {
                 continue
             }
             if started, let replanner {
-                let heard = anchor.frame + Int(Double(now - anchor.time) * Double(rate) / 1e9)
+                let heard = snapshot.timelineFrame(at: now, rate: rate)
                 let earliest = heard + rewindMarginFrames
                 if let (plan, differs) = replanner(heard, heard + responseDelayFrames), let switched = offer(plan, at: max(earliest, differs)) {
-                    // The plans agree before the switch: go on with the new one's cues after
-                    // the last delivered.
+                    // The plans agree before the switch: the new one's cues are marked from
+                    // where it took over.
                     if switched > max(earliest, differs) {
                         onEvent(.lateSwitch(wanted: max(earliest, differs), switched: switched, at: clock.now()))
                     }
+                    generation += 1
+                    plans[generation] = plan.cues
                     cues = plan.cues
-                    next = cues.firstIndex { $0.frame > lastDelivered } ?? cues.count
                     feed.holdFrame.store(nextHold(in: cues, after: max(lastDelivered, heard)), ordering: .releasing)
                     continue
                 }
             }
-            confirmed = (anchor, snapshot.readingTime)
-            if !started {
-                // `start` says when frame 0 is heard: wait until it is, on an anchor that a
-                // reading taken no earlier than `confirmationWindow` before then confirms,
-                // like a cue's.
-                let firstDue = anchor.time(ofFrame: 0, rate: rate)
-                if snapshot.framesWritten == 0 || now < firstDue {
-                    clock.sleep(until: snapshot.framesWritten == 0 ? now + 1_000_000 : min(firstDue, now + 10_000_000))
-                    continue
-                }
-                if snapshot.readingTime < firstDue - confirmationWindow {
-                    clock.sleep(until: now + 250_000)
-                    continue
-                }
-                started = true
-                onEvent(
-                    .start(
-                        StartInfo(
-                            output: negotiated, measuredDelayFrames: feed.firstDelay.load(ordering: .acquiring),
-                            realtime: output.drive == .push ? audioRealtime.load(ordering: .acquiring) : output.rendersInRealtime,
-                            startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
-                            firstFrameHeardTime: anchor.time(ofFrame: 0, rate: rate))))
-            }
-            let cue = cues[next]
-            if cue.frame >= snapshot.framesWritten {
-                // Not rendered yet: it will be within about the time it takes to play the gap.
-                let ahead = anchor.time(ofFrame: cue.frame - negotiated.bufferFrames, rate: rate) - now
-                clock.sleep(until: now + max(1_000_000, min(ahead, replanner == nil ? 10_000_000 : 1_000_000)))
+            confirmed = snapshot
+            guard waiting < marks.count else {
+                clock.sleep(until: now + idlePoll)
                 continue
             }
-            let due = anchor.time(ofFrame: cue.frame, rate: rate)
+            let due = anchor.time(ofFrame: marks[waiting].outputFrame, rate: rate)
             if now < due {
                 // Wake at the deadline, or sooner to notice a cancel, a moved anchor or (every
                 // millisecond when the plan can change) a tap.
@@ -277,28 +283,52 @@ public final class PlaybackEngine: @unchecked Sendable {
                 continue
             }
             if snapshot.readingTime < due - confirmationWindow {
-                // No reading has confirmed the clock since shortly before this cue's moment:
-                // the device may have stopped consuming (a stalled sound server), so the cue
+                // No reading has confirmed the clock since shortly before this moment: the
+                // device may have stopped consuming (a stalled sound server), so the mark
                 // waits for the next reading rather than go out on an old promise.
                 clock.sleep(until: now + 250_000)
                 continue
             }
-            // This cue and every later one already due (and as well confirmed) go out
+            // This mark and every later one already due (and as well confirmed) go out
             // together, stamped alike.
-            var last = next
-            while last + 1 < cues.count, cues[last + 1].frame < snapshot.framesWritten {
-                let laterDue = anchor.time(ofFrame: cues[last + 1].frame, rate: rate)
+            var last = waiting
+            while last + 1 < marks.count {
+                let laterDue = anchor.time(ofFrame: marks[last + 1].outputFrame, rate: rate)
                 guard laterDue <= now, snapshot.readingTime >= laterDue - confirmationWindow else { break }
                 last += 1
             }
             var moment: [PlaybackEvent] = []
-            for index in next...last {
-                if index > next, feed.exitReason == .canceled { break }
-                moment.append(.cue(cues[index], at: anchor.time(ofFrame: cues[index].frame, rate: rate), delivered: now))
-                lastDelivered = max(lastDelivered, cues[index].frame)
-                next = index + 1
+            for index in waiting...last {
+                if index > waiting, feed.exitReason == .canceled { break }
+                let mark = marks[index]
+                let heard = anchor.time(ofFrame: mark.outputFrame, rate: rate)
+                waiting = index + 1
+                switch mark.kind {
+                case .start:
+                    started = true
+                    moment.append(
+                        .start(
+                            StartInfo(
+                                output: negotiated, measuredDelayFrames: feed.firstDelay.load(ordering: .acquiring),
+                                realtime: output.drive == .push ? audioRealtime.load(ordering: .acquiring) : output.rendersInRealtime,
+                                startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
+                                firstFrameHeardTime: heard)))
+                case .cue:
+                    guard let cue = plans[mark.generation]?[mark.index] else { continue }
+                    moment.append(.cue(cue, at: heard, delivered: now))
+                    lastDelivered = max(lastDelivered, cue.frame)
+                case .rewind, .paused, .resumed, .seeked:
+                    continue
+                }
             }
-            onEvents(moment)
+            if !moment.isEmpty { onEvents(moment) }
+            if waiting > 4096 {
+                marks.removeFirst(waiting)
+                waiting = 0
+                // Plans no mark names any more are dropped.
+                let oldest = marks.map(\.generation).min() ?? generation
+                plans = plans.filter { $0.key >= min(oldest, generation) }
+            }
             if lastDelivered >= feed.holdFrame.load(ordering: .relaxed) {
                 feed.holdFrame.store(nextHold(in: cues, after: lastDelivered), ordering: .releasing)
             }
