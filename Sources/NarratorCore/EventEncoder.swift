@@ -49,6 +49,13 @@ public enum EventEncoder {
         case underrun
         /// A new plan took over later than wanted.
         case lateSwitch
+        /// Playback paused: `frame` is where the timeline waits (after the fade-out); `heard`
+        /// when the pause was heard.
+        case paused
+        /// Playback resumed from `frame`, heard at `heard`.
+        case resumed
+        /// The timeline jumped from `from` to `frame` (a seek), heard at `heard`.
+        case seeked
         /// A streamed file could not be read; its voice plays silence.
         case streamProblem
         /// Terminal (daemon): the request did all it was asked.

@@ -48,16 +48,34 @@ public final class Mixer {
     private let voiced: UnsafeMutableBufferPointer<Bool>
     private var duck = 0
 
-    /// `maxBlockFrames` bounds `render`'s `frameCount` when the schedule ducks music.
-    public init(schedule: Schedule, lanes: StreamLanes? = nil, maxBlockFrames: Int = 8192) {
+    /// Live gains (nil offline: every bus at 1, the sums exactly as sox makes them). While a
+    /// gain is not 1 or moves, each bus is mixed into its own block (`voiceBlock`, `sfxBlock`,
+    /// `musicBlock`) and the blocks are summed under their gains, which follow their targets
+    /// by at most `1 / rampFrames` a frame.
+    public let gains: MixGains?
+    private let voiceBlock: UnsafeMutableBufferPointer<Float>
+    private let sfxBlock: UnsafeMutableBufferPointer<Float>
+    /// The gains as they stand: voice, sfx, music, master.
+    private var current: (Float, Float, Float, Float) = (1, 1, 1, 1)
+    private let rampStep: Float
+
+    /// `maxBlockFrames` bounds `render`'s `frameCount` when the schedule ducks music or
+    /// `gains` are given. The gains start where they stand, with no ramp.
+    public init(schedule: Schedule, lanes: StreamLanes? = nil, maxBlockFrames: Int = 8192, gains: MixGains? = nil) {
         self.schedule = schedule
         self.channels = schedule.channels
         self.lanes = lanes
         ducking = schedule.ducking
         self.maxBlockFrames = maxBlockFrames
-        let scratch = schedule.ducking == nil ? 1 : maxBlockFrames
+        self.gains = gains
+        let scratch = schedule.ducking == nil && gains == nil ? 1 : maxBlockFrames
         musicBlock = .allocate(capacity: scratch * schedule.channels)
         voiced = .allocate(capacity: scratch)
+        let busScratch = gains == nil ? 1 : maxBlockFrames
+        voiceBlock = .allocate(capacity: busScratch * schedule.channels)
+        sfxBlock = .allocate(capacity: busScratch * schedule.channels)
+        // 10 ms from silence to full level.
+        rampStep = 1 / Float(max(1, schedule.sampleRate / 100))
         slots = .allocate(capacity: max(schedule.voices.count, 1))
         active = .allocate(capacity: max(schedule.voices.count, 1))
         owed = .allocate(capacity: max(lanes?.rings.count ?? 0, 1))
@@ -84,6 +102,7 @@ public final class Mixer {
             (slots.baseAddress! + index).initialize(
                 to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus))
         }
+        settleGains()
     }
 
     deinit {
@@ -93,6 +112,8 @@ public final class Mixer {
         owed.deallocate()
         musicBlock.deallocate()
         voiced.deallocate()
+        voiceBlock.deallocate()
+        sfxBlock.deallocate()
     }
 
     /// Moves to `frame` of the schedule: the voices playing there resume mid-way. For a plan that
@@ -111,8 +132,20 @@ public final class Mixer {
             }
             nextSlot += 1
         }
-        if let previous { duck = previous.duck }
+        if let previous {
+            duck = previous.duck
+            current = previous.current
+        }
     }
+
+    /// Puts the gains where their targets are, without a ramp (before the first block).
+    public func settleGains() {
+        guard let gains else { return }
+        current = (gains.effective(.voice), gains.effective(.sfx), gains.effective(.music), gains.effective(.master))
+    }
+
+    /// Whether `seek` is possible: no voice is streamed.
+    public var canSeek: Bool { lanes?.isEmpty ?? true }
 
     /// True once every frame of the schedule has been rendered.
     public var finished: Bool { position >= schedule.frames }
@@ -125,10 +158,17 @@ public final class Mixer {
         let blockEnd = position + frameCount
         let target = output.baseAddress!
         target.update(repeating: 0, count: frameCount * channels)
-        if ducking != nil {
+        // Each bus apart, when a gain is not 1 or is on its way somewhere.
+        let targets = gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) }
+        let separate = targets.map { $0 != (1, 1, 1, 1) || current != (1, 1, 1, 1) } ?? false
+        if ducking != nil || separate {
             precondition(frameCount <= maxBlockFrames, "block larger than the mixer's maxBlockFrames")
             musicBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)
             voiced.baseAddress!.update(repeating: false, count: frameCount)
+        }
+        if separate {
+            voiceBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)
+            sfxBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)
         }
         let voiceCount = schedule.voices.count
         while nextSlot < voiceCount, slots[nextSlot].start < blockEnd {
@@ -142,8 +182,13 @@ public final class Mixer {
             let from = max(slot.start, blockStart)
             let to = min(slot.end, blockEnd)
             if from < to {
-                let ducked = ducking != nil && slot.bus == .music
-                let out = (ducked ? musicBlock.baseAddress! : target) + (from - blockStart) * channels
+                let block: UnsafeMutablePointer<Float> =
+                    switch slot.bus {
+                    case .voice: separate ? voiceBlock.baseAddress! : target
+                    case .sfx: separate ? sfxBlock.baseAddress! : target
+                    case .music: separate || ducking != nil ? musicBlock.baseAddress! : target
+                    }
+                let out = block + (from - blockStart) * channels
                 if ducking != nil && slot.bus == .voice {
                     for f in (from - blockStart)..<(to - blockStart) { voiced[f] = true }
                 }
@@ -162,8 +207,37 @@ public final class Mixer {
                 index += 1
             }
         }
-        if let ducking { applyDucking(ducking, frames: frameCount, into: target) }
+        if separate, let targets {
+            applyGains(towards: targets, frames: frameCount, into: target)
+        } else if let ducking {
+            applyDucking(ducking, frames: frameCount, into: target)
+        }
         position = blockEnd
+    }
+
+    /// Sums the buses' blocks under their gains (music under its ducking too), each gain
+    /// stepping towards its target by at most `rampStep` a frame, then applies the master's.
+    private func applyGains(towards targets: (Float, Float, Float, Float), frames: Int, into target: UnsafeMutablePointer<Float>) {
+        @inline(__always) func step(_ value: inout Float, _ goal: Float) {
+            if value < goal { value = min(goal, value + rampStep) } else if value > goal { value = max(goal, value - rampStep) }
+        }
+        let full = ducking.map { $0.attackFrames * $0.releaseFrames } ?? 1
+        let duckScale = ducking.map { ($0.gain - 1) / Float(full) } ?? 0
+        for f in 0..<frames {
+            step(&current.0, targets.0)
+            step(&current.1, targets.1)
+            step(&current.2, targets.2)
+            step(&current.3, targets.3)
+            var musicGain = current.2
+            if let ducking {
+                duck = voiced[f] ? min(full, duck + ducking.releaseFrames) : max(0, duck - ducking.attackFrames)
+                musicGain *= 1 + Float(duck) * duckScale
+            }
+            for c in 0..<channels {
+                let i = f * channels + c
+                target[i] = (voiceBlock[i] * current.0 + sfxBlock[i] * current.1 + musicBlock[i] * musicGain) * current.3
+            }
+        }
     }
 
     /// Adds the block's music under the envelope: frame by frame, a frame a voice covers moves

@@ -30,8 +30,27 @@ public final class OutputFeed: @unchecked Sendable {
     let publication = ClockPublication()
     /// Cues and timeline moments as rendered, for the cue thread.
     let marks = RenderedMarks()
-    /// The plan generation whose every cue has been marked (-1: none yet).
+    /// The plan generation whose every cue has been marked (-1: none yet, or not since the
+    /// last jump).
     let allMarked = Atomic<Int>(-1)
+    /// Jumps of the timeline so far (seeks): the cue thread checks that none came between
+    /// reading `allMarked` and collecting the marks before it calls playback finished.
+    let jumps = Atomic<Int>(0)
+
+    // MARK: Transport, asked from any thread
+
+    /// Whether the caller wants playback paused: the rendering thread fades out (taking back
+    /// first what the output holds beyond `rewindMarginFrames` of what is heard) and renders
+    /// silence while the timeline waits; when it is cleared, it fades in where the timeline
+    /// waits.
+    let pauseWanted = Atomic<Bool>(false)
+    /// A timeline frame to go on from (-1: none): a seek. While playing, the rendering thread
+    /// fades out, jumps and fades in; while paused, it jumps and stays paused.
+    let jumpWanted = Atomic<Int>(-1)
+    /// Length of the fades of pause, resume and seek (5 ms).
+    let fadeFrames: Int
+    /// How close to what is heard the output is asked to take audio back.
+    let rewindMarginFrames: Int
     unowned(unsafe) var output: (any AudioOutput)!
 
     private var mixer: Mixer
@@ -90,6 +109,18 @@ public final class OutputFeed: @unchecked Sendable {
         var generation = 0
         var cueCursor = 0
         var startMarked = false
+        /// The output frame heard at the latest reading, and when.
+        var heardOutput = 0
+        var heardAt: Int64 = 0
+        /// Transport: paused (silence, the timeline waiting); frames left of a fade-out (then
+        /// a pause or a jump) or of a fade-in.
+        var paused = false
+        var fadeOutLeft = 0
+        var fadeInLeft = 0
+        /// The output frame where the latest pause's silence began.
+        var pausedOutput = 0
+        /// The gains' change count last seen.
+        var gainChanges = 0
         /// When the clock last began to settle: a device whose reports never agree (ALSA's
         /// `null` device takes audio as fast as it comes) cannot time cues.
         var settlingSince: Int64 = 0
@@ -106,11 +137,13 @@ public final class OutputFeed: @unchecked Sendable {
     private var state = RenderState()
     private var segments = SegmentMap()
 
-    init(schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock) {
+    init(schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock, gains: MixGains) {
         self.negotiated = negotiated
         self.clock = clock
         blockFrames = max(8192, negotiated.periodFrames)
-        mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames)
+        mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames, gains: gains)
+        fadeFrames = max(1, negotiated.sampleRate * 5 / 1000)
+        rewindMarginFrames = negotiated.sampleRate * 5 / 1000
         filter = AudioClockFilter(rate: negotiated.sampleRate)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
@@ -141,6 +174,9 @@ public final class OutputFeed: @unchecked Sendable {
         if !state.started {
             state.started = true
             state.settlingSince = now
+            // Gains set before playback began apply from its first frame, without a ramp.
+            mixer.settleGains()
+            state.gainChanges = mixer.gains?.changes ?? 0
         }
         if planState.load(ordering: .relaxed) == 1,
             planState.compareExchange(expected: 1, desired: 3, ordering: .acquiringAndReleasing).exchanged
@@ -158,28 +194,156 @@ public final class OutputFeed: @unchecked Sendable {
             handedOver(frames, now: now)
             return frames
         }
-        var count = frames
-        let hold = holdFrame.load(ordering: .acquiring)
-        if mixer.position < hold {
-            count = min(count, hold - mixer.position)
-        } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
-            // Held: the frame is written only once it comes close to being heard.
-            return 0
-        }
-        count = markCues(upTo: count)
-        guard count > 0 else { return 0 }
-        segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
-        // Past the schedule's end the mixer renders silence: the device keeps running (and
-        // reporting its clock) until the last cue has been delivered.
+        takeTransportRequests(now: now)
         var done = 0
-        while done < count {
-            let chunk = min(blockFrames, count - done)
-            mixer.render(into: floatBlock, frameCount: chunk)
-            convert(samples: chunk * negotiated.channels, into: buffer + done * frameBytes)
-            done += chunk
+        while done < frames {
+            let target = buffer + done * frameBytes
+            if state.paused {
+                // The timeline waits; the device goes on playing (and reporting its clock).
+                target.initializeMemory(as: UInt8.self, repeating: 0, count: (frames - done) * frameBytes)
+                segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
+                handedOver(frames - done, now: now)
+                done = frames
+                break
+            }
+            var count = frames - done
+            if state.fadeOutLeft > 0 { count = min(count, state.fadeOutLeft) }
+            let hold = holdFrame.load(ordering: .acquiring)
+            if mixer.position < hold {
+                count = min(count, hold - mixer.position)
+            } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
+                // Held: the frame is written only once it comes close to being heard.
+                break
+            }
+            count = markCues(upTo: count)
+            guard count > 0 else { break }
+            segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
+            // Past the schedule's end the mixer renders silence: the device keeps running (and
+            // reporting its clock) until the last cue has been delivered.
+            var chunkStart = 0
+            while chunkStart < count {
+                let chunk = min(blockFrames, count - chunkStart)
+                mixer.render(into: floatBlock, frameCount: chunk)
+                applyFades(frames: chunk)
+                convert(samples: chunk * negotiated.channels, into: target + chunkStart * frameBytes)
+                chunkStart += chunk
+            }
+            handedOver(count, now: now)
+            done += count
+            if state.fadeOutLeft == 0 && fadingOut {
+                fadingOut = false
+                afterFadeOut()
+            }
         }
-        handedOver(count, now: now)
-        return count
+        return done
+    }
+
+    // MARK: Transport, on the rendering thread
+
+    /// Whether a fade-out is under way (its end pauses or jumps).
+    private var fadingOut = false
+
+    /// Starts what the caller asked since the last call: a fade-out towards a pause or a jump
+    /// (after taking back what the output holds beyond the rewind margin), or, while paused,
+    /// a jump and a resume.
+    private func takeTransportRequests(now: Int64) {
+        if let gains = mixer.gains, gains.changes != state.gainChanges {
+            // A new gain is heard within a period: what the output holds is mixed again.
+            state.gainChanges = gains.changes
+            if !state.paused && !fadingOut { takeBackBeyondMargin(now: now) }
+        }
+        let wantPause = pauseWanted.load(ordering: .acquiring)
+        let jump = jumpWanted.load(ordering: .acquiring)
+        if state.paused {
+            if jump >= 0 { jumpTimeline() }
+            if !wantPause {
+                // The silence the output holds is taken back (not the pause's fade-out): the
+                // audio comes within a period.
+                takeBackBeyondMargin(now: now, notBefore: state.pausedOutput)
+                state.paused = false
+                state.fadeInLeft = fadeFrames
+                marks.push(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
+            }
+            return
+        }
+        guard !fadingOut, wantPause || jump >= 0 else { return }
+        takeBackBeyondMargin(now: now)
+        fadingOut = true
+        // A fade-in under way is turned into a fade-out from the level it reached.
+        state.fadeOutLeft = state.fadeInLeft > 0 ? max(1, fadeFrames - state.fadeInLeft) : fadeFrames
+        state.fadeInLeft = 0
+    }
+
+    /// After a fade-out: the jump asked for (if any), then a pause (if still wanted) or a
+    /// fade-in.
+    private func afterFadeOut() {
+        if jumpWanted.load(ordering: .acquiring) >= 0 { jumpTimeline() }
+        if pauseWanted.load(ordering: .acquiring) {
+            state.paused = true
+            state.pausedOutput = state.rendered
+            marks.push(RenderedMark(kind: .paused, timelineFrame: mixer.position, outputFrame: state.rendered))
+        } else {
+            state.fadeInLeft = fadeFrames
+        }
+    }
+
+    /// Moves the timeline to the frame asked for (clamped to the plan): the mixer and the cue
+    /// marks go on from there.
+    private func jumpTimeline() {
+        let wanted = jumpWanted.exchange(-1, ordering: .acquiringAndReleasing)
+        guard wanted >= 0, mixer.canSeek else { return }
+        let to = min(wanted, mixer.schedule.frames)
+        let from = mixer.position
+        allMarked.store(-1, ordering: .releasing)
+        jumps.add(1, ordering: .releasing)
+        mixer.seek(to: to)
+        state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
+        marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
+    }
+
+    /// Asks the output to take back what it holds beyond `rewindMarginFrames` past the frame
+    /// heard now, so that a pause or a seek is heard within a period (an output that cannot
+    /// rewind plays what it holds first). The timeline goes back with it.
+    private func takeBackBeyondMargin(now: Int64, notBefore: Int = 0) {
+        guard mixer.canSeek, state.heardAt > 0 else { return }
+        let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
+        let keep = max(heardNow + rewindMarginFrames, notBefore)
+        guard state.rendered > keep else { return }
+        let back = output.rewind(state.rendered - keep)
+        guard back > 0 else { return }
+        state.rendered -= back
+        segments.truncate(at: state.rendered)
+        marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+        let timeline = segments.timeline(atOutput: state.rendered).frame
+        if timeline != mixer.position {
+            mixer.seek(to: timeline)
+            state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: timeline)
+            if allMarked.load(ordering: .relaxed) >= 0 {
+                allMarked.store(-1, ordering: .releasing)
+                jumps.add(1, ordering: .releasing)
+            }
+        }
+    }
+
+    /// Applies the fade under way to the block just mixed (`frames` frames of `floatBlock`).
+    @inline(__always)
+    private func applyFades(frames: Int) {
+        guard state.fadeOutLeft > 0 || state.fadeInLeft > 0 else { return }
+        let channels = negotiated.channels
+        let scale = 1 / Float(fadeFrames)
+        for f in 0..<frames {
+            let gain: Float
+            if state.fadeOutLeft > 0 {
+                state.fadeOutLeft -= 1
+                gain = Float(state.fadeOutLeft) * scale
+            } else if state.fadeInLeft > 0 {
+                gain = Float(fadeFrames - state.fadeInLeft + 1) * scale
+                state.fadeInLeft -= 1
+            } else {
+                break
+            }
+            for c in 0..<channels { floatBlock[f * channels + c] *= gain }
+        }
     }
 
     /// The device's position: of all the frames rendered so far, `delay` are not heard yet at
@@ -189,6 +353,8 @@ public final class OutputFeed: @unchecked Sendable {
         lastProgress.store(clock.now(), ordering: .releasing)
         let (heardTimeline, advancing) = segments.timeline(atOutput: heard)
         state.heardTimeline = heardTimeline
+        state.heardOutput = heard
+        state.heardAt = time
         let anchor = filter.add(heardFrame: heard, at: time)
         guard filter.settled else { return }
         // The device confirms the clock when this reading agrees with the recent ones (their
@@ -218,6 +384,7 @@ public final class OutputFeed: @unchecked Sendable {
     /// forgotten and settles again before the timeline resumes.
     public func interrupted() {
         underruns.add(1, ordering: .releasing)
+        state.heardAt = 0
         filter.reset()
         publication.publish(anchor: nil, readingTime: 0, heardTimeline: state.heardTimeline, heardAt: 0, advancing: false)
         state.timelineRunning = false
@@ -257,8 +424,8 @@ public final class OutputFeed: @unchecked Sendable {
     private func markCues(upTo count: Int) -> Int {
         let from = mixer.position
         let frames = mixer.cueFrames
-        // One slot stays free for a rewind's mark.
-        let reserve = 1
+        // A few slots stay free for the transport's marks (rewind, pause, seek, resume).
+        let reserve = 4
         if from == 0 && !state.startMarked {
             guard marks.free > reserve else { return 0 }
             marks.push(RenderedMark(kind: .start, timelineFrame: 0, outputFrame: state.rendered))

@@ -58,8 +58,15 @@ public final class PlaybackEngine: @unchecked Sendable {
         public static let realtime = Threads(audio: .realtime(20), cues: .realtime(19), streams: .normal)
     }
 
+    /// The buses' and the master's gains and mutes, followed live (ramped): shared with the
+    /// caller, who may keep them from one playback to the next.
+    public let gains: MixGains
+
     /// Prepares everything the rendering thread needs; nothing plays until `start`.
-    public init(schedule: Schedule, output: any AudioOutput, clock: any PlaybackClock = SystemClock(), threads: Threads = .normal) {
+    public init(
+        schedule: Schedule, output: any AudioOutput, clock: any PlaybackClock = SystemClock(), threads: Threads = .normal,
+        gains: MixGains = MixGains()
+    ) {
         let negotiated = output.negotiated
         precondition(negotiated.sampleRate == schedule.sampleRate && negotiated.channels == schedule.channels)
         self.schedule = schedule
@@ -67,7 +74,8 @@ public final class PlaybackEngine: @unchecked Sendable {
         self.clock = clock
         self.threads = threads
         feeder = StreamFeeder(schedule: schedule)
-        feed = OutputFeed(schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock)
+        self.gains = gains
+        feed = OutputFeed(schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock, gains: gains)
         feed.output = output
     }
 
@@ -83,6 +91,35 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// Stops playback: the output drops what it holds, and the events end with `canceled`.
     /// Safe from any thread.
     public func cancel() { feed.end(.canceled) }
+
+    // MARK: Transport (safe from any thread)
+
+    /// Pauses: within a period of the output (what it holds beyond a few ms is taken back,
+    /// where it can), after a 5 ms fade-out; `paused` reports the frame where the timeline
+    /// waits. No cue past that frame comes while paused, and a plan's idle waits, being on the
+    /// timeline, wait too. The device keeps running (and playing silence).
+    public func pause() { feed.pauseWanted.store(true, ordering: .releasing) }
+
+    /// Resumes where the timeline waits, or from `frame` (the start of the word or sentence
+    /// being heard, say) with a 5 ms fade-in; `resumed` reports the frame.
+    public func resume(from frame: Int? = nil) {
+        if let frame { _ = seek(to: frame) }
+        feed.pauseWanted.store(false, ordering: .releasing)
+    }
+
+    /// Whether a pause is asked for (it is heard a period later at most).
+    public var isPaused: Bool { feed.pauseWanted.load(ordering: .acquiring) }
+
+    /// Moves the timeline to `frame` (clamped to the plan's length): a 5 ms fade-out, then
+    /// the audio from exactly `frame` with a fade-in, and the cues from `frame` on (`seeked`
+    /// reports both frames). While paused, it moves and stays paused. False when the plan
+    /// streams long files (they are read in order) and cannot move.
+    @discardableResult
+    public func seek(to frame: Int) -> Bool {
+        guard feeder.lanes.isEmpty else { return false }
+        feed.jumpWanted.store(max(0, frame), ordering: .releasing)
+        return true
+    }
 
     /// What the cue thread asks, between cues, of a caller that changes the plan while it
     /// plays (a live activity answering taps): given the frame heard now and the frame where a
@@ -244,10 +281,12 @@ public final class PlaybackEngine: @unchecked Sendable {
 
         while true {
             if let outcome = checkOutput() { return outcome }
-            // Read before the marks: every mark of a plan marked whole is then collected.
+            // Read before the marks: every mark of a plan marked whole is then collected, unless
+            // the timeline jumped meanwhile (and will be marked again from where it went).
+            let jumps = feed.jumps.load(ordering: .acquiring)
             let allMarked = feed.allMarked.load(ordering: .acquiring)
             collectMarks()
-            if waiting == marks.count && allMarked == generation { break }
+            if waiting == marks.count && allMarked == generation && feed.jumps.load(ordering: .acquiring) == jumps { break }
             let snapshot = feed.publication.snapshot()
             let now = clock.now()
             guard let anchor = snapshot.anchor else {
@@ -317,7 +356,13 @@ public final class PlaybackEngine: @unchecked Sendable {
                     guard let cue = plans[mark.generation]?[mark.index] else { continue }
                     moment.append(.cue(cue, at: heard, delivered: now))
                     lastDelivered = max(lastDelivered, cue.frame)
-                case .rewind, .paused, .resumed, .seeked:
+                case .paused:
+                    moment.append(.paused(frame: mark.timelineFrame, at: heard))
+                case .resumed:
+                    moment.append(.resumed(frame: mark.timelineFrame, at: heard))
+                case .seeked:
+                    moment.append(.seeked(from: mark.index, to: mark.timelineFrame, at: heard))
+                case .rewind:
                     continue
                 }
             }
@@ -348,7 +393,7 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// output has past it); returns the frame it took over at, or nil if rendering did not
     /// answer (an output that stopped asking for audio).
     private func offer(_ plan: Schedule, at frame: Int) -> Int? {
-        feed.offeredMixer = Mixer(schedule: plan, maxBlockFrames: feed.blockCapacity)
+        feed.offeredMixer = Mixer(schedule: plan, maxBlockFrames: feed.blockCapacity, gains: gains)
         feed.offeredFrame = frame
         feed.planState.store(1, ordering: .releasing)
         let deadline = clock.now() + 200_000_000

@@ -15,6 +15,13 @@ public enum PlaybackEvent: Sendable {
     case lateSwitch(wanted: Int, switched: Int, at: Int64)
     /// A streamed file could not be read; its voice plays silence.
     case streamProblem(NarratorError, at: Int64)
+    /// The pause asked for is heard from `at`: silence after a short fade-out; the timeline
+    /// waits at `frame` (no cue after it comes until playback resumes).
+    case paused(frame: Int, at: Int64)
+    /// Playback goes on from `frame`, heard from `at` (after a short fade-in).
+    case resumed(frame: Int, at: Int64)
+    /// The timeline jumped from frame `from` to `to`, heard at `at`; cues go on from `to`.
+    case seeked(from: Int, to: Int, at: Int64)
     /// Terminal: `cancel()` was called. `frame` is the frame being heard then.
     case canceled(frame: Int, at: Int64)
     /// Terminal: the device failed.

@@ -11,7 +11,7 @@ extension PlaybackEvent {
         switch self {
         case .start(let info): info.firstFrameHeardTime
         case .cue(_, let at, _), .underrun(_, let at), .lateSwitch(_, _, let at), .streamProblem(_, let at),
-            .canceled(_, let at), .error(_, _, let at):
+            .paused(_, let at), .resumed(_, let at), .seeked(_, _, let at), .canceled(_, let at), .error(_, _, let at):
             at
         }
     }
@@ -52,6 +52,12 @@ extension PlaybackEvent {
             EventEncoder.append(.lateSwitch, frame: switched, heard: heard, [Member("wanted", .int(wanted)), Member("switched", .int(switched))] + envelope, to: &out)
         case .streamProblem(let problem, _):
             EventEncoder.append(.streamProblem, frame: nil, heard: heard, [Member("message", .string(message ?? problem.description))] + envelope, to: &out)
+        case .paused(let frame, _):
+            EventEncoder.append(.paused, frame: frame, heard: heard, envelope, to: &out)
+        case .resumed(let frame, _):
+            EventEncoder.append(.resumed, frame: frame, heard: heard, envelope, to: &out)
+        case .seeked(let from, let to, _):
+            EventEncoder.append(.seeked, frame: to, heard: heard, [Member("from", .int(from))] + envelope, to: &out)
         case .canceled(let frame, _):
             EventEncoder.append(.stopped, frame: frame, heard: heard, (reason.map { [Member("reason", .string($0))] } ?? []) + envelope, to: &out)
         case .error(let error, let frame, _):

@@ -577,7 +577,7 @@ public final class NarratorService: Sendable {
                 case .cue(let cue, let heard, _):
                     last = (cue.frame, heard)
                     lines.append(EventLine(event, playback: name))
-                case .underrun, .lateSwitch:
+                case .underrun, .lateSwitch, .paused, .resumed, .seeked:
                     lines.append(EventLine(event, playback: name))
                 case .streamProblem(let problem, _):
                     lines.append(EventLine(event, playback: name, message: service.library.publicDescription(of: problem)))

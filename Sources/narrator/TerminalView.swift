@@ -105,6 +105,10 @@ final class ReadAlong: Sendable {
                 state.note = "underrun \(count)"
             case .lateSwitch:
                 return
+            case .paused:
+                state.note = "paused"
+            case .resumed, .seeked:
+                state.note = ""
             case .streamProblem(let problem, _):
                 state.note = problem.description
             case .canceled(let frame, _):

@@ -1,0 +1,281 @@
+import Foundation
+import NarratorAudioFile
+@testable import NarratorCore
+@_spi(Testing) import NarratorLive
+import NarratorTestSupport
+import Synchronization
+import Testing
+
+/// Pause, resume, seek and gains on the virtual output. The ground truth is the offline render
+/// (sox-exact) and the definitions of the fades and ramps: 5 ms linear fades, gains that move
+/// by at most 1/480 a frame at 48 kHz. Where a fade or a ramp scales a sample, the output may
+/// differ from the scaled reference by the last bit's rounding.
+@Suite("Transport on the virtual output")
+struct TransportTests {
+    static let fade = 240
+
+    /// The output frame heard at `time` (the first frame heard at or after it).
+    static func deviceFrame(_ output: VirtualOutput, heardAt time: Int64) -> Int? {
+        var low = 0
+        var high = output.played
+        guard let last = output.heardTime(ofFrame: high), last >= time else { return nil }
+        while low < high {
+            let middle = (low + high) / 2
+            if let heard = output.heardTime(ofFrame: middle), heard >= time { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+
+    /// Advances the virtual output until `done` holds for the log (at most `limit` ns).
+    static func run(_ playback: VirtualPlayback, until done: (EventLog) -> Bool, limit: Int64 = 30_000_000_000) throws {
+        let end = playback.clock.now() + limit
+        while !done(playback.log) {
+            try #require(playback.clock.now() < end, "waited \(limit / 1_000_000) ms of virtual time")
+            playback.output.run(for: 5_000_000)
+        }
+    }
+
+    /// Compares `count` frames of the output from device frame `at` with the reference from
+    /// timeline frame `from`, each reference frame scaled by `gain(k)`; exact when the gain is
+    /// 1, else within one step of rounding. Returns the first mismatch.
+    static func compare(
+        _ output: [Int16], at: Int, _ reference: [Int16], from: Int, count: Int, gain: (Int) -> Double = { _ in 1 }
+    ) -> String? {
+        for k in 0..<count {
+            let g = gain(k)
+            for c in 0..<2 {
+                let got = Int(output[(at + k) * 2 + c])
+                let want = Double(reference[(from + k) * 2 + c]) * g
+                if g == 1 ? got != Int(want) : abs(Double(got) - want) > 1.01 {
+                    return "frame \(k) (device \(at + k), timeline \(from + k)) channel \(c): \(got), expected \(want)"
+                }
+            }
+        }
+        return nil
+    }
+
+    static func cueOf(_ schedule: Schedule, clip: String, word: Int, after frame: Int = -1) -> Cue? {
+        schedule.cues.first { cue in
+            if case .word(clip, word, _, _) = cue.kind { cue.frame > frame } else { false }
+        }
+    }
+
+    /// Pause on a word, a second of silence, resume: the output is the render up to the pause
+    /// (its last 5 ms faded out), silence, then the rest of the render from the paused frame
+    /// (its first 5 ms faded in), with nothing lost or repeated; the pause is heard within a
+    /// period, a rewind margin and the fade of the request; every cue comes once, when heard.
+    @Test func pauseThenResumeLosesNothing() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 1))
+        let requested = Mutex<Int64?>(nil)
+        let engine = playback.engine
+        let clock = playback.clock
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger {
+                requested.withLock { $0 = clock.now() }
+                engine.pause()
+            }
+        })
+        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        // Paused for a second: nothing is delivered meanwhile.
+        let cuesWhenPaused = playback.log.cues.count
+        playback.output.run(for: 1_000_000_000)
+        #expect(playback.log.cues.count == cuesWhenPaused, "a cue came while paused")
+        let resumeRequested = playback.clock.now()
+        engine.resume()
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+
+        let events = playback.log.events
+        let pausedAt = try #require(events.firstIndex { if case .paused = $0 { true } else { false } })
+        let resumedAt = try #require(events.firstIndex { if case .resumed = $0 { true } else { false } })
+        guard case .paused(let frame, let pauseHeard) = events[pausedAt], case .resumed(let resumeFrame, let resumeHeard) = events[resumedAt] else {
+            Issue.record("no pause and resume")
+            return
+        }
+        #expect(pausedAt < resumedAt && resumeFrame == frame)
+        #expect(events.filter { if case .paused = $0 { true } else { false } }.count == 1)
+        // Every cue once, in order; none past the paused frame before the resume.
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+        for event in events[pausedAt..<resumedAt] {
+            if case .cue(let cue, _, _) = event { #expect(cue.frame < frame, "cue at \(cue.frame) during the pause at \(frame)") }
+        }
+        // The pause is heard within a period (10 ms) + the rewind margin (5 ms) + the fade
+        // (5 ms) of the request, + one tick of the virtual device (1 ms); so is the resume.
+        let request = try #require(requested.withLock { $0 })
+        #expect(pauseHeard - request <= 21_000_000, "pause heard \(ms(pauseHeard - request)) after it was asked for")
+        #expect(resumeHeard - resumeRequested <= 16_000_000, "resume heard \(ms(resumeHeard - resumeRequested)) after it was asked for")
+        print("pause: heard \(ms(pauseHeard - request)) after the request; resume: \(ms(resumeHeard - resumeRequested))")
+
+        // The audio.
+        let output = playback.output.samples
+        let reference = fixture.reference
+        let total = reference.count / 2
+        let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2  // the tone starts at its peak
+        let pauseDevice = try #require(Self.deviceFrame(playback.output, heardAt: pauseHeard))
+        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: resumeHeard))
+        #expect(pauseDevice == d0 + frame, "the pause is heard at the paused frame")
+        let f = Self.fade
+        #expect(Self.compare(output, at: d0, reference, from: 0, count: frame - f) == nil)
+        let fadeOut = Self.compare(output, at: d0 + frame - f, reference, from: frame - f, count: f) { Double(f - 1 - $0) / Double(f) }
+        #expect(fadeOut == nil, "fade-out: \(fadeOut ?? "")")
+        #expect(output[(pauseDevice * 2)..<(resumeDevice * 2)].allSatisfy { $0 == 0 }, "silence while paused")
+        #expect(resumeDevice - pauseDevice >= 48_000, "paused for a second at least")
+        let fadeIn = Self.compare(output, at: resumeDevice, reference, from: frame, count: f) { Double($0 + 1) / Double(f) }
+        #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
+        #expect(Self.compare(output, at: resumeDevice + f, reference, from: frame + f, count: total - frame - f) == nil)
+
+        // Each cue when its frame is heard, stamped with that moment.
+        for (cue, heard, delivered) in playback.log.cues {
+            let device = cue.frame < frame ? d0 + cue.frame : resumeDevice + (cue.frame - frame)
+            let when = try #require(playback.output.heardTime(ofFrame: device))
+            #expect(abs(heard - when) <= 1_000, "\(cue.type) at \(cue.frame) stamped \(ms(heard - when)) from when it was heard")
+            #expect(delivered >= when && delivered <= when + 1_000_000, "\(cue.type) at \(cue.frame) delivered \(ms(delivered - when)) after it was heard")
+        }
+    }
+
+    /// Seek back to the first word of the sentence while the third is heard: the audio goes on
+    /// from exactly that frame (5 ms out, 5 ms in), and so do the cues, which come again from
+    /// there.
+    @Test func seekBackReplaysFromTheFrame() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 2))
+        let target = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 0)).frame
+        let engine = playback.engine
+        let seeks = Atomic<Int>(0)
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger, seeks.add(1, ordering: .relaxed).newValue == 1 {
+                #expect(engine.seek(to: target))
+            }
+        })
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        let seeked = playback.log.events.compactMap { if case .seeked(let from, let to, let at) = $0 { (from, to, at) } else { nil } }
+        try #require(seeked.count == 1)
+        let (from, to, heard) = seeked[0]
+        #expect(to == target && from > trigger.frame)
+        // The cues: up to the frame left, then from the target again to the end.
+        let expected = fixture.schedule.cues.filter { $0.frame < from } + fixture.schedule.cues.filter { $0.frame >= target }
+        #expect(playback.log.cues.map(\.cue) == expected)
+
+        let output = playback.output.samples
+        let reference = fixture.reference
+        let total = reference.count / 2
+        let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
+        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        #expect(seekDevice == d0 + from)
+        let f = Self.fade
+        #expect(Self.compare(output, at: d0, reference, from: 0, count: from - f) == nil)
+        let fadeOut = Self.compare(output, at: d0 + from - f, reference, from: from - f, count: f) { Double(f - 1 - $0) / Double(f) }
+        #expect(fadeOut == nil, "fade-out: \(fadeOut ?? "")")
+        let fadeIn = Self.compare(output, at: seekDevice, reference, from: target, count: f) { Double($0 + 1) / Double(f) }
+        #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
+        #expect(Self.compare(output, at: seekDevice + f, reference, from: target + f, count: total - target - f) == nil)
+        for (cue, heard, delivered) in playback.log.cues.suffix(fixture.schedule.cues.count { $0.frame >= target }) {
+            let when = try #require(playback.output.heardTime(ofFrame: seekDevice + cue.frame - target))
+            #expect(abs(heard - when) <= 1_000 && delivered >= when && delivered <= when + 1_000_000, "\(cue.type) at \(cue.frame)")
+        }
+    }
+
+    /// A lesson with music under two sentences, and the same without the music: the ground
+    /// truth of a muted music bus.
+    struct MusicFixture {
+        let dir = TempDir()
+        let withMusic: Schedule
+        let voiceOnly: Schedule
+        let withMusicReference: [Int16]
+        let voiceOnlyReference: [Int16]
+
+        init() throws {
+            let bed = dir.file("bed.wav")
+            let made = try runTool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", bed, "synth", "8", "sine", "220", "vol", "0.3"])
+            try #require(made.status == 0, "sox: \(made.stderr)")
+            let clips = Repo.path("Audio/lessons")
+            let path = dir.write(
+                "music.json",
+                """
+                {"sampleRate": 48000, "channels": 2, "ducking": {"gain": -6},
+                 "clips": {"p1": {"file": "\(clips)/sight-words/part1.wav", "timings": "\(Repo.path("Timings/lessons/sight-words/part1.json"))"},
+                           "bed": {"file": "\(bed)", "bus": "music"}},
+                 "chains": {"music": [{"music": "bed"}, {"clip": "p1"}, {"clip": "p1"}], "voice": [{"clip": "p1"}, {"clip": "p1"}]}}
+                """)
+            let lesson = try Lesson.load(path: path)
+            let bank = try ClipBank.prepare(lesson: lesson, clipIDs: ["p1", "bed"], decoder: SndFileDecoder(streamAboveSeconds: nil))
+            withMusic = try LiveFixture.schedule("music", bank: bank)
+            voiceOnly = try LiveFixture.schedule("voice", bank: bank)
+            withMusicReference = try LiveFixture.render(withMusic, in: dir, name: "music.wav")
+            voiceOnlyReference = try LiveFixture.render(voiceOnly, in: dir, name: "voice.wav")
+        }
+    }
+
+    /// Music muted before the start: the output is the render without the music, exactly.
+    @Test func mutedMusicFromTheStart() throws {
+        let fixture = try MusicFixture()
+        defer { fixture.dir.remove() }
+        try #require(fixture.withMusic.frames == fixture.voiceOnly.frames)
+        let playback = VirtualPlayback(fixture.withMusic)
+        playback.engine.gains.set(.music, muted: true)
+        #expect(try playback.play() == .finished)
+        #expect(playback.log.cues.map(\.cue) == fixture.withMusic.cues)
+        // From frame 0's device frame (the voice starts in silence: located by the clock).
+        guard case .start(let info) = try #require(playback.log.events.first) else { Issue.record("no start"); return }
+        let d0 = try #require(Self.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
+        let output = playback.output.samples
+        #expect(output[..<(d0 * 2)].allSatisfy { $0 == 0 })
+        let frames = fixture.voiceOnlyReference.count / 2
+        try #require(output.count >= (d0 + frames) * 2)
+        #expect(Self.compare(output, at: d0, fixture.voiceOnlyReference, from: 0, count: frames) == nil)
+        #expect(Self.compare(output, at: d0, fixture.withMusicReference, from: 0, count: frames) != nil, "the music is heard in the render")
+    }
+
+    /// Music muted on a word: heard within a period and the rewind margin of the request,
+    /// ramped down over 10 ms (never a step larger than the ramp's), then exactly the render
+    /// without music to the end; the cues are unchanged.
+    @Test func mutingMusicLandsWithinAPeriodRamped() throws {
+        let fixture = try MusicFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.withMusic)
+        let trigger = try #require(Self.cueOf(fixture.withMusic, clip: "p1", word: 1))
+        let requested = Mutex<Int64?>(nil)
+        let gains = playback.engine.gains
+        let clock = playback.clock
+        #expect(
+            try playback.play(onEvent: { event in
+                if case .cue(let cue, _, _) = event, cue == trigger {
+                    requested.withLock { $0 = clock.now() }
+                    gains.set(.music, muted: true)
+                }
+            }) == .finished)
+        #expect(playback.log.cues.map(\.cue) == fixture.withMusic.cues)
+        let output = playback.output.samples
+        let a = fixture.withMusicReference
+        let b = fixture.voiceOnlyReference
+        let total = a.count / 2
+        guard case .start(let info) = try #require(playback.log.events.first) else { Issue.record("no start"); return }
+        let d0 = try #require(Self.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
+        // Where the output leaves the render with music.
+        let change = try #require((0..<total).first { k in output[(d0 + k) * 2] != a[k * 2] || output[(d0 + k) * 2 + 1] != a[k * 2 + 1] })
+        let request = try #require(requested.withLock { $0 })
+        let changeHeard = try #require(playback.output.heardTime(ofFrame: d0 + change))
+        #expect(changeHeard - request <= 16_000_000, "heard \(ms(changeHeard - request)) after the request")
+        print("music mute: heard \(ms(changeHeard - request)) after the request")
+        let ramp = 480
+        #expect(Self.compare(output, at: d0 + change + ramp, b, from: change + ramp, count: total - change - ramp) == nil)
+        // During the ramp the music's share shrinks steadily: the output lies between the two
+        // renders, and its distance from the voice-only render falls by about 1/480 of the
+        // music a frame.
+        for k in 0..<ramp {
+            for c in 0..<2 {
+                let i = (change + k) * 2 + c
+                let music = Double(a[i]) - Double(b[i])
+                let left = Double(output[(d0 + change + k) * 2 + c]) - Double(b[i])
+                let share = Double(ramp - 1 - k) / Double(ramp)
+                #expect(abs(left - music * share) <= abs(music) / Double(ramp) + 1.01, "ramp frame \(k): \(left) of \(music)")
+            }
+        }
+    }
+}
