@@ -47,6 +47,12 @@ public final class OutputFeed: @unchecked Sendable {
     /// A timeline frame to go on from (-1: none): a seek. While playing, the rendering thread
     /// fades out, jumps and fades in; while paused, it jumps and stays paused.
     let jumpWanted = Atomic<Int>(-1)
+    /// A timeline frame where playback is to stop by itself (-1: none), its fade-out ending
+    /// there: the end of a word said on its own. Then the timeline jumps to `returnFrame`
+    /// (-1: it stays) and pauses if `pauseAfterStop`, else goes on.
+    let stopFrame = Atomic<Int>(-1)
+    let returnFrame = Atomic<Int>(-1)
+    let pauseAfterStop = Atomic<Bool>(false)
     /// Length of the fades of pause, resume and seek (5 ms).
     let fadeFrames: Int
     /// How close to what is heard the output is asked to take audio back.
@@ -117,6 +123,8 @@ public final class OutputFeed: @unchecked Sendable {
         var paused = false
         var fadeOutLeft = 0
         var fadeInLeft = 0
+        /// The fade-out under way ends a stop (`stopFrame`).
+        var stopping = false
         /// The output frame where the latest pause's silence began.
         var pausedOutput = 0
         /// The gains' change count last seen.
@@ -207,6 +215,19 @@ public final class OutputFeed: @unchecked Sendable {
                 break
             }
             var count = frames - done
+            let stop = stopFrame.load(ordering: .acquiring)
+            if stop >= 0 && !fadingOut && jumpWanted.load(ordering: .relaxed) < 0 {
+                // Render up to the stop's fade-out, then fade out to end at the stop frame.
+                let fadeStart = stop - fadeFrames
+                if mixer.position < fadeStart {
+                    count = min(count, fadeStart - mixer.position)
+                } else {
+                    fadingOut = true
+                    state.stopping = true
+                    state.fadeOutLeft = max(1, min(fadeFrames, stop - mixer.position))
+                    state.fadeInLeft = 0
+                }
+            }
             if state.fadeOutLeft > 0 { count = min(count, state.fadeOutLeft) }
             let hold = holdFrame.load(ordering: .acquiring)
             if mixer.position < hold {
@@ -255,11 +276,12 @@ public final class OutputFeed: @unchecked Sendable {
         let wantPause = pauseWanted.load(ordering: .acquiring)
         let jump = jumpWanted.load(ordering: .acquiring)
         if state.paused {
+            guard jump >= 0 || !wantPause else { return }
+            // The silence the output holds is taken back (not the pause's fade-out): what
+            // comes next is heard within a period.
+            takeBackBeyondMargin(now: now, notBefore: state.pausedOutput)
             if jump >= 0 { jumpTimeline() }
             if !wantPause {
-                // The silence the output holds is taken back (not the pause's fade-out): the
-                // audio comes within a period.
-                takeBackBeyondMargin(now: now, notBefore: state.pausedOutput)
                 state.paused = false
                 state.fadeInLeft = fadeFrames
                 marks.push(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
@@ -277,6 +299,13 @@ public final class OutputFeed: @unchecked Sendable {
     /// After a fade-out: the jump asked for (if any), then a pause (if still wanted) or a
     /// fade-in.
     private func afterFadeOut() {
+        if state.stopping {
+            state.stopping = false
+            stopFrame.store(-1, ordering: .releasing)
+            let back = returnFrame.exchange(-1, ordering: .acquiringAndReleasing)
+            if back >= 0 { jumpWanted.store(back, ordering: .releasing) }
+            if pauseAfterStop.load(ordering: .acquiring) { pauseWanted.store(true, ordering: .releasing) }
+        }
         if jumpWanted.load(ordering: .acquiring) >= 0 { jumpTimeline() }
         if pauseWanted.load(ordering: .acquiring) {
             state.paused = true

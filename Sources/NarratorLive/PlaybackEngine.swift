@@ -117,9 +117,43 @@ public final class PlaybackEngine: @unchecked Sendable {
     @discardableResult
     public func seek(to frame: Int) -> Bool {
         guard feeder.lanes.isEmpty else { return false }
+        feed.stopFrame.store(-1, ordering: .releasing)
         feed.jumpWanted.store(max(0, frame), ordering: .releasing)
         return true
     }
+
+    /// What `play(_:then:)` does once the range has played.
+    public enum AfterRange: Sendable, Equatable {
+        /// Go back to where playback was and pause there.
+        case pauseWhereItWas
+        /// Go back to where playback was and go on.
+        case resumeWhereItWas
+        /// Pause at the range's end.
+        case pauseAtEnd
+    }
+
+    /// Plays the timeline frames `range` (a word said on its own: its cues come as heard),
+    /// with 5 ms fades at both ends, then does `then`. "Where it was": the frame heard when
+    /// this is called (or where a pause waits). False when the plan cannot move (streams).
+    @discardableResult
+    public func play(_ range: Range<Int>, then: AfterRange) -> Bool {
+        guard feeder.lanes.isEmpty, !range.isEmpty else { return false }
+        let here = isPaused ? pausedFrame : heardFrame
+        feed.returnFrame.store(then == .pauseAtEnd ? -1 : here, ordering: .releasing)
+        feed.pauseAfterStop.store(then != .resumeWhereItWas, ordering: .releasing)
+        feed.stopFrame.store(-1, ordering: .releasing)
+        feed.jumpWanted.store(max(0, range.lowerBound), ordering: .releasing)
+        feed.stopFrame.store(range.upperBound, ordering: .releasing)
+        feed.pauseWanted.store(false, ordering: .releasing)
+        return true
+    }
+
+    /// The timeline frame being heard now (the clock's latest reading, extrapolated); 0
+    /// before the clock has settled. Safe from any thread.
+    public var heardFrame: Int { max(0, feed.publication.snapshot().timelineFrame(at: clock.now(), rate: schedule.sampleRate)) }
+
+    /// Where the timeline waits while paused (the frame heard, once the pause is heard).
+    private var pausedFrame: Int { feed.publication.snapshot().heardTimeline }
 
     /// What the cue thread asks, between cues, of a caller that changes the plan while it
     /// plays (a live activity answering taps): given the frame heard now and the frame where a

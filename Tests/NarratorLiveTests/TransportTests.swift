@@ -181,6 +181,60 @@ struct TransportTests {
         }
     }
 
+    /// Paused on a word, the child taps a later word: just that word's frames play (5 ms
+    /// fades at both ends) with its cue, then playback waits again where it was paused, and
+    /// resuming goes on from there with nothing lost.
+    @Test func sayOneWordWhilePausedThenResume() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 0))
+        let said = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 2))
+        guard case .word(_, _, _, let saidEnd) = said.kind else { return }
+        let engine = playback.engine
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
+        })
+        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        playback.output.run(for: 200_000_000)
+        let pausedFrame = try #require(playback.log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }.first)
+        let before = playback.log.events.count
+        #expect(engine.play(said.frame..<saidEnd, then: .pauseWhereItWas))
+        try Self.run(playback) { log in log.events.dropFirst(before).contains { if case .paused = $0 { true } else { false } } }
+        playback.output.run(for: 200_000_000)
+        let during = Array(playback.log.events.dropFirst(before))
+        // The jump to the word, which plays (a resume) with its cue, the jump back, and the
+        // pause where it was.
+        let summary = during.map { event -> String in
+            switch event {
+            case .seeked(let from, let to, _): "seeked \(from)->\(to)"
+            case .cue(let cue, _, _): "\(cue.type)@\(cue.frame)"
+            case .paused(let frame, _): "paused@\(frame)"
+            case .resumed(let frame, _): "resumed@\(frame)"
+            default: "other"
+            }
+        }
+        #expect(summary == ["seeked \(pausedFrame)->\(said.frame)", "resumed@\(said.frame)", "word@\(said.frame)", "seeked \(saidEnd)->\(pausedFrame)", "paused@\(pausedFrame)"])
+        let sayStart = try #require(during.compactMap { if case .seeked(_, _, let at) = $0 { at } else { nil } }.first)
+        engine.resume()
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        // The audio of the word on its own.
+        let output = playback.output.samples
+        let f = Self.fade
+        let wordDevice = try #require(Self.deviceFrame(playback.output, heardAt: sayStart))
+        let length = saidEnd - said.frame
+        #expect(Self.compare(output, at: wordDevice, fixture.reference, from: said.frame, count: f) { Double($0 + 1) / Double(f) } == nil)
+        #expect(Self.compare(output, at: wordDevice + f, fixture.reference, from: said.frame + f, count: length - 2 * f) == nil)
+        #expect(Self.compare(output, at: wordDevice + length - f, fixture.reference, from: saidEnd - f, count: f) { Double(f - 1 - $0) / Double(f) } == nil)
+        #expect(output[((wordDevice + length) * 2)..<((wordDevice + length + 4800) * 2)].allSatisfy { $0 == 0 }, "silence after the word")
+        // Every cue of the schedule once, plus the word said again.
+        var expected = fixture.schedule.cues
+        let resumeIndex = try #require(expected.firstIndex { $0.frame >= pausedFrame })
+        expected.insert(said, at: resumeIndex)
+        #expect(playback.log.cues.map(\.cue) == expected)
+    }
+
     /// A lesson with music under two sentences, and the same without the music: the ground
     /// truth of a muted music bus.
     struct MusicFixture {
