@@ -136,12 +136,15 @@ public struct PreparedProgram: Sendable {
     /// - Parameter onFinished: called on the cue thread once playback has ended (after the
     ///   last event), with how: a caller that must not keep a thread waiting in
     ///   `waitUntilFinished()` (the daemon) is told instead.
+    /// - Parameter gains: the buses' and master gains and mutes (`Playback.gains`); pass the
+    ///   same instance to the next playback to keep them across chains.
     public func play(
         on output: any AudioOutput, threads: PlaybackEngine.Threads = .normal, clock: any PlaybackClock = SystemClock(),
+        gains: MixGains = MixGains(),
         onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) -> Playback {
-        let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads)
+        let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads, gains: gains)
         return Playback(engine: engine, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
     }
 }
@@ -159,12 +162,14 @@ public final class Playback: Sendable {
     public var startTime: Int64 { engine.startTime }
 
     private let engine: PlaybackEngine
-    private let state = Mutex<State>(State())
+    private let state: Mutex<State>
     private let finished = DispatchSemaphore(value: 0)
 
     private struct State: Sendable {
         var taps: [String] = []
         var outcome: PlaybackOutcome?
+        /// The plan playing (an activity's changes with its taps).
+        var plan: Schedule
     }
 
     fileprivate init(
@@ -172,6 +177,7 @@ public final class Playback: Sendable {
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) {
         self.engine = engine
+        state = Mutex(State(plan: initial))
         output = engine.negotiated
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
         events = stream
@@ -210,6 +216,105 @@ public final class Playback: Sendable {
     /// Stops playback now: the device is dropped, and the events end with `canceled`.
     public func stop() { engine.cancel() }
 
+    /// An activity's new plan (from the cue thread).
+    fileprivate func planChanged(_ plan: Schedule) { state.withLock { $0.plan = plan } }
+
+    // MARK: Controls (safe from any thread)
+
+    /// The buses' (voice, sfx, music) and master gains and mutes, followed within a period
+    /// with a 10 ms ramp: `playback.gains.set(.music, gain: 0.5)`, `set(.music, muted: true)`.
+    public var gains: MixGains { engine.gains }
+
+    /// Pauses within a period of the output, after a 5 ms fade-out; `paused` reports the
+    /// frame where it waits. An activity's idle waits wait too (they are on the timeline).
+    public func pause() { engine.pause() }
+
+    /// Where `resume(from:)` goes on from.
+    public enum ResumePoint: Sendable, Equatable {
+        /// Where the timeline waits.
+        case pausedFrame
+        /// The start of the word being heard when paused (or of the last one before it).
+        case wordStart
+    }
+
+    /// Resumes, with a 5 ms fade-in; `resumed` reports the frame.
+    public func resume(from point: ResumePoint = .pausedFrame) {
+        switch point {
+        case .pausedFrame: engine.resume()
+        case .wordStart: engine.resume(from: wordCue(around: engine.heardFrame)?.frame)
+        }
+    }
+
+    /// Whether a pause is asked for.
+    public var isPaused: Bool { engine.isPaused }
+
+    /// A place in what plays.
+    public enum Position: Sendable, Equatable {
+        /// A frame of the timeline.
+        case frame(Int)
+        /// The start of a clip: its occurrence that is heard or was last, else the next.
+        case clip(String)
+        /// The start of word `index` (in its timing file) of a clip, chosen like a clip's.
+        case word(clip: String, index: Int)
+    }
+
+    /// Moves to `position`: audio from exactly its frame (5 ms fades), cues from there on
+    /// (`seeked`). While paused, it moves and stays paused. Throws when the position is not
+    /// in what plays, or the plan streams long files (read in order, they cannot move).
+    public func seek(to position: Position) throws(NarratorError) {
+        guard engine.seek(to: try frame(of: position)) else { throw Self.cannotMove }
+    }
+
+    /// What `say(word:then:)` does after the word.
+    public typealias AfterWord = PlaybackEngine.AfterRange
+
+    /// Says one word on its own (a tap on it), its highlight with it (`word` comes as it is
+    /// heard), then goes back where playback was, paused or playing, or pauses after it.
+    public func say(clip: String, word index: Int, then after: AfterWord = .pauseWhereItWas) throws(NarratorError) {
+        guard let cue = wordCue(clip: clip, index: index), case .word(_, _, _, let end) = cue.kind else {
+            throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays")
+        }
+        guard engine.play(cue.frame..<end, then: after) else { throw Self.cannotMove }
+    }
+
+    private static let cannotMove = NarratorError(file: "playback", "this playback streams long files and cannot move")
+
+    private func frame(of position: Position) throws(NarratorError) -> Int {
+        let plan = state.withLock { $0.plan }
+        switch position {
+        case .frame(let frame):
+            guard frame >= 0 && frame <= plan.frames else {
+                throw NarratorError(file: "playback", "frame \(frame) is outside what plays (0…\(plan.frames))")
+            }
+            return frame
+        case .clip(let clip):
+            let starts = plan.cues.filter { if case .clipStart(clip, _) = $0.kind { true } else { false } }
+            guard let cue = Self.nearest(starts, to: engine.heardFrame) else { throw NarratorError(file: "playback", "clip '\(clip)' is not in what plays") }
+            return cue.frame
+        case .word(let clip, let index):
+            guard let cue = wordCue(clip: clip, index: index) else { throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays") }
+            return cue.frame
+        }
+    }
+
+    /// The occurrence of word `index` of `clip` heard now or last, else the next one.
+    private func wordCue(clip: String, index: Int) -> Cue? {
+        let plan = state.withLock { $0.plan }
+        let words = plan.cues.filter { if case .word(clip, index, _, _) = $0.kind { true } else { false } }
+        return Self.nearest(words, to: engine.heardFrame)
+    }
+
+    /// The word being heard at `frame`, or the last one before it.
+    private func wordCue(around frame: Int) -> Cue? {
+        let plan = state.withLock { $0.plan }
+        return plan.cues.last { if case .word = $0.kind { $0.frame <= frame } else { false } }
+    }
+
+    /// The last of `cues` at or before `frame`, else the first after it.
+    private static func nearest(_ cues: [Cue], to frame: Int) -> Cue? {
+        cues.last { $0.frame <= frame } ?? cues.first
+    }
+
     /// Waits until playback has ended and returns how.
     public func waitUntilFinished() -> PlaybackOutcome {
         finished.wait()
@@ -236,7 +341,10 @@ private final class Replanning: @unchecked Sendable {
         guard let answer = playback.nextTap() else { return nil }
         taps.append(Tap(frame: responseFrame, answer: answer, heardFrame: heard))
         guard let next = try? planner.plan(taps: taps) else { return nil }
-        defer { current = next }
+        defer {
+            current = next
+            playback.planChanged(next)
+        }
         return (next, Schedule.firstDifference(current, next))
     }
 }

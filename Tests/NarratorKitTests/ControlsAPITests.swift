@@ -1,0 +1,102 @@
+import Foundation
+import NarratorCore
+import NarratorKit
+import NarratorTestSupport
+import Synchronization
+import Testing
+
+/// The Swift API's controls, on a virtual output the test advances: pause and resume from the
+/// word's start, seek to a word, say a word, gains; positions that are not in what plays are
+/// refused. Frames come from the cue sheet of `narrator cues` (the CLI), not from the API.
+@Suite("Swift API controls")
+struct ControlsAPITests {
+    static let lessonPath = Repo.path("Timings/lessons/sample.json")
+
+    /// The sample chain's cues as the CLI writes them: (type, frame, clip, index).
+    static func sheet() throws -> [(type: String, frame: Int, clip: String?, index: Int?)] {
+        let result = try NarratorTestSupport.run(Repo.narrator, ["cues", lessonPath, "--chain", "correct", "--seed", "7"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        return try #require(object["cues"] as? [[String: Any]]).map {
+            ($0["type"] as? String ?? "", $0["frame"] as? Int ?? -1, $0["clip"] as? String, $0["index"] as? Int)
+        }
+    }
+
+    final class Log: @unchecked Sendable {
+        // @unchecked: written on the cue thread while the test thread is parked in the clock.
+        var events: [PlaybackEvent] = []
+        func count(_ match: (PlaybackEvent) -> Bool) -> Int { events.filter(match).count }
+    }
+
+    static func start() throws -> (Playback, VirtualOutput, Log) {
+        let prepared = try NarratorLesson(path: lessonPath).prepare(.chain("correct"), seed: 7)
+        let output = VirtualOutput(clock: VirtualClock(), sampleRate: 48000, channels: 2, periodFrames: 480, bufferFrames: 1920)
+        let log = Log()
+        let playback = prepared.play(on: output, clock: output.clock, onEvents: { log.events += $0 })
+        return (playback, output, log)
+    }
+
+    static func run(_ output: VirtualOutput, _ log: Log, until done: (Log) -> Bool) throws {
+        let end = output.clock.now() + 30_000_000_000
+        while !done(log) {
+            try #require(output.clock.now() < end, "waited 30 s of virtual time")
+            output.run(for: 5_000_000)
+        }
+    }
+
+    @Test func pauseResumeFromTheWordsStartAndSeekToAWord() throws {
+        let sheet = try Self.sheet()
+        let can = try #require(sheet.first { $0.type == "word" && $0.clip == "p1" && $0.index == 1 })
+        let red = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 2 })
+        let (playback, output, log) = try Self.start()
+        // Pause while "can" is heard (half-way through it), resume from its start.
+        try Self.run(output, log) { log in log.events.contains { if case .cue(let cue, _, _) = $0 { cue.frame == can.frame } else { false } } }
+        output.run(for: 150_000_000)
+        playback.pause()
+        #expect(playback.isPaused)
+        try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 1 }
+        playback.resume(from: .wordStart)
+        try Self.run(output, log) { $0.count { if case .resumed = $0 { true } else { false } } == 1 }
+        // Then jump to "red".
+        try playback.seek(to: .word(clip: "p2", index: 2))
+        #expect(output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.waitUntilFinished() == .finished)
+
+        let seeks = log.events.compactMap { if case .seeked(let from, let to, _) = $0 { [from, to] } else { nil } }
+        #expect(seeks.count == 2 && seeks.first?.last == can.frame && seeks.last?.last == red.frame, "\(seeks)")
+        let resumed = log.events.compactMap { if case .resumed(let frame, _) = $0 { frame } else { nil } }
+        #expect(resumed == [can.frame])
+        // "can" heard twice (before the pause, and again from its start), "red" after the seek.
+        let words = log.events.compactMap { event -> String? in
+            if case .cue(let cue, _, _) = event, case .word(_, _, let text, _) = cue.kind { text } else { nil }
+        }
+        #expect(words.first == "I" && words.filter { $0 == "can" }.count == 2 && words.suffix(2) == ["red", "hat"], "\(words)")
+    }
+
+    @Test func sayAWordThenGoOnAndGains() throws {
+        let sheet = try Self.sheet()
+        let hat = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 3 })
+        let (playback, output, log) = try Self.start()
+        playback.gains.set(.music, gain: 0.25)
+        #expect(playback.gains.gain(.music) == 0.25)
+        playback.gains.set(.voice, gain: 99)
+        #expect(playback.gains.gain(.voice) == MixGains.maximum, "clamped")
+        playback.gains.set(.voice, gain: 1)
+        try Self.run(output, log) { $0.events.contains { if case .cue(let cue, _, _) = $0 { cue.type == "word" } else { false } } }
+        try playback.say(clip: "p2", word: 3, then: .resumeWhereItWas)
+        #expect(output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.waitUntilFinished() == .finished)
+        let words = log.events.compactMap { event -> String? in
+            if case .cue(let cue, _, _) = event, case .word(_, _, let text, _) = cue.kind { text } else { nil }
+        }
+        // "hat" said on its own after "I", then the chain goes on from where it was.
+        #expect(words == ["I", "hat", "can", "see", "the", "big", "red", "hat"], "\(words)")
+        let seeks = log.events.compactMap { if case .seeked(_, let to, _) = $0 { to } else { nil } }
+        #expect(seeks.first == hat.frame && seeks.count == 2)
+        #expect(!log.events.contains { if case .paused = $0 { true } else { false } }, "it goes on without pausing")
+
+        #expect(throws: NarratorError.self) { try playback.say(clip: "p2", word: 9) }
+        #expect(throws: NarratorError.self) { try playback.seek(to: .clip("nope")) }
+        #expect(throws: NarratorError.self) { try playback.seek(to: .frame(-1)) }
+        #expect(throws: NarratorError.self) { try playback.seek(to: .frame(10_000_000)) }
+    }
+}
