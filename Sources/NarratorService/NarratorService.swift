@@ -90,6 +90,8 @@ public final class NarratorService: Sendable {
     private struct Connection {
         let outlet: any EventOutlet
         var requests: [RequestID: Active] = [:]
+        /// The gains of every playback this connection starts (`volume`), kept across them.
+        let gains = MixGains()
         /// The client will send nothing more: close once its last request has ended.
         var inputEnded = false
     }
@@ -238,6 +240,27 @@ public final class NarratorService: Sendable {
                 playback.tap(answer)
                 send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
                 return false
+            case .control(let target, let control):
+                guard case .playing(let name)? = client.requests[target], let playback = state.playbacks[name]?.playback else {
+                    return refuse("request \(target) is not playing on this connection")
+                }
+                do throws(NarratorError) {
+                    switch control {
+                    case .pause: playback.pause()
+                    case .resume(let point): playback.resume(from: point)
+                    case .seek(let position): try playback.seek(to: position)
+                    case .say(let clip, let word, let then): try playback.say(clip: clip, word: word, then: then)
+                    }
+                } catch {
+                    return refuse(error.description)
+                }
+                send(EventLine(.finished, frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
+                return false
+            case .volume(let target, let gain, let muted):
+                if let gain { client.gains.set(target, gain: gain) }
+                if let muted { client.gains.set(target, muted: muted) }
+                send(EventLine(.finished, frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
+                return false
             case .stop(let target):
                 guard stop(Recipient(connection: connection, id: target), reason: "stopped", in: &state) else {
                     return refuse("request \(target) is not active on this connection")
@@ -276,7 +299,7 @@ public final class NarratorService: Sendable {
                 state.connections[connection]?.requests[id] = .subscribed(playback)
                 if let begin = state.playbacks[playback]?.begin { send(begin, to: me, in: &state) }
                 return false
-            case .tap, .stop:
+            case .tap, .stop, .control, .volume:
                 return false
             }
         }
@@ -494,8 +517,9 @@ public final class NarratorService: Sendable {
                 configuration.output, device: configuration.device, rate: prepared.schedule.sampleRate,
                 channels: prepared.schedule.channels, latencyMs: configuration.latencyMs,
                 threads: configuration.realtime ? .realtime : .normal)
+            let gains = state.withLock { $0.connections[owner.connection]?.gains } ?? MixGains()
             playback = prepared.play(
-                on: output, threads: configuration.realtime ? .realtime : .normal,
+                on: output, threads: configuration.realtime ? .realtime : .normal, gains: gains,
                 onEvents: forwarder.forward, onFinished: { [self] _ in ended(forwarder) })
         } catch {
             release()

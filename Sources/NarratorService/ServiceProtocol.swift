@@ -16,8 +16,20 @@ enum ServiceRequest: Sendable {
     case stop(target: RequestID)
     /// Every event of one playback, from any client: `p3`, or `next` for the next to begin.
     case subscribe(playback: String)
+    /// Controls a playback of this connection: pause, resume, seek, say a word.
+    case control(target: RequestID, Control)
+    /// Sets a bus's (or the master's) gain and/or mute for this connection's playbacks, the
+    /// ones playing and the ones to come.
+    case volume(target: MixGains.Target, gain: Float?, muted: Bool?)
 
-    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe"]
+    enum Control: Sendable, Equatable {
+        case pause
+        case resume(Playback.ResumePoint)
+        case seek(Playback.Position)
+        case say(clip: String, word: Int, then: Playback.AfterWord)
+    }
+
+    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe", "pause", "resume", "seek", "say", "volume"]
 
     /// The largest numeric id, in magnitude: whole numbers a JSON client holds exactly (2^53 − 1,
     /// JavaScript's safe integers).
@@ -99,6 +111,58 @@ enum ServiceRequest: Sendable {
         case "subscribe":
             try allow(["playback"])
             return .subscribe(playback: try fields.required("playback", in: root).string())
+        case "pause":
+            try allow(["request"])
+            return .control(target: try target(), .pause)
+        case "resume":
+            try allow(["request", "from"])
+            let point: Playback.ResumePoint
+            switch try fields["from"]?.string() ?? "paused" {
+            case "paused": point = .pausedFrame
+            case "word": point = .wordStart
+            default: throw NarratorError(file: "request", place: "from", "expected \"paused\" or \"word\"")
+            }
+            return .control(target: try target(), .resume(point))
+        case "seek":
+            try allow(["request", "frame", "clip", "word"])
+            let position: Playback.Position
+            switch (fields["frame"], fields["clip"], fields["word"]) {
+            case (let frame?, nil, nil): position = .frame(try frame.integer(in: 0...Int(Int32.max)))
+            case (nil, let clip?, nil): position = .clip(try clip.string())
+            case (nil, let clip?, let word?): position = .word(clip: try clip.string(), index: try word.integer(in: 0...100_000))
+            default: throw NarratorError(file: "request", place: "frame", "give a frame, a clip, or a clip and a word")
+            }
+            return .control(target: try target(), .seek(position))
+        case "say":
+            try allow(["request", "clip", "word", "then"])
+            let then: Playback.AfterWord
+            switch try fields["then"]?.string() ?? "pause" {
+            case "pause": then = .pauseWhereItWas
+            case "resume": then = .resumeWhereItWas
+            case "stay": then = .pauseAtEnd
+            default: throw NarratorError(file: "request", place: "then", "expected \"pause\", \"resume\" or \"stay\"")
+            }
+            return .control(
+                target: try target(),
+                .say(clip: try fields.required("clip", in: root).string(), word: try fields.required("word", in: root).integer(in: 0...100_000), then: then))
+        case "volume":
+            try allow(["bus", "gain", "muted"])
+            let busCursor = try fields.required("bus", in: root)
+            guard let bus = MixGains.Target(rawValue: try busCursor.string()) else {
+                throw busCursor.fail("expected \"voice\", \"sfx\", \"music\" or \"master\"")
+            }
+            let gain = try fields["gain"].map { cursor throws(NarratorError) -> Float in
+                guard case .number(let value) = cursor.value, value >= 0, value <= Double(MixGains.maximum) else {
+                    throw cursor.fail("expected a gain from 0 to \(Int(MixGains.maximum)) (a factor: 1 leaves the level alone)")
+                }
+                return Float(value)
+            }
+            let muted = try fields["muted"].map { cursor throws(NarratorError) -> Bool in
+                guard case .bool(let value) = cursor.value else { throw cursor.fail("expected true or false") }
+                return value
+            }
+            if gain == nil && muted == nil { throw NarratorError(file: "request", place: "gain", "give a gain, muted, or both") }
+            return .volume(target: bus, gain: gain, muted: muted)
         default:
             throw opCursor.fail("unknown op '\(op)' (expected one of: \(operations.joined(separator: ", ")))")
         }

@@ -338,6 +338,84 @@ struct DaemonLiveTests {
         #expect(afterRestart.filter(\.isTerminal).map(\.type) == ["finished"])
     }
 
+    /// Controls over the Unix socket while a chain plays through the sound server, measured on
+    /// the recording: a pause on "can" is silence from its `paused` moment to its `resumed`
+    /// one; resuming from the word's start plays the render from exactly that frame; a seek
+    /// back to the first sentence's first word plays the render from exactly there. Every
+    /// control gets one `finished`.
+    @Test func pauseResumeAndSeekAreHeardWhereTheEventsSay() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let reference = try Self.lessonAndReference(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: dir.path, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let play = #"{"id": "a", "op": "play", "lesson": "live.json", "chain": "live", "seed": 7}"#
+        let client = try DaemonClient([
+            "run", "--unix", daemon.socket,
+            "--when", "type=word,text=can", "0", #"{"id": "pause", "op": "pause", "request": "a"}"#,
+            "--when", "type=paused", "700", #"{"id": "resume", "op": "resume", "request": "a", "from": "word"}"#,
+            "--when", "type=word,text=red", "0", #"{"id": "seek", "op": "seek", "request": "a", "clip": "p1", "word": 0}"#,
+            play,
+        ])
+        let (status, events) = try client.finish()
+        #expect(status == 0, "\(daemon.stderr)")
+        let terminals = Dictionary(events.filter(\.isTerminal).map { ($0.id, $0.type) }, uniquingKeysWith: { a, b in a + "," + b })
+        #expect(terminals == ["a": "finished", "pause": "finished", "resume": "finished", "seek": "finished"], "\(terminals)")
+        func first(_ type: String) throws -> ReceivedEvent { try #require(events.first { $0.type == type }, "no \(type)") }
+        let paused = try first("paused")
+        let resumed = try first("resumed")
+        let seeked = try #require(events.last { $0.type == "seeked" }, "no seek")
+        let can = try #require(events.first { $0.type == "word" && $0.fields["text"] as? String == "can" })
+        let firstWord = try #require(events.first { $0.type == "word" && $0.fields["clip"] as? String == "p1" })
+        #expect(resumed.frame == can.frame, "resumed from the word's start")
+        #expect(seeked.frame == firstWord.frame)
+        let sent = events.filter { $0.fields["client"] as? String == "sent" }.compactMap { ($0.fields["sent"] as? NSNumber)?.int64Value }
+        try #require(sent.count == 3)
+        guard case .some(let period) = events.first?.fields["periodFrames"] as? Int else { Issue.record("no periodFrames"); return }
+        let pausedHeard = try #require(paused.heard)
+        let resumedHeard = try #require(resumed.heard)
+        let seekHeard = try #require(seeked.heard)
+        let latency = [pausedHeard - sent[0], resumedHeard - sent[1], seekHeard - sent[2]].map { Double($0) / 1e6 }
+        print(String(format: "daemon controls, request to heard: pause %.2f ms, resume %.2f ms, seek %.2f ms (period %.1f ms)", latency[0], latency[1], latency[2], Double(period) / 48))
+        // The sound server asks for audio about once a period: within two of them, the rewind
+        // margin and the fade (5 ms each), and 10 ms for the trip from the client.
+        let bound = 2 * Double(period) / 48 + 20
+        #expect(latency.allSatisfy { $0 >= 0 && $0 <= bound }, "\(latency) ms, bound \(bound)")
+
+        let recording = try server.recording()
+        let fade = 240
+        func recordingFrame(_ heard: Int64) -> Int { Int(recording.frame(audibleAt: UInt64(heard)).rounded()) }
+        // Silence while paused (a frame of slack at each end for the clock's fit).
+        let silentFrom = recordingFrame(pausedHeard) + 2
+        let silentTo = recordingFrame(resumedHeard) - 2
+        #expect(silentTo - silentFrom > 30_000, "paused for 700 ms")
+        let loud = (silentFrom..<silentTo).filter { recording.samples[$0 * 2] != 0 || recording.samples[$0 * 2 + 1] != 0 }
+        #expect(loud.isEmpty, "silence while paused: \(loud.count) frames are not, from \((loud.first ?? 0) - silentFrom) to \((loud.last ?? 0) - silentFrom) of \(silentTo - silentFrom)")
+        // After the fade-in, the render from the frame asked for, exactly, found where the
+        // event said it would be heard.
+        func playsFrom(_ heard: Int64, referenceFrame: Int) -> Bool {
+            let want = Array(reference[((referenceFrame + fade) * 2)..<((referenceFrame + fade + 24_000) * 2)])
+            let at = recordingFrame(heard) + fade
+            let found = (-4800...4800).first { shift in
+                let start = (at + shift) * 2
+                return start >= 0 && start + want.count <= recording.samples.count && Array(recording.samples[start..<(start + want.count)]) == want
+            }
+            print("render from \(referenceFrame) found at \(found.map(String.init) ?? "nowhere") frames from where its event says")
+            if found == nil {
+                let anywhere = stride(from: 0, to: recording.frames - 24_000, by: 1).first { start in
+                    recording.samples[start * 2] == want[0] && Array(recording.samples[(start * 2)..<(start * 2 + 200)]) == Array(want[0..<200])
+                }
+                print("  anywhere: \(anywhere.map { String($0 - at) } ?? "nowhere")")
+            }
+            // The recording's clock is fitted to its reads: ±4 frames (0.08 ms).
+            return found.map { abs($0) <= 4 } ?? false
+        }
+        #expect(playsFrom(resumedHeard, referenceFrame: try #require(can.frame)), "after the resume: the render from the word's start")
+        #expect(playsFrom(seekHeard, referenceFrame: try #require(firstWord.frame)), "after the seek: the render from the first word")
+    }
+
     /// The read-along page in headless Chromium: screenshots while the definition plays show
     /// the word being heard, and only it, in red.
     @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))

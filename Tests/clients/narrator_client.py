@@ -10,6 +10,10 @@ Usage:
       seconds. --expect-restart: if the connection closes before that, reconnect (for up to
       --retry seconds from the first close) and send again the requests that had no terminal
       event; lines {"client": "closed"} and {"client": "reconnected"} mark each attempt.
+      --when MATCH DELAY_MS REQUEST (repeatable): once, DELAY_MS after the first event whose
+      members match MATCH (key=value pairs joined by commas, e.g. type=word,text=can; values
+      compared as text), send REQUEST; a line {"client": "sent", "request": …} with its
+      CLOCK_MONOTONIC "sent" time marks it. Each such request also awaits its terminal event.
   narrator_client.py load (--ws URL --token T | --unix PATH) --clients N [--first K] [--ready FILE]
       Opens N connections, each subscribed to the next playback; prints every event
       each receives (with "client", numbered from K, and "received") until each has had its
@@ -107,10 +111,25 @@ def request_id(text):
         return None
 
 
+def matches(event, match):
+    for pair in match.split(","):
+        key, _, value = pair.partition("=")
+        if key not in event or str(event[key]) != value:
+            return False
+    return True
+
+
 async def run(args, transport):
     # Each request, even one that is not JSON, gets exactly one terminal event.
     requests = list(args.requests)
-    outstanding = len(requests)
+    outstanding = len(requests) + len(args.when)
+    triggers = [{"match": m, "delay": float(d) / 1000, "request": r, "fired": False} for m, d, r in args.when]
+
+    async def fire(trigger):
+        await asyncio.sleep(trigger["delay"])
+        emit({"client": "sent", "request": trigger["request"]}, sent=time.monotonic_ns())
+        await transport.send(trigger["request"])
+
     pending = {request_id(text): text for text in requests if request_id(text) not in (None, "null")}
     await connect(transport, args.retry)
     for text in requests:
@@ -140,6 +159,10 @@ async def run(args, transport):
         received = time.monotonic_ns()
         event = json.loads(message)
         emit(event, received=received)
+        for trigger in triggers:
+            if not trigger["fired"] and matches(event, trigger["match"]):
+                trigger["fired"] = True
+                asyncio.ensure_future(fire(trigger))
         if event.get("type") in TERMINAL:
             outstanding -= 1
             pending.pop(json.dumps(event.get("id")), None)
@@ -290,6 +313,7 @@ def main():
     run_parser.add_argument("--token", default="")
     run_parser.add_argument("--retry", type=float, default=0)
     run_parser.add_argument("--expect-restart", action="store_true")
+    run_parser.add_argument("--when", nargs=3, action="append", default=[], metavar=("MATCH", "DELAY_MS", "REQUEST"))
     run_parser.add_argument("requests", nargs="+")
     load_parser = commands.add_parser("load")
     load_parser.add_argument("--ws")
