@@ -77,6 +77,50 @@ struct DaemonProtocolTests {
         #expect(daemon.stop() == 0)
     }
 
+    /// Controls checked before anything plays: each bad one gets one error naming the key, a
+    /// good `volume` is `finished`, and controls of a request that is not playing are refused.
+    @Test func badControlsGetAnErrorEach() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.socat(
+            daemon,
+            input: """
+                {"id": 1, "op": "volume", "bus": "drums", "gain": 1}
+                {"id": 2, "op": "volume", "bus": "music", "gain": 5}
+                {"id": 3, "op": "volume", "bus": "music", "gain": -0.5}
+                {"id": 4, "op": "volume", "bus": "music"}
+                {"id": 5, "op": "volume", "bus": "music", "muted": "yes"}
+                {"id": 6, "op": "pause", "request": "nothing"}
+                {"id": 7, "op": "resume", "request": "a", "from": "yesterday"}
+                {"id": 8, "op": "seek", "request": "a", "frame": 5, "clip": "p1"}
+                {"id": 9, "op": "seek", "request": "a", "frame": 1e30}
+                {"id": 10, "op": "say", "request": "a", "clip": "p1"}
+                {"id": 11, "op": "say", "request": "a", "clip": "p1", "word": 0, "then": "dance"}
+                {"id": 12, "op": "seek", "request": "a", "word": 2}
+                {"id": "ok", "op": "volume", "bus": "music", "gain": 0.5, "muted": true}
+
+                """)
+        let events = try ReceivedEvent.parse(reply.stdout)
+        let byID = Dictionary(events.filter(\.isTerminal).map { ($0.id, "\($0.type): \($0.fields["message"] as? String ?? "")") }, uniquingKeysWith: { a, b in a + " | " + b })
+        #expect(byID.count == 13 && events.filter(\.isTerminal).count == 13, "\(byID)")
+        func said(_ id: String, _ text: String) -> Bool { byID[id].map { $0.hasPrefix("error: ") && $0.contains(text) } ?? false }
+        #expect(said("1", "bus: expected \"voice\""))
+        #expect(said("2", "gain: expected a gain from 0 to 4"))
+        #expect(said("3", "gain: expected a gain"))
+        #expect(said("4", "give a gain, muted, or both"))
+        #expect(said("5", "muted: expected true or false"))
+        #expect(said("6", "request nothing is not playing"))
+        #expect(said("7", "from: expected"))
+        #expect(said("8", "give a frame, a clip, or a clip and a word"))
+        #expect(said("9", "frame:"))
+        #expect(said("10", "word: missing key"))
+        #expect(said("11", "then: expected"))
+        #expect(said("12", "give a frame, a clip, or a clip and a word"))
+        #expect(byID["ok"] == "finished: ", "\(byID)")
+    }
+
     /// A play stopped before it plays has one terminal event, `stopped`. Stopped while it
     /// waits for a worker, it ends at once and its id is free again; stopped while a worker
     /// prepares it, it keeps its id until its terminal event (a new request with the same id
