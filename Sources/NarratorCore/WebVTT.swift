@@ -4,6 +4,7 @@ import Foundation
 /// (`a <00:00:01.500>red <00:00:01.800>apple`) gives one word per timestamped span: the text
 /// before the first timestamp starts at the cue's start, each later span at its timestamp, and
 /// each ends at the next timestamp or the cue's end. A cue without timestamps is one word.
+/// A cue's words are one sentence.
 enum WebVTT {
     static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
         let text = source.hasPrefix("\u{FEFF}") ? String(source.dropFirst()) : source
@@ -12,6 +13,7 @@ enum WebVTT {
         else { throw NarratorError(file: path, place: "line 1", "a WebVTT file starts with 'WEBVTT'") }
 
         var entries: [WordTimings.Entry] = []
+        var cues = 0
         var index = 1
         // Skip the header block (up to a blank line; a cue timing line also ends it).
         while index < lines.count, !lines[index].isEmpty, !lines[index].contains("-->") { index += 1 }
@@ -41,8 +43,12 @@ enum WebVTT {
                     parts[1].split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "")
             else { throw NarratorError(file: path, place: place, "bad cue timing line \(WordTimings.shown(block[timingOffset]))") }
             let payload = block[(timingOffset + 1)...].joined(separator: "\n")
-            entries += try words(
+            // A cue's words are one sentence (`Sentences.group`).
+            var cueWords = try words(
                 in: payload, cueStart: cueStart, cueEnd: cueEnd, path: path, firstLine: timingLineNumber + 1)
+            for k in cueWords.indices { cueWords[k].group = cues }
+            cues += 1
+            entries += cueWords
         }
         return entries
     }

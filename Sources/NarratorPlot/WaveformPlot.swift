@@ -162,6 +162,9 @@ public struct PlotLayout: Sendable {
                 }
             case .word(_, _, let text, let endFrame):
                 words.append(WordInterval(cue: cue, text: text, endFrame: endFrame))
+            case .sentence:
+                // Its words are drawn; the sentence adds no mark of its own.
+                break
             case .pulse(let target):
                 points.append(PointCue(cue: cue, label: "pulse \(target)", colour: PlotStyle.pulse))
             case .chainEnd(let chain):
