@@ -31,10 +31,9 @@ public enum Sentences {
     /// phrase), nil where the file gives none. Consecutive words of one group are a sentence;
     /// runs of words without a group are split after each word that ends a sentence by its
     /// punctuation. A file whose every group holds one word (one cue per word) has no grouping:
-    /// its words are split by punctuation.
+    /// its words are split by punctuation, and so are they when `groups` is not one per word.
     public static func group(_ words: [WordTiming], groups: [Int?] = []) -> [SentenceTiming] {
-        precondition(groups.isEmpty || groups.count == words.count, "one group per word")
-        var keys = groups
+        var keys = groups.count == words.count ? groups : []
         // A grouping that never puts two consecutive words together says nothing.
         if !keys.isEmpty, !keys.indices.dropFirst().contains(where: { keys[$0] != nil && keys[$0] == keys[$0 - 1] }) {
             keys = []

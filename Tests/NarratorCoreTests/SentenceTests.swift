@@ -238,6 +238,24 @@ struct SentenceTests {
         #expect(Sentences.group(words, groups: [7, 7, nil, nil]).map(\.words) == [0...1, 2...3])
         #expect(Sentences.group(Self.words(4) { ["a", "b", "c", "d"][$0] }, groups: [nil, 3, 3, nil]).map(\.words) == [0...0, 1...2, 3...3])
         #expect(Sentences.group([]) == [])
+        // Groups that are not one per word are no grouping.
+        #expect(Sentences.group(words, groups: [1, 1]).map(\.words) == [0...1, 2...3])
+    }
+
+    /// Cues whose sentences would overlap: their words overlap, which the reader refuses in one
+    /// line naming the word; a sentence element inside another: the nearest one holds the word.
+    @Test func overlappingAndNestedSentences() throws {
+        let vtt = "WEBVTT\n\n00:00:01.000 --> 00:00:03.000\nOne <00:00:02.000>two\n\n00:00:02.500 --> 00:00:04.000\nthree\n"
+        let message = try #require(Self.failure("t.vtt", vtt))
+        #expect(message.hasSuffix("t.vtt: line 7 'three': overlaps word 1 'two', which ends at 3 s"), "\(message)")
+        let nested = Self.page.replacingOccurrences(of: #"<span class="read sentence">"#, with: #"<span class="sentence"><span class="sentence">"#)
+            .replacingOccurrences(of: #"<span id="w2">Tom</span></span>"#, with: #"</span><span id="w2">Tom</span></span>"#)
+        let smil = """
+            <smil xmlns="http://www.w3.org/ns/SMIL" version="3.0"><body><seq>
+            \(Self.pars(["w1", "w2", "w3", "w4", "w5"]))
+            </seq></body></smil>
+            """
+        #expect(try Self.read("t.smil", smil, others: ["p.xhtml": nested]).sentences.map(\.text) == ["Hello", "Tom", "Mr. Smith came."])
     }
 
     @Test func aHundredThousandWordsInLinearTime() throws {
