@@ -114,8 +114,12 @@ enum SMIL {
     }
 
     /// SMIL for `words` and the XHTML page that holds their text (`page`, named relative to the
-    /// SMIL file), with clip times in seconds to the microsecond: exact to the frame.
-    static func write(_ words: [WordTiming], rate: Int, page: String, audio: String) -> (smil: String, xhtml: String) {
+    /// SMIL file), with clip times in seconds to the microsecond: exact to the frame. Each of
+    /// `sentences` (by the words' indexes) is a `<span class="sentence">` of the page, which
+    /// `parse` reads back as the sentence.
+    static func write(
+        _ words: [WordTiming], rate: Int, page: String, audio: String, sentences: [SentenceTiming] = []
+    ) -> (smil: String, xhtml: String) {
         func seconds(_ frame: Int) -> String { String(format: "%.6fs", Double(frame) / Double(rate)) }
         var smil = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -131,8 +135,13 @@ enum SMIL {
               <body>
                 <p>
             """
+        var sentence = 0
+        var inside: Int? = nil
         for (number, word) in words.enumerated() {
             let id = String(format: "w%04d", number + 1)
+            // The sentence of this word, if any (both in order).
+            while sentence < sentences.count, sentences[sentence].words.upperBound < word.index { sentence += 1 }
+            let this = sentence < sentences.count && sentences[sentence].words.contains(word.index) ? sentence : nil
             smil += """
                       <par id="par\(number + 1)">
                         <text src="\(escape(reference(page)))#\(id)"/>
@@ -140,8 +149,17 @@ enum SMIL {
                       </par>
 
                 """
-            xhtml += (number == 0 ? "" : " ") + "<span id=\"\(id)\">\(escape(word.text))</span>"
+            if this != inside {
+                if inside != nil { xhtml += "</span>" }
+                xhtml += number == 0 ? "" : " "
+                if this != nil { xhtml += "<span class=\"sentence\">" }
+            } else if number > 0 {
+                xhtml += " "
+            }
+            inside = this
+            xhtml += "<span id=\"\(id)\">\(escape(word.text))</span>"
         }
+        if inside != nil { xhtml += "</span>" }
         smil += "    </seq>\n  </body>\n</smil>\n"
         xhtml += "</p>\n  </body>\n</html>\n"
         return (smil, xhtml)

@@ -260,8 +260,12 @@ extension WordTimings {
 
     /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;
     /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
-    /// Files appear complete or not at all.
-    public static func write(_ words: [WordTiming], rate: Int, to path: String, audio: String? = nil) throws(NarratorError) {
+    /// `sentences` of the words, when given, are kept where the format can hold them (SMIL's
+    /// page: a `<span class="sentence">` around each sentence's words). Files appear complete
+    /// or not at all.
+    public static func write(
+        _ words: [WordTiming], rate: Int, to path: String, audio: String? = nil, sentences: [SentenceTiming] = []
+    ) throws(NarratorError) {
         let url = URL(fileURLWithPath: path)
         let ext = url.pathExtension.lowercased()
         guard let format = TimingFormat.writable[ext] else {
@@ -274,7 +278,8 @@ extension WordTimings {
         case .srt: files = [(path, SubRip.write(words, rate: rate))]
         case .smil:
             let page = url.deletingPathExtension().lastPathComponent + ".xhtml"
-            let (smil, xhtml) = SMIL.write(words, rate: rate, page: page, audio: audio ?? url.deletingPathExtension().lastPathComponent + ".wav")
+            let (smil, xhtml) = SMIL.write(
+                words, rate: rate, page: page, audio: audio ?? url.deletingPathExtension().lastPathComponent + ".wav", sentences: sentences)
             files = [(url.deletingLastPathComponent().appendingPathComponent(page).path, xhtml), (path, smil)]
         default: break
         }

@@ -125,6 +125,22 @@ struct SentenceTests {
         #expect(sentences.map(\.words) == [0...0, 1...1, 2...2, 3...4])
     }
 
+    /// SMIL written with the sentences reads back with them: the page wraps each sentence's
+    /// words in `<span class="sentence">` ("Mr." inside one, which punctuation would split).
+    @Test func smilWrittenWithSentencesReadsThemBack() throws {
+        let grid = Self.textGrid(words: Self.gridWords, phrases: [(0, 1.5, "a"), (1.5, 3.5, "b")])
+        let source = try Self.read("t.TextGrid", grid)
+        let dir = TempDirectory()
+        try WordTimings.write(source.words, rate: 48000, to: dir.path("out.smil"), audio: "a.wav", sentences: source.sentences)
+        let page = try String(contentsOfFile: dir.path("out.xhtml"), encoding: .utf8)
+        #expect(page.contains(#"<p><span class="sentence"><span id="w0001">Hello</span> <span id="w0002">Tom</span></span> <span class="sentence"><span id="w0003">Mr.</span>"#), "\(page)")
+        let back = try WordTimings.read(path: dir.path("out.smil"), rate: 48000)
+        #expect(back.words == source.words && back.sentences == Self.grouped)
+        // Without sentences, the page is as before: no sentence elements.
+        try WordTimings.write(source.words, rate: 48000, to: dir.path("plain.smil"), audio: "a.wav")
+        #expect(!(try String(contentsOfFile: dir.path("plain.xhtml"), encoding: .utf8)).contains("sentence"))
+    }
+
     /// A TextGrid (short text format) with a `words` tier and a phrase tier.
     static func textGrid(
         words: [(Double, Double, String)], phrases: [(Double, Double, String)], phraseTier: String = "phrases", end: Double = 3.5
