@@ -261,8 +261,8 @@ extension WordTimings {
     /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;
     /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
     /// `sentences` of the words, when given, are kept where the format can hold them (SMIL's
-    /// page: a `<span class="sentence">` around each sentence's words). Files appear complete
-    /// or not at all.
+    /// page: a `<span class="sentence">` around each sentence's words; WebVTT: no cue holds
+    /// words of two sentences). Files appear complete or not at all.
     public static func write(
         _ words: [WordTiming], rate: Int, to path: String, audio: String? = nil, sentences: [SentenceTiming] = []
     ) throws(NarratorError) {
@@ -274,7 +274,7 @@ extension WordTimings {
         var files: [(String, String)] = []
         switch format {
         case .json: files = [(path, writeJSON(words, rate: rate))]
-        case .webvtt: files = [(path, WebVTT.write(words, rate: rate))]
+        case .webvtt: files = [(path, WebVTT.write(words, rate: rate, sentences: sentences))]
         case .srt: files = [(path, SubRip.write(words, rate: rate))]
         case .smil:
             let page = url.deletingPathExtension().lastPathComponent + ".xhtml"

@@ -141,6 +141,21 @@ struct SentenceTests {
         #expect(!(try String(contentsOfFile: dir.path("plain.xhtml"), encoding: .utf8)).contains("sentence"))
     }
 
+    /// WebVTT written with the sentences: a cue per sentence (each short and without a pause
+    /// here), read back as the same sentences; without them, "Mr." ends a cue.
+    @Test func webVTTWrittenWithSentencesReadsThemBack() throws {
+        let grid = Self.textGrid(words: Self.gridWords, phrases: [(0, 1.5, "a"), (1.5, 3.5, "b")])
+        let source = try Self.read("t.TextGrid", grid)
+        let dir = TempDirectory()
+        try WordTimings.write(source.words, rate: 48000, to: dir.path("out.vtt"), sentences: source.sentences)
+        let vtt = try String(contentsOfFile: dir.path("out.vtt"), encoding: .utf8)
+        #expect(vtt == "WEBVTT\n\n1\n00:00:00.500 --> 00:00:01.500\nHello <00:00:01.000>Tom\n\n2\n00:00:02.000 --> 00:00:03.500\nMr. <00:00:02.500>Smith <00:00:03.000>came.\n\n", "\(vtt)")
+        let back = try WordTimings.read(path: dir.path("out.vtt"), rate: 48000)
+        #expect(back.words == source.words && back.sentences == Self.grouped)
+        try WordTimings.write(source.words, rate: 48000, to: dir.path("plain.vtt"))
+        #expect(try WordTimings.read(path: dir.path("plain.vtt"), rate: 48000).sentences.map(\.text) == ["Hello Tom", "Mr.", "Smith came."])
+    }
+
     /// A TextGrid (short text format) with a `words` tier and a phrase tier.
     static func textGrid(
         words: [(Double, Double, String)], phrases: [(Double, Double, String)], phraseTier: String = "phrases", end: Double = 3.5
