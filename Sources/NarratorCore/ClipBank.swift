@@ -98,6 +98,9 @@ public struct PreparedClip: Sendable {
     public let id: String
     public let audio: ClipAudio
     public let words: [WordTiming]
+    /// The sentences of `words` (from the timing file's grouping or the words' punctuation),
+    /// cut by the region as its words are.
+    public var sentences: [SentenceTiming] = []
     /// Pulses from the file's cue markers (`"markers": "pulses"`), in frames from the clip's
     /// first frame.
     public var pulses: [AudioMarker] = []
@@ -121,7 +124,7 @@ public struct ClipBank: Sendable {
     ) throws(NarratorError) -> ClipBank {
         let rate = lesson.sampleRate
         var sources: [String: ClipSource] = [:]
-        var timings: [String: [WordTiming]] = [:]
+        var timings: [String: (words: [WordTiming], sentences: [SentenceTiming])] = [:]
         var markers: [String: [AudioMarker]] = [:]
         var clips: [String: PreparedClip] = [:]
         for id in clipIDs {
@@ -177,12 +180,14 @@ public struct ClipBank: Sendable {
             }
 
             var fileWords: [WordTiming] = []
+            var fileSentences: [SentenceTiming] = []
             if let timingPath = spec.timings {
                 if let cached = timings[timingPath] {
-                    fileWords = cached
+                    (fileWords, fileSentences) = cached
                 } else {
-                    fileWords = try WordTimings.load(path: timingPath, rate: rate)
-                    timings[timingPath] = fileWords
+                    let imported = try WordTimings.read(path: timingPath, rate: rate)
+                    (fileWords, fileSentences) = (imported.words, imported.sentences)
+                    timings[timingPath] = (fileWords, fileSentences)
                 }
                 if let late = fileWords.first(where: { $0.endFrame > source.frames }) {
                     throw NarratorError(
@@ -191,6 +196,7 @@ public struct ClipBank: Sendable {
                 }
             } else if spec.markers == .words {
                 fileWords = try WordTimings.fromMarkers(fileMarkers, audioFrames: source.frames, path: spec.file)
+                fileSentences = Sentences.group(fileWords)
             }
             // Timings stay in the file's time: shift by the region start. Words outside the
             // region are dropped; a word the region cuts keeps its part inside.
@@ -211,7 +217,7 @@ public struct ClipBank: Sendable {
                 : []
             clips[id] = PreparedClip(
                 id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words,
-                pulses: pulses)
+                sentences: Sentences.clip(fileSentences, to: words), pulses: pulses)
         }
         return ClipBank(lesson: lesson, clips: clips)
     }

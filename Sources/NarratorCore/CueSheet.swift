@@ -6,7 +6,7 @@ extension Cue {
             var members: [String: Field] = ["clip": .string(clip)]
             if let pool { members["pool"] = .string(pool) }
             return members
-        case .word(let clip, let index, let text, let endFrame):
+        case .word(let clip, let index, let text, let endFrame), .sentence(let clip, let index, let text, let endFrame):
             return ["clip": .string(clip), "index": .int(index), "text": .string(text), "endFrame": .int(endFrame)]
         case .pulse(let target):
             return ["target": .string(target)]

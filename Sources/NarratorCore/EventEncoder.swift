@@ -88,13 +88,17 @@ public enum EventEncoder {
                 } else {
                     object.close(type: ",\"type\":\"clipEnd\"}", to: &out)
                 }
-            case .word(let clip, let index, let text, let endFrame):
+            case .word(let clip, let index, let text, let endFrame), .sentence(let clip, let index, let text, let endFrame):
                 object.member("{\"clip\":", clip, to: &out)
                 object.member(",\"endFrame\":", endFrame, to: &out)
                 object.member(",\"frame\":", cue.frame, to: &out)
                 object.member(",\"index\":", index, to: &out)
                 object.member(",\"text\":", text, to: &out)
-                object.close(type: ",\"type\":\"word\"}", to: &out)
+                if case .word = cue.kind {
+                    object.close(type: ",\"type\":\"word\"}", to: &out)
+                } else {
+                    object.close(type: ",\"type\":\"sentence\"}", to: &out)
+                }
             case .pulse(let target):
                 object.member("{\"frame\":", cue.frame, to: &out)
                 object.member(",\"target\":", target, to: &out)

@@ -8,6 +8,11 @@ import Foundation
 /// `<text src="page.xhtml#id"/>` with an `<audio clipBegin=… clipEnd=…/>`; the word's text is
 /// the element with that id in the XHTML file (read when it sits where `src` says, relative to
 /// the SMIL file), else the id itself.
+///
+/// Sentences: the words of one sentence element of the page (the nearest ancestor of a word's
+/// element whose `class` has the token `sentence`, as in `<span class="sentence">`) are one
+/// sentence; else the `<par>`s of one `<seq>` whose `epub:textref` names an element (`#id`)
+/// are; else the words are split by their punctuation (`Sentences.group`).
 enum SMIL {
     /// The deepest nesting of elements read (libxml2's own default limit): SMIL and XHTML
     /// pages nest a dozen deep.
@@ -38,7 +43,14 @@ enum SMIL {
             // `src` is a URL reference: `chapter%201.xhtml` names `chapter 1.xhtml`.
             folder.appendingPathComponent(page.removingPercentEncoding ?? page).standardizedFileURL.path
         }
-        var pages: [String: [String: String]] = [:]
+        var pages: [String: [String: TextsByID.Found]] = [:]
+        // Groups by what makes them: a page's sentence element, a `<seq>`.
+        var groups: [String: Int] = [:]
+        func group(_ key: String) -> Int {
+            if let known = groups[key] { return known }
+            groups[key] = groups.count
+            return groups.count - 1
+        }
         var wanted: [String: Set<String>] = [:]
         for par in reader.pars { if let page = par.page, let fragment = par.fragment { wanted[file(of: page), default: []].insert(fragment) } }
         var pageBytes = 0
@@ -46,6 +58,7 @@ enum SMIL {
         var entries: [WordTimings.Entry] = []
         for par in reader.pars {
             var text = par.fragment ?? ""
+            var sentence = par.seq.map { group("seq \($0)") }
             if let file = par.page.map(file(of:)) {
                 let page = file
                 if pages[page] == nil {
@@ -67,9 +80,13 @@ enum SMIL {
                         if pages[page]!.isEmpty { notes.append("\(file): no element with an id could be read; words are named by their ids") }
                     }
                 }
-                if let fragment = par.fragment, let found = pages[page]?[fragment], !found.isEmpty { text = found }
+                if let fragment = par.fragment, let found = pages[page]?[fragment] {
+                    if !found.text.isEmpty { text = found.text }
+                    if let element = found.sentence { sentence = group("\(page)\u{0}\(element)") }
+                }
             }
-            entries.append(WordTimings.Entry(text: text, start: par.begin, end: par.end, place: "line \(par.line) \(WordTimings.shown(text))"))
+            entries.append(
+                WordTimings.Entry(text: text, start: par.begin, end: par.end, place: "line \(par.line) \(WordTimings.shown(text))", group: sentence))
         }
         if unread > 10 { notes.append("\(path): \(unread - 10) more pages it names could not be read") }
         return (entries, notes)
@@ -97,8 +114,12 @@ enum SMIL {
     }
 
     /// SMIL for `words` and the XHTML page that holds their text (`page`, named relative to the
-    /// SMIL file), with clip times in seconds to the microsecond: exact to the frame.
-    static func write(_ words: [WordTiming], rate: Int, page: String, audio: String) -> (smil: String, xhtml: String) {
+    /// SMIL file), with clip times in seconds to the microsecond: exact to the frame. Each of
+    /// `sentences` (by the words' indexes) is a `<span class="sentence">` of the page, which
+    /// `parse` reads back as the sentence.
+    static func write(
+        _ words: [WordTiming], rate: Int, page: String, audio: String, sentences: [SentenceTiming] = []
+    ) -> (smil: String, xhtml: String) {
         func seconds(_ frame: Int) -> String { String(format: "%.6fs", Double(frame) / Double(rate)) }
         var smil = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -114,8 +135,13 @@ enum SMIL {
               <body>
                 <p>
             """
+        var sentence = 0
+        var inside: Int? = nil
         for (number, word) in words.enumerated() {
             let id = String(format: "w%04d", number + 1)
+            // The sentence of this word, if any (both in order).
+            while sentence < sentences.count, sentences[sentence].words.upperBound < word.index { sentence += 1 }
+            let this = sentence < sentences.count && sentences[sentence].words.contains(word.index) ? sentence : nil
             smil += """
                       <par id="par\(number + 1)">
                         <text src="\(escape(reference(page)))#\(id)"/>
@@ -123,8 +149,17 @@ enum SMIL {
                       </par>
 
                 """
-            xhtml += (number == 0 ? "" : " ") + "<span id=\"\(id)\">\(escape(word.text))</span>"
+            if this != inside {
+                if inside != nil { xhtml += "</span>" }
+                xhtml += number == 0 ? "" : " "
+                if this != nil { xhtml += "<span class=\"sentence\">" }
+            } else if number > 0 {
+                xhtml += " "
+            }
+            inside = this
+            xhtml += "<span id=\"\(id)\">\(escape(word.text))</span>"
         }
+        if inside != nil { xhtml += "</span>" }
         smil += "    </seq>\n  </body>\n</smil>\n"
         xhtml += "</p>\n  </body>\n</html>\n"
         return (smil, xhtml)
@@ -162,8 +197,13 @@ enum SMIL {
             var begin: Double
             var end: Double
             var line: Int
+            /// The `<seq>` it is in (by its order in the file), when that names an element.
+            var seq: Int?
         }
         var pars: [Par] = []
+        /// Per open `<seq>`: its number when its `epub:textref` names an element (`#id`).
+        private var seqs: [Int?] = []
+        private var seqCount = 0
         var sawSMIL = false
         var problem: String?
         var problemPlace: String?
@@ -176,6 +216,10 @@ enum SMIL {
             let local = name.split(separator: ":").last.map(String.init) ?? name
             switch local {
             case "smil": sawSMIL = true
+            case "seq":
+                let textref = attributes.first { $0.key.split(separator: ":").last == "textref" }?.value ?? ""
+                seqs.append(textref.contains("#") ? seqCount : nil)
+                seqCount += 1
             case "par": current = (nil, nil, parser.lineNumber)
             case "text": current?.text = attributes["src"]
             case "audio":
@@ -196,6 +240,7 @@ enum SMIL {
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             depth -= 1
             let local = name.split(separator: ":").last.map(String.init) ?? name
+            if local == "seq" { _ = seqs.popLast() }
             guard local == "par", let par = current else { return }
             current = nil
             guard let audio = par.audio else {
@@ -205,7 +250,7 @@ enum SMIL {
             let parts = (par.text ?? "").split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
             let page = parts.first.flatMap { $0.isEmpty ? nil : String($0) }
             let fragment = parts.count == 2 ? String(parts[1]) : nil
-            pars.append(Par(page: page, fragment: fragment, begin: audio.begin, end: audio.end, line: par.line))
+            pars.append(Par(page: page, fragment: fragment, begin: audio.begin, end: audio.end, line: par.line, seq: seqs.last ?? nil))
         }
 
         private func fail(_ parser: XMLParser, _ message: String, line: Int? = nil) {
@@ -218,20 +263,30 @@ enum SMIL {
     }
 
     /// The text of the elements with the wanted ids, in an XHTML page; words run together
-    /// across inline elements, whitespace collapsed.
-    private final class TextsByID: NSObject, XMLParserDelegate {
+    /// across inline elements, whitespace collapsed. With each, the sentence element it is in.
+    fileprivate final class TextsByID: NSObject, XMLParserDelegate {
+        struct Found {
+            var text: String
+            /// The nearest ancestor whose class has the token `sentence`, by its order in the page.
+            var sentence: Int?
+        }
         private let ids: Set<String>
+        /// Per open element: whether it is a sentence element; and the open ones' numbers.
+        private var isSentence: [Bool] = []
+        private var sentences: [Int] = []
+        private var sentenceCount = 0
+        private var sentenceOf: [String: Int] = [:]
         /// Per open element: the index in `texts` it collects into, when it is wanted.
         private var open: [Int?] = []
         private var texts: [(id: String, text: String)] = []
         private var collecting: [Int] = []
         private var collected = 0
-        private var found: [String: String] = [:]
+        private var found: [String: Found] = [:]
         private var problem: (message: String, line: Int)?
 
         private init(ids: Set<String>) { self.ids = ids }
 
-        static func read(_ data: Data, path: String, ids: Set<String>) throws(NarratorError) -> [String: String] {
+        static func read(_ data: Data, path: String, ids: Set<String>) throws(NarratorError) -> [String: Found] {
             let reader = TextsByID(ids: ids)
             let parser = XMLInput.parser(for: try XMLInput.checked(data, path: path))
             parser.delegate = reader
@@ -244,11 +299,18 @@ enum SMIL {
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
             guard open.count < SMIL.maxDepth else { return fail(parser, "elements nested deeper than \(SMIL.maxDepth)") }
             if let id = attributes["id"], ids.contains(id), found[id] == nil {
+                if sentenceOf[id] == nil, let sentence = sentences.last { sentenceOf[id] = sentence }
                 texts.append((id, ""))
                 collecting.append(texts.count - 1)
                 open.append(texts.count - 1)
             } else {
                 open.append(nil)
+            }
+            let sentence = attributes["class"]?.split(whereSeparator: \.isWhitespace).contains("sentence") ?? false
+            isSentence.append(sentence)
+            if sentence {
+                sentences.append(sentenceCount)
+                sentenceCount += 1
             }
         }
 
@@ -262,11 +324,12 @@ enum SMIL {
         }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            if isSentence.popLast() == true { sentences.removeLast() }
             guard let element = open.popLast(), let index = element else { return }
             collecting.removeLast()
             let entry = texts[index]
             texts[index].text = ""
-            if found[entry.id] == nil { found[entry.id] = CueText.oneLine(entry.text) }
+            if found[entry.id] == nil { found[entry.id] = Found(text: CueText.oneLine(entry.text), sentence: sentenceOf[entry.id]) }
         }
 
         private func fail(_ parser: XMLParser, _ message: String) {

@@ -9,6 +9,10 @@ public struct Cue: Sendable, Equatable {
         case clipEnd(clip: String, pool: String?)
         /// `index` is the word's position in its timing file; `endFrame` is exclusive.
         case word(clip: String, index: Int, text: String, endFrame: Int)
+        /// A sentence of a clip's words (`SentenceTiming`): `index` is its position among its
+        /// timing file's sentences, `text` its words', `endFrame` (exclusive) its last word's
+        /// end. It comes right before its first word's cue, at that word's frame.
+        case sentence(clip: String, index: Int, text: String, endFrame: Int)
         case pulse(target: String)
         case chainEnd(chain: String)
         /// What an activity or an announcer did (a tap, an idle prompt, a request's end …).
@@ -42,12 +46,16 @@ public struct Cue: Sendable, Equatable {
         }.map(\.element)
     }
 
-    /// The same cue `frames` later (a word's end too).
+    /// The same cue `frames` later (a word's or a sentence's end too).
     public func shifted(by frames: Int) -> Cue {
         var cue = self
         cue.frame += frames
-        if case .word(let clip, let index, let text, let endFrame) = kind {
+        switch kind {
+        case .word(let clip, let index, let text, let endFrame):
             cue.kind = .word(clip: clip, index: index, text: text, endFrame: endFrame + frames)
+        case .sentence(let clip, let index, let text, let endFrame):
+            cue.kind = .sentence(clip: clip, index: index, text: text, endFrame: endFrame + frames)
+        default: break
         }
         return cue
     }
@@ -58,6 +66,7 @@ public struct Cue: Sendable, Equatable {
         case .clipStart: "clipStart"
         case .clipEnd: "clipEnd"
         case .word: "word"
+        case .sentence: "sentence"
         case .pulse: "pulse"
         case .chainEnd: "chainEnd"
         case .activity(let type, _): type.rawValue
@@ -235,7 +244,17 @@ public enum Scheduler {
             if bus == .music { usedMusic = true }
             voices.append(Voice(audio: clip.audio, startFrame: frame, bus: bus))
             cues.append(Cue(frame: frame, kind: .clipStart(clip: clipID, pool: pool)))
+            // Each sentence's cue right before its first word's (the sentences are in order).
+            var sentence = 0
             for word in clip.words {
+                while sentence < clip.sentences.count, clip.sentences[sentence].words.lowerBound <= word.index {
+                    let found = clip.sentences[sentence]
+                    cues.append(
+                        Cue(
+                            frame: frame + found.startFrame,
+                            kind: .sentence(clip: clipID, index: found.index, text: found.text, endFrame: frame + found.endFrame)))
+                    sentence += 1
+                }
                 cues.append(
                     Cue(
                         frame: frame + word.startFrame,

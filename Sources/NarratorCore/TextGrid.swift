@@ -3,8 +3,14 @@ import Foundation
 /// Praat TextGrid, in the long ("ooTextFile" with `xmin = …` labels) or the short text format:
 /// the interval tier named `words`, as the Montreal Forced Aligner writes it (with a `phones`
 /// tier beside it). Empty intervals are pauses and are skipped. Without a `words` tier, a
-/// file's only interval tier is used.
+/// file's only interval tier (besides a phrase tier) is used.
+///
+/// An interval tier named `phrases`, `sentences` or `utterances` (or the singular; any case)
+/// groups the words: each of its non-empty intervals holds the words of one sentence.
 enum TextGrid {
+    /// The names of a tier whose intervals hold the words' sentences.
+    static let phraseTierNames: Set<String> = ["phrases", "phrase", "sentences", "sentence", "utterances", "utterance"]
+
     /// A value of the file: both formats are the same sequence of values, the long one with
     /// labels (`xmin =`, `item [1]:`) around them.
     private enum Token {
@@ -20,7 +26,9 @@ enum TextGrid {
     private static let valuesPerInterval = 3
     private static let valuesPerPoint = 2
 
-    static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
+    static func parse(_ source: String, path: String) throws(NarratorError) -> (
+        words: [WordTimings.Entry], phrases: (tier: String, intervals: [WordTimings.Entry])?
+    ) {
         let tokens = try tokenize(Array(source.utf8), path: path)
         var position = 0
         func next(_ what: String) throws(NarratorError) -> (Token, Int) {
@@ -94,9 +102,12 @@ enum TextGrid {
             }
             tiers.append((name, kind == "IntervalTier", entries))
         }
-        if let words = tiers.first(where: { $0.interval && $0.name.lowercased() == "words" }) { return words.entries }
-        let intervalTiers = tiers.filter(\.interval)
-        if intervalTiers.count == 1 { return intervalTiers[0].entries }
+        let phrases = tiers.first { $0.interval && phraseTierNames.contains($0.name.lowercased()) }.map { ($0.name, $0.entries) }
+        if let words = tiers.first(where: { $0.interval && $0.name.lowercased() == "words" }) { return (words.entries, phrases) }
+        let intervalTiers = tiers.filter { $0.interval && !phraseTierNames.contains($0.name.lowercased()) }
+        if intervalTiers.count == 1 { return (intervalTiers[0].entries, phrases) }
+        // A file whose one tier is named like a phrase tier: its intervals are the words.
+        if intervalTiers.isEmpty, let only = tiers.filter(\.interval).first, tiers.filter(\.interval).count == 1 { return (only.entries, nil) }
         throw NarratorError(
             file: path, "no interval tier named 'words' (tiers: \(tiers.map { WordTimings.shown($0.name) }.joined(separator: ", ")))")
     }

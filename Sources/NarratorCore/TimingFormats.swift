@@ -60,12 +60,15 @@ public enum TimingFormat: String, Sendable, CaseIterable {
 public struct TimingImport: Sendable {
     public var format: TimingFormat
     public var words: [WordTiming]
+    /// The words' sentences, from the file's grouping or the words' punctuation (`Sentences`).
+    public var sentences: [SentenceTiming]
     /// Words skipped (Gentle's not found), texts that could not be resolved (SMIL): for the author.
     public var notes: [String]
 
-    public init(format: TimingFormat, words: [WordTiming], notes: [String] = []) {
+    public init(format: TimingFormat, words: [WordTiming], sentences: [SentenceTiming]? = nil, notes: [String] = []) {
         self.format = format
         self.words = words
+        self.sentences = sentences ?? Sentences.group(words)
         self.notes = notes
     }
 }
@@ -80,7 +83,9 @@ extension WordTimings {
     public static func read(_ data: Data, path: String, rate: Int) throws(NarratorError) -> TimingImport {
         let format = try TimingFormat.detect(path: path, data: data)
         var notes: [String] = []
-        let entries: [Entry]
+        var entries: [Entry]
+        // Intervals that hold the words' sentences (a TextGrid's phrase tier).
+        var phrases: (tier: String, intervals: [Entry])? = nil
         switch format {
         case .json: entries = try parseJSON(data, path: path)
         case .aeneasJSON: entries = try parseAeneasJSON(data, path: path)
@@ -89,11 +94,49 @@ extension WordTimings {
         case .audacity, .aeneasTSV: entries = try parseAudacity(try text(data, path: path), path: path)
         case .webvtt: entries = try WebVTT.parse(try text(data, path: path), path: path)
         case .srt: entries = try SubRip.parse(try text(data, path: path), path: path)
-        case .textgrid: entries = try TextGrid.parse(try text(data, path: path), path: path)
+        case .textgrid: (entries, phrases) = try TextGrid.parse(try text(data, path: path), path: path)
         case .aeneasCSV: entries = try parseAeneasCSV(try text(data, path: path), path: path)
         case .markers: throw NarratorError(file: path, "an audio file: its cue markers are read through libsndfile")
         }
-        return TimingImport(format: format, words: try frames(entries, path: path, rate: rate), notes: notes)
+        let words = try frames(entries, path: path, rate: rate)
+        if let phrases {
+            try group(&entries, words, by: phrases.intervals, tier: phrases.tier, path: path, rate: rate)
+        }
+        let sentences = Sentences.group(words, groups: entries.map(\.group))
+        return TimingImport(format: format, words: words, sentences: sentences, notes: notes)
+    }
+
+    /// Groups `words` by the intervals that hold them (a TextGrid's phrase tier, in the file's
+    /// order): each word's group is the interval whose frames hold it. Intervals out of order
+    /// or overlapping, and a word no interval holds, are errors naming them. One pass over both.
+    static func group(
+        _ entries: inout [Entry], _ words: [WordTiming], by intervals: [Entry], tier: String, path: String, rate: Int
+    ) throws(NarratorError) {
+        var spans: [(start: Int, end: Int)] = []
+        spans.reserveCapacity(intervals.count)
+        for interval in intervals {
+            let start = try frame(interval.start, "starts", interval, path: path, rate: rate)
+            let end = try frame(interval.end, "ends", interval, path: path, rate: rate)
+            guard start <= end else {
+                throw NarratorError(file: path, place: interval.place, "ends (\(Frames.describe(seconds: interval.end))) before it starts (\(Frames.describe(seconds: interval.start)))")
+            }
+            if let previous = spans.last, start < previous.end {
+                throw NarratorError(file: path, place: interval.place, "overlaps the interval before it in tier \(shown(tier)), which ends at \(Frames.describe(previous.end, rate: rate))")
+            }
+            spans.append((start, end))
+        }
+        var next = 0
+        for (position, word) in words.enumerated() {
+            // An interval ending before the word's end holds neither it nor any later word
+            // (words are in order and do not overlap).
+            while next < spans.count, spans[next].end < word.endFrame { next += 1 }
+            guard next < spans.count, spans[next].start <= word.startFrame, word.endFrame <= spans[next].end else {
+                throw NarratorError(
+                    file: path, place: entries[position].place,
+                    "(\(Frames.describe(word.startFrame, rate: rate)) to \(Frames.describe(word.endFrame, rate: rate))) is not inside an interval of tier \(shown(tier))")
+            }
+            entries[position].group = next
+        }
     }
 
     /// UTF-8, or UTF-16 with its byte-order mark (Praat writes either).
@@ -217,8 +260,12 @@ extension WordTimings {
 
     /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;
     /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
-    /// Files appear complete or not at all.
-    public static func write(_ words: [WordTiming], rate: Int, to path: String, audio: String? = nil) throws(NarratorError) {
+    /// `sentences` of the words, when given, are kept where the format can hold them (SMIL's
+    /// page: a `<span class="sentence">` around each sentence's words; WebVTT: no cue holds
+    /// words of two sentences). Files appear complete or not at all.
+    public static func write(
+        _ words: [WordTiming], rate: Int, to path: String, audio: String? = nil, sentences: [SentenceTiming] = []
+    ) throws(NarratorError) {
         let url = URL(fileURLWithPath: path)
         let ext = url.pathExtension.lowercased()
         guard let format = TimingFormat.writable[ext] else {
@@ -227,11 +274,12 @@ extension WordTimings {
         var files: [(String, String)] = []
         switch format {
         case .json: files = [(path, writeJSON(words, rate: rate))]
-        case .webvtt: files = [(path, WebVTT.write(words, rate: rate))]
+        case .webvtt: files = [(path, WebVTT.write(words, rate: rate, sentences: sentences))]
         case .srt: files = [(path, SubRip.write(words, rate: rate))]
         case .smil:
             let page = url.deletingPathExtension().lastPathComponent + ".xhtml"
-            let (smil, xhtml) = SMIL.write(words, rate: rate, page: page, audio: audio ?? url.deletingPathExtension().lastPathComponent + ".wav")
+            let (smil, xhtml) = SMIL.write(
+                words, rate: rate, page: page, audio: audio ?? url.deletingPathExtension().lastPathComponent + ".wav", sentences: sentences)
             files = [(url.deletingLastPathComponent().appendingPathComponent(page).path, xhtml), (path, smil)]
         default: break
         }

@@ -4,6 +4,7 @@ import Foundation
 /// (`a <00:00:01.500>red <00:00:01.800>apple`) gives one word per timestamped span: the text
 /// before the first timestamp starts at the cue's start, each later span at its timestamp, and
 /// each ends at the next timestamp or the cue's end. A cue without timestamps is one word.
+/// A cue's words are one sentence.
 enum WebVTT {
     static func parse(_ source: String, path: String) throws(NarratorError) -> [WordTimings.Entry] {
         let text = source.hasPrefix("\u{FEFF}") ? String(source.dropFirst()) : source
@@ -12,6 +13,7 @@ enum WebVTT {
         else { throw NarratorError(file: path, place: "line 1", "a WebVTT file starts with 'WEBVTT'") }
 
         var entries: [WordTimings.Entry] = []
+        var cues = 0
         var index = 1
         // Skip the header block (up to a blank line; a cue timing line also ends it).
         while index < lines.count, !lines[index].isEmpty, !lines[index].contains("-->") { index += 1 }
@@ -41,8 +43,12 @@ enum WebVTT {
                     parts[1].split(whereSeparator: \.isWhitespace).first.map(String.init) ?? "")
             else { throw NarratorError(file: path, place: place, "bad cue timing line \(WordTimings.shown(block[timingOffset]))") }
             let payload = block[(timingOffset + 1)...].joined(separator: "\n")
-            entries += try words(
+            // A cue's words are one sentence (`Sentences.group`).
+            var cueWords = try words(
                 in: payload, cueStart: cueStart, cueEnd: cueEnd, path: path, firstLine: timingLineNumber + 1)
+            for k in cueWords.indices { cueWords[k].group = cues }
+            cues += 1
+            entries += cueWords
         }
         return entries
     }
@@ -104,16 +110,25 @@ enum WebVTT {
     /// WebVTT with karaoke timestamps: a cue per phrase (ended by . ! ? or a pause of 0.5 s or
     /// more, at most 12 words), each word after the first marked `<hh:mm:ss.mmm>` at its start;
     /// a pause inside a cue is marked at the word's end, so that readers (and `parse`) end each
-    /// word where it ends. Times are rounded to the millisecond.
-    static func write(_ words: [WordTiming], rate: Int) -> String {
+    /// word where it ends. Times are rounded to the millisecond. Given the words' `sentences`,
+    /// a cue ends where a sentence does instead of at . ! ? (so that a sentence of 12 words or
+    /// fewer without a pause reads back as one cue, and "Mr." does not end one).
+    static func write(_ words: [WordTiming], rate: Int, sentences: [SentenceTiming] = []) -> String {
         func stamp(_ frame: Int) -> String {
             let millis = Frames.convert(frame, from: rate, to: 1000)
             return String(format: "%02d:%02d:%02d.%03d", millis / 3_600_000, millis / 60000 % 60, millis / 1000 % 60, millis % 1000)
         }
         var cues: [[WordTiming]] = []
+        var sentence = 0
         for word in words {
+            // Whether `word` and the one before it are of one sentence.
+            var sameSentence: Bool? = nil
+            if !sentences.isEmpty, let last = cues.last?.last {
+                while sentence < sentences.count, sentences[sentence].words.upperBound < last.index { sentence += 1 }
+                sameSentence = sentence < sentences.count && sentences[sentence].words.contains(last.index) && sentences[sentence].words.contains(word.index)
+            }
             if let last = cues.last?.last, let count = cues.last?.count, count < 12,
-                !(last.text.last.map { ".!?".contains($0) } ?? false), word.startFrame - last.endFrame < rate / 2
+                sameSentence ?? !(last.text.last.map { ".!?".contains($0) } ?? false), word.startFrame - last.endFrame < rate / 2
             {
                 cues[cues.count - 1].append(word)
             } else {

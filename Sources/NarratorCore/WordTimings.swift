@@ -25,6 +25,8 @@ public enum WordTimings {
         var start: Double
         var end: Double
         var place: String
+        /// The file's group of the word (its WebVTT cue, SMIL sentence), when it has one.
+        var group: Int? = nil
     }
 
     /// Reads `path` (any format `read` knows) and returns its words in frames at `rate`,
@@ -71,7 +73,7 @@ public enum WordTimings {
 
     /// A time of `entry` in frames: finite, not before 0, and within what a frame count holds;
     /// else an error naming the word and the value as the file gave it.
-    private static func frame(_ seconds: Double, _ verb: String, _ entry: Entry, path: String, rate: Int) throws(NarratorError) -> Int {
+    static func frame(_ seconds: Double, _ verb: String, _ entry: Entry, path: String, rate: Int) throws(NarratorError) -> Int {
         guard seconds.isFinite else {
             throw NarratorError(file: path, place: entry.place, "\(verb) at \(seconds), not a time")
         }

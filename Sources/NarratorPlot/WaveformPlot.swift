@@ -144,6 +144,9 @@ public struct PlotLayout: Sendable {
         var clips: [ClipInterval] = []
         var open: [String: [Int]] = [:]
         var words: [WordInterval] = []
+        // In the words' tier, packed after them: the words keep its first lane, their
+        // sentences take the next.
+        var sentences: [WordInterval] = []
         var points: [PointCue] = []
         for cue in schedule.cues {
             switch cue.kind {
@@ -162,6 +165,8 @@ public struct PlotLayout: Sendable {
                 }
             case .word(_, _, let text, let endFrame):
                 words.append(WordInterval(cue: cue, text: text, endFrame: endFrame))
+            case .sentence(_, _, let text, let endFrame):
+                sentences.append(WordInterval(cue: cue, text: text, endFrame: endFrame))
             case .pulse(let target):
                 points.append(PointCue(cue: cue, label: "pulse \(target)", colour: PlotStyle.pulse))
             case .chainEnd(let chain):
@@ -175,6 +180,7 @@ public struct PlotLayout: Sendable {
             }
         }
         clipLanes = Self.pack(&clips, start: { $0.start.frame }, end: { $0.endFrame }, lane: { $0.lane = $1 })
+        words += sentences
         wordLanes = Self.pack(&words, start: { $0.cue.frame }, end: { $0.endFrame }, lane: { $0.lane = $1 })
         self.clips = clips
         self.words = words
@@ -341,7 +347,8 @@ public enum WaveformPlot {
         }
         // Praat's dotted boundaries through the sound: words (while they are at least 6 px apart
         // on average: denser, they would hide the waveform), and the point cues.
-        for word in layout.words where layout.words.count * 2 * 6 <= layout.plotWidth {
+        let spoken = layout.words.filter { $0.cue.type == "word" }
+        for word in spoken where spoken.count * 2 * 6 <= layout.plotWidth {
             for frame in [word.cue.frame, word.endFrame] {
                 let x = fmt(layout.x(frame: frame))
                 out.line(

@@ -81,6 +81,9 @@ final class ReadAlong: Sendable {
                 case .word(_, _, let text, _):
                     state.words.append(text)
                     state.current = state.words.count - 1
+                case .sentence:
+                    // The line shows the clip's words; the sentence cue changes nothing yet.
+                    break
                 case .pulse(let target):
                     state.note = "● pulse \(target)"
                 case .clipEnd:

@@ -49,7 +49,7 @@ struct Timings: ParsableCommand {
                     ? TimingImport(format: .markers, words: try SndFileDecoder().markerWords(path: input, sampleRate: rate), notes: [])
                     : try WordTimings.read(path: input, rate: rate)
                 for note in imported.notes { printError("note: \(note)") }
-                try WordTimings.write(imported.words, rate: rate, to: output, audio: audio)
+                try WordTimings.write(imported.words, rate: rate, to: output, audio: audio, sentences: imported.sentences)
                 print("\(input) (\(imported.format.rawValue)): \(Wording.count(imported.words.count, "word")) → \(output)")
             }
         }

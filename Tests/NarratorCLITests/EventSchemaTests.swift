@@ -50,7 +50,7 @@ struct EventSchemaTests {
         }
         // The traces hold every kind a chain, an activity and announcements write.
         let kinds: Set<String> = [
-            "clipStart", "clipEnd", "word", "pulse", "chainEnd", "activityStart", "variant", "stepStart", "chainStart", "tap", "feedback",
+            "clipStart", "clipEnd", "sentence", "word", "pulse", "chainEnd", "activityStart", "variant", "stepStart", "chainStart", "tap", "feedback",
             "feedbackEnd", "sound", "soundCut", "idlePrompt", "advance", "close", "activityEnd", "stop", "canceled", "request", "begin", "end",
         ]
         #expect(kinds.subtracting(seen).isEmpty, "not produced: \(kinds.subtracting(seen))")
@@ -130,6 +130,7 @@ struct EventSchemaTests {
             output: output, measuredDelayFrames: 2966, realtime: false, startTime: 1_000, firstWriteTime: 2_000, firstFrameHeardTime: 63_000_000)
         let events: [PlaybackEvent] = [
             .start(start),
+            .cue(Cue(frame: 48731, kind: .sentence(clip: "p1", index: 0, text: "I \"quoted\"\n it.", endFrame: 103930)), at: 90_000_000, delivered: 90_030_000),
             .cue(Cue(frame: 48731, kind: .word(clip: "p1", index: 0, text: "I \"quoted\"\n", endFrame: 63620)), at: 90_000_000, delivered: 90_040_000),
             .cue(Cue(frame: 0, kind: .clipStart(clip: "gb", pool: "congrats")), at: 63_000_000, delivered: 63_050_000),
             .cue(Cue(frame: 5, kind: .activity(type: .tap, fields: ["answer": .string("see"), "result": .string("correct"), "step": .int(0)])), at: 1, delivered: 2),
@@ -148,7 +149,7 @@ struct EventSchemaTests {
             #"{"id":"r1","# + event.jsonLine([EventEncoder.Member("playback", .string("p1"))], reason: "stopped").dropFirst()
         }
         try Self.expectValid(daemon.joined(separator: "\n"), as: "daemonLine", "with the daemon's envelope")
-        #expect(Self.types(events.map(\.jsonLine).joined(separator: "\n")) == ["start", "word", "clipStart", "tap", "underrun", "lateSwitch", "streamProblem", "stopped", "error"])
+        #expect(Self.types(events.map(\.jsonLine).joined(separator: "\n")) == ["start", "sentence", "word", "clipStart", "tap", "underrun", "lateSwitch", "streamProblem", "stopped", "error"])
     }
 
     /// The schema refuses what the old encoders wrote and what a misnamed field would be: a
@@ -161,6 +162,8 @@ struct EventSchemaTests {
             #"{"clip":"sfx","deliverd":3161997920739,"frame":0,"heard":3161997879739,"t":0.129123,"type":"clipStart"}"#,
             #"{"clip":"sfx","delivered":3161997920739,"frame":0,"heard":3161997879739,"type":"clipStart"}"#,  // no t
             #"{"clip":"p1","delivered":1,"endframe":9,"frame":0,"heard":1,"index":0,"t":0,"text":"I","type":"word"}"#,
+            #"{"clip":"p1","delivered":1,"frame":0,"heard":1,"index":0,"t":0,"text":"I see.","type":"sentence"}"#,  // no endFrame
+            #"{"clip":"p1","delivered":1,"endFrame":9,"frame":0,"heard":1,"index":-1,"t":0,"text":"I see.","type":"sentence"}"#,
             #"{"frame":0,"heard":1,"t":0,"type":"canceled"}"#,  // 0.x terminal canceled
         ] {
             #expect(try EventSchema.problems(bad, as: "playLine") != nil, "\(bad)")
