@@ -235,13 +235,16 @@ public final class Playback: Sendable {
         case pausedFrame
         /// The start of the word being heard when paused (or of the last one before it).
         case wordStart
+        /// The start of the sentence being heard when paused (or of the last one before it).
+        case sentenceStart
     }
 
     /// Resumes, with a 5 ms fade-in; `resumed` reports the frame.
     public func resume(from point: ResumePoint = .pausedFrame) {
         switch point {
         case .pausedFrame: engine.resume()
-        case .wordStart: engine.resume(from: wordCue(around: engine.heardFrame)?.frame)
+        case .wordStart: engine.resume(from: lastCue(at: engine.heardFrame, isWord: true)?.frame)
+        case .sentenceStart: engine.resume(from: lastCue(at: engine.heardFrame, isWord: false)?.frame)
         }
     }
 
@@ -256,6 +259,8 @@ public final class Playback: Sendable {
         case clip(String)
         /// The start of word `index` (in its timing file) of a clip, chosen like a clip's.
         case word(clip: String, index: Int)
+        /// The start of sentence `index` (in its timing file) of a clip, chosen like a clip's.
+        case sentence(clip: String, index: Int)
     }
 
     /// Moves to `position`: audio from exactly its frame (5 ms fades), cues from there on
@@ -294,6 +299,12 @@ public final class Playback: Sendable {
         case .word(let clip, let index):
             guard let cue = wordCue(clip: clip, index: index) else { throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays") }
             return cue.frame
+        case .sentence(let clip, let index):
+            let sentences = plan.cues.filter { if case .sentence(clip, index, _, _) = $0.kind { true } else { false } }
+            guard let cue = Self.nearest(sentences, to: engine.heardFrame) else {
+                throw NarratorError(file: "playback", "no sentence \(index) of clip '\(clip)' in what plays")
+            }
+            return cue.frame
         }
     }
 
@@ -304,10 +315,17 @@ public final class Playback: Sendable {
         return Self.nearest(words, to: engine.heardFrame)
     }
 
-    /// The word being heard at `frame`, or the last one before it.
-    private func wordCue(around frame: Int) -> Cue? {
+    /// The word (or sentence) being heard at `frame`, or the last one before it.
+    private func lastCue(at frame: Int, isWord: Bool) -> Cue? {
         let plan = state.withLock { $0.plan }
-        return plan.cues.last { if case .word = $0.kind { $0.frame <= frame } else { false } }
+        return plan.cues.last { cue in
+            guard cue.frame <= frame else { return false }
+            switch cue.kind {
+            case .word: return isWord
+            case .sentence: return !isWord
+            default: return false
+            }
+        }
     }
 
     /// The last of `cues` at or before `frame`, else the first after it.

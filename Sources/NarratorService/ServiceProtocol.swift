@@ -120,17 +120,19 @@ enum ServiceRequest: Sendable {
             switch try fields["from"]?.string() ?? "paused" {
             case "paused": point = .pausedFrame
             case "word": point = .wordStart
-            default: throw NarratorError(file: "request", place: "from", "expected \"paused\" or \"word\"")
+            case "sentence": point = .sentenceStart
+            default: throw NarratorError(file: "request", place: "from", "expected \"paused\", \"word\" or \"sentence\"")
             }
             return .control(target: try target(), .resume(point))
         case "seek":
-            try allow(["request", "frame", "clip", "word"])
+            try allow(["request", "frame", "clip", "word", "sentence"])
             let position: Playback.Position
-            switch (fields["frame"], fields["clip"], fields["word"]) {
-            case (let frame?, nil, nil): position = .frame(try frame.integer(in: 0...Int(Int32.max)))
-            case (nil, let clip?, nil): position = .clip(try clip.string())
-            case (nil, let clip?, let word?): position = .word(clip: try clip.string(), index: try word.integer(in: 0...100_000))
-            default: throw NarratorError(file: "request", place: "frame", "give a frame, a clip, or a clip and a word")
+            switch (fields["frame"], fields["clip"], fields["word"], fields["sentence"]) {
+            case (let frame?, nil, nil, nil): position = .frame(try frame.integer(in: 0...Int(Int32.max)))
+            case (nil, let clip?, nil, nil): position = .clip(try clip.string())
+            case (nil, let clip?, let word?, nil): position = .word(clip: try clip.string(), index: try word.integer(in: 0...100_000))
+            case (nil, let clip?, nil, let sentence?): position = .sentence(clip: try clip.string(), index: try sentence.integer(in: 0...100_000))
+            default: throw NarratorError(file: "request", place: "frame", "give a frame, a clip, or a clip and a word or a sentence")
             }
             return .control(target: try target(), .seek(position))
         case "say":

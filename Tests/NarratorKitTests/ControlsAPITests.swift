@@ -99,4 +99,27 @@ struct ControlsAPITests {
         #expect(throws: NarratorError.self) { try playback.seek(to: .frame(-1)) }
         #expect(throws: NarratorError.self) { try playback.seek(to: .frame(10_000_000)) }
     }
+
+    /// Paused on "red", resumed from the start of its sentence ("the big red hat"); then a seek
+    /// to the first clip's sentence. Sentence frames from the CLI's cue sheet.
+    @Test func resumeFromTheSentenceAndSeekToASentence() throws {
+        let sheet = try Self.sheet()
+        let red = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 2 })
+        let secondSentence = try #require(sheet.first { $0.type == "sentence" && $0.clip == "p2" })
+        let firstSentence = try #require(sheet.first { $0.type == "sentence" && $0.clip == "p1" })
+        let (playback, output, log) = try Self.start()
+        try Self.run(output, log) { log in log.events.contains { if case .cue(let cue, _, _) = $0 { cue.frame == red.frame } else { false } } }
+        playback.pause()
+        try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 1 }
+        playback.resume(from: .sentenceStart)
+        try Self.run(output, log) { $0.count { if case .resumed = $0 { true } else { false } } == 1 }
+        try playback.seek(to: .sentence(clip: "p1", index: 0))
+        try Self.run(output, log) { $0.count { if case .seeked = $0 { true } else { false } } == 2 }
+        playback.stop()
+        #expect(output.runToEnd(limit: 10_000_000_000))
+        let seeks = log.events.compactMap { if case .seeked(_, let to, _) = $0 { to } else { nil } }
+        let resumed = log.events.compactMap { if case .resumed(let frame, _) = $0 { frame } else { nil } }
+        #expect(resumed == [secondSentence.frame] && seeks == [secondSentence.frame, firstSentence.frame], "\(resumed) \(seeks)")
+        #expect(throws: NarratorError.self) { try playback.seek(to: .sentence(clip: "p1", index: 1)) }
+    }
 }
