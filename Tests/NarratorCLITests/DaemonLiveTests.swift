@@ -361,6 +361,13 @@ struct DaemonLiveTests {
         ])
         let (status, events) = try client.finish()
         #expect(status == 0, "\(daemon.stderr)")
+        if EventSchema.available {
+            let lines = try events.filter { $0.fields["client"] == nil }.map { event in
+                String(decoding: try JSONSerialization.data(withJSONObject: event.fields.filter { $0.key != "received" }), as: UTF8.self)
+            }
+            let problems = try EventSchema.problems(lines.joined(separator: "\n"), as: "daemonLine")
+            #expect(problems == nil, "\(problems ?? "")")
+        }
         let terminals = Dictionary(events.filter(\.isTerminal).map { ($0.id, $0.type) }, uniquingKeysWith: { a, b in a + "," + b })
         #expect(terminals == ["a": "finished", "pause": "finished", "resume": "finished", "seek": "finished"], "\(terminals)")
         func first(_ type: String) throws -> ReceivedEvent { try #require(events.first { $0.type == type }, "no \(type)") }
