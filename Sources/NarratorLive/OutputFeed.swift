@@ -125,6 +125,8 @@ public final class OutputFeed: @unchecked Sendable {
         var fadeInLeft = 0
         /// The fade-out under way ends a stop (`stopFrame`).
         var stopping = false
+        /// The output frame where the latest jump began: no rewind goes back past it.
+        var jumpOutput = 0
         /// The output frame where the latest pause's silence began.
         var pausedOutput = 0
         /// The gains' change count last seen.
@@ -328,6 +330,7 @@ public final class OutputFeed: @unchecked Sendable {
         mixer.seek(to: to)
         state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
         marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
+        state.jumpOutput = state.rendered
     }
 
     /// Asks the output to take back what it holds beyond `rewindMarginFrames` past the frame
@@ -336,7 +339,8 @@ public final class OutputFeed: @unchecked Sendable {
     private func takeBackBeyondMargin(now: Int64, notBefore: Int = 0) {
         guard mixer.canSeek, state.heardAt > 0 else { return }
         let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
-        let keep = max(heardNow + rewindMarginFrames, notBefore)
+        // Never back past a jump already made: that would undo a seek the caller asked for.
+        let keep = max(heardNow + rewindMarginFrames, notBefore, state.jumpOutput)
         guard state.rendered > keep else { return }
         let back = output.rewind(state.rendered - keep)
         guard back > 0 else { return }

@@ -394,9 +394,9 @@ struct DaemonLiveTests {
         let recording = try server.recording()
         let fade = 240
         func recordingFrame(_ heard: Int64) -> Int { Int(recording.frame(audibleAt: UInt64(heard)).rounded()) }
-        // Silence while paused (a frame of slack at each end for the clock's fit).
-        let silentFrom = recordingFrame(pausedHeard) + 2
-        let silentTo = recordingFrame(resumedHeard) - 2
+        // Silence while paused (4 frames of slack at each end for the clock's fit).
+        let silentFrom = recordingFrame(pausedHeard) + 4
+        let silentTo = recordingFrame(resumedHeard) - 4
         #expect(silentTo - silentFrom > 30_000, "paused for 700 ms")
         let loud = (silentFrom..<silentTo).filter { recording.samples[$0 * 2] != 0 || recording.samples[$0 * 2 + 1] != 0 }
         #expect(loud.isEmpty, "silence while paused: \(loud.count) frames are not, from \((loud.first ?? 0) - silentFrom) to \((loud.last ?? 0) - silentFrom) of \(silentTo - silentFrom)")
