@@ -415,6 +415,20 @@ struct DaemonLiveTests {
                     recording.samples[start * 2] == want[0] && Array(recording.samples[(start * 2)..<(start * 2 + 200)]) == Array(want[0..<200])
                 }
                 print("  anywhere: \(anywhere.map { String($0 - at) } ?? "nowhere")")
+                for shift in -4...4 {
+                    let start = (at + shift) * 2
+                    if let bad = (0..<want.count).first(where: { recording.samples[start + $0] != want[$0] }) {
+                        print("  shift \(shift): first difference at frame \(bad / 2): \(recording.samples[start + bad]) vs \(want[bad])")
+                    }
+                }
+                // What was heard there instead: the reference frame of the recording's content.
+                for probe in [at, at + 2400, at + 12_000] {
+                    let heardThere = Array(recording.samples[(probe * 2)..<(probe * 2 + 400)])
+                    let source = stride(from: 0, to: reference.count / 2 - 200, by: 1).first { k in
+                        reference[k * 2] == heardThere[0] && Array(reference[(k * 2)..<(k * 2 + 400)]) == heardThere
+                    }
+                    print("  recording at \(probe - at) from there is reference frame \(source.map(String.init) ?? "none") (wanted \(referenceFrame + fade + probe - at))")
+                }
             }
             // The recording's clock is fitted to its reads: ±4 frames (0.08 ms).
             return found.map { abs($0) <= 4 } ?? false
