@@ -251,6 +251,19 @@ public final class Playback: Sendable {
     /// Whether a pause is asked for.
     public var isPaused: Bool { engine.isPaused }
 
+    /// The timeline frame heard now (where it waits, while paused).
+    public var heardFrame: Int { engine.heardFrame }
+
+    /// The clip heard now, or the last one that started before now; nil before the first.
+    public var clipHeard: String? {
+        let plan = state.withLock { $0.plan }
+        let heard = engine.heardFrame
+        guard case .clipStart(let clip, _)? = plan.cues.last(where: { cue in
+            if case .clipStart = cue.kind { cue.frame <= heard } else { false }
+        })?.kind else { return nil }
+        return clip
+    }
+
     /// A place in what plays.
     public enum Position: Sendable, Equatable {
         /// A frame of the timeline.
@@ -332,6 +345,9 @@ public final class Playback: Sendable {
     private static func nearest(_ cues: [Cue], to frame: Int) -> Cue? {
         cues.last { $0.frame <= frame } ?? cues.first
     }
+
+    /// Whether playback has ended.
+    public var isFinished: Bool { state.withLock { $0.outcome != nil } }
 
     /// Waits until playback has ended and returns how.
     public func waitUntilFinished() -> PlaybackOutcome {

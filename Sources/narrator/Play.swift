@@ -3,6 +3,7 @@ import Foundation
 import NarratorCore
 import NarratorKit
 import NarratorLive
+import Synchronization
 
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -34,10 +35,14 @@ struct Play: ParsableCommand {
     @Flag(help: "Print the negotiated period, buffer and measured latency on stderr.")
     var verbose = false
 
+    @Option(help: "Controls at seconds of playback time (since frame 0 was heard, pauses included), comma-separated: SECONDS:CONTROL with pause, resume[=word|sentence], seek=SECONDS, word=[CLIP/]INDEX, sentence=[CLIP/]INDEX, say=[CLIP/]INDEX, mute=BUS, unmute=BUS, volume=BUS/GAIN (docs/controls.md).")
+    var controls: String?
+
     func run() throws {
         var outcome = PlaybackOutcome.finished
         try reportingErrors { () throws(NarratorError) in
             let live = chainOptions.activity != nil && chainOptions.taps == nil
+            let script = try controls.map { text throws(NarratorError) in try ControlScript.parse(text) }
             let prepared = try chainOptions.prepare(live: live)
             let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
             let playback: Playback
@@ -55,9 +60,27 @@ struct Play: ParsableCommand {
             defer { answers?.restore() }
             let verbose = verbose
             let done = DispatchSemaphore(value: 0)
+            let controlFailure = Mutex<NarratorError?>(nil)
+            let rate = prepared.schedule.sampleRate
             Task.detached {
                 for await event in playback.events {
                     if verbose, case .start(let info) = event { printError(Self.describe(info)) }
+                    if case .start(let info) = event, let script {
+                        // The controls, each at its moment after frame 0 was heard.
+                        Thread.detachNewThread {
+                            for item in script.items {
+                                SystemClock().sleep(until: info.firstFrameHeardTime + item.at)
+                                if playback.isFinished { return }
+                                do throws(NarratorError) {
+                                    try ControlScript.apply(item, to: playback, rate: rate)
+                                } catch {
+                                    controlFailure.withLock { $0 = error }
+                                    playback.stop()
+                                    return
+                                }
+                            }
+                        }
+                    }
                     sink.send(event, startTime: playback.startTime)
                 }
                 done.signal()
@@ -65,6 +88,7 @@ struct Play: ParsableCommand {
             done.wait()
             outcome = playback.waitUntilFinished()
             sink.finish()
+            if let failure = controlFailure.withLock({ $0 }) { throw failure }
             if case .failed(let error) = outcome { throw deviceError(error) }
         }
         if outcome == .canceled { throw ExitCode(130) }
@@ -147,8 +171,7 @@ final class EventSink: @unchecked Sendable {
 
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
-            var final = false
-            if case .cue(let cue, _, _) = event { final = cue == lastCue || cue.traceKind?.endsActivity == true }
+            let final = Self.isFinal(event, lastCue: lastCue)
             // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
             if writeFailure == 0 {
                 writeFailure = Output.write(Self.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)
@@ -161,6 +184,12 @@ final class EventSink: @unchecked Sendable {
         display?.finish()
         if path != nil { try? handle?.synchronize() }
         if writeFailure != 0 { printError(Output.failure(path ?? "stdout", writeFailure).description) }
+    }
+
+    /// Whether `event` is the cue that ends playback: the schedule's last, or an activity's end.
+    static func isFinal(_ event: PlaybackEvent, lastCue: Cue?) -> Bool {
+        guard case .cue(let cue, _, _) = event else { return false }
+        return cue == lastCue || cue.traceKind?.endsActivity == true
     }
 
     /// The event's line with the CLI's envelope: `t`, seconds from `startTime` (when playback

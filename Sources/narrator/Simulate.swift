@@ -2,6 +2,9 @@ import ArgumentParser
 import Foundation
 import NarratorAudioFile
 import NarratorCore
+import NarratorKit
+import NarratorLive
+import Synchronization
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,13 +19,59 @@ struct Simulate: ParsableCommand {
             Example:
               narrator simulate Timings/lessons/homer.json --activity sight-words \\
                 --taps 3.2:the,9.0:wig,12.5:on --seed 7
+
+            With --controls, it plays on a virtual output instead (period 10 ms, buffer 40 ms) \
+            and prints the events as `play` writes them, "t" being seconds since frame 0 was \
+            heard, exact: the controls (pause, resume, seek, say a word, volumes) at seconds \
+            of playback time. docs/controls.md.
+
+              narrator simulate Timings/lessons/sample.json --chain correct --seed 7 \\
+                --controls 1.2:pause,2:resume=word,3.5:say=p2/3
             """)
 
     @OptionGroup var options: ChainOptions
 
+    @Option(help: "Controls at seconds of playback time (since frame 0 was heard, pauses included), comma-separated: SECONDS:CONTROL with pause, resume[=word|sentence], seek=SECONDS, word=[CLIP/]INDEX, sentence=[CLIP/]INDEX, say=[CLIP/]INDEX, mute=BUS, unmute=BUS, volume=BUS/GAIN.")
+    var controls: String?
+
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            print(try options.schedule().cues.map(\.jsonLine).joined(separator: "\n"))
+            guard let controls else {
+                print(try options.schedule().cues.map(\.jsonLine).joined(separator: "\n"))
+                return
+            }
+            let script = try ControlScript.parse(controls)
+            let prepared = try options.prepare()
+            let schedule = prepared.schedule
+            let clock = VirtualClock()
+            let output = VirtualOutput(clock: clock, sampleRate: schedule.sampleRate, channels: schedule.channels, periodFrames: 480, bufferFrames: 1920)
+            let heard = Mutex<(origin: Int64?, lines: [String])>((nil, []))
+            let playback = prepared.play(on: output, clock: clock, onEvents: { events in
+                heard.withLock { heard in
+                    for event in events {
+                        if case .start(let info) = event { heard.origin = info.firstFrameHeardTime }
+                        heard.lines.append(
+                            EventSink.line(event, startTime: heard.origin ?? event.heard, final: EventSink.isFinal(event, lastCue: schedule.cues.last)))
+                    }
+                }
+            })
+            let limit = clock.now() + Int64(maxScriptSeconds) * 1_000_000_000
+            func run(until done: () -> Bool) throws(NarratorError) {
+                while !done() {
+                    guard clock.now() < limit, !playback.isFinished else { return }
+                    output.run(for: 1_000_000)
+                }
+            }
+            try run { heard.withLock { $0.origin != nil } }
+            if let origin = heard.withLock({ $0.origin }) {
+                for item in script.items {
+                    try run { clock.now() >= origin + item.at }
+                    try ControlScript.apply(item, to: playback, rate: schedule.sampleRate)
+                }
+            }
+            output.runToEnd(limit: Int64(maxScriptSeconds) * 1_000_000_000)
+            _ = playback.waitUntilFinished()
+            print(heard.withLock { $0.lines }.joined(separator: "\n"))
         }
     }
 }

@@ -1,0 +1,72 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// `simulate --controls`: the controls on the virtual output, exact and repeatable. The frames
+/// they must land on come from `narrator cues` (the cue sheet), the moments from the script.
+@Suite("Control scripts")
+struct ControlScriptTests {
+    static let lesson = Repo.path("Timings/lessons/sample.json")
+    static let chain = ["--chain", "correct", "--seed", "7"]
+
+    static func lines(_ output: String) throws -> [[String: Any]] {
+        try output.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+    }
+
+    @Test func pauseResumeFromTheWordAndSayAWord() throws {
+        let sheet = try run(Repo.narrator, ["cues", Self.lesson] + Self.chain)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let cues = try #require(object["cues"] as? [[String: Any]])
+        func word(_ clip: String, _ index: Int) throws -> Int {
+            try #require(cues.first { $0["type"] as? String == "word" && $0["clip"] as? String == clip && $0["index"] as? Int == index }?["frame"] as? Int)
+        }
+        let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1.2:pause,2:resume=word,3.5:say=p2/3,3.9:mute=music"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try Self.lines(result.stdout)
+        let again = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1.2:pause,2:resume=word,3.5:say=p2/3,3.9:mute=music"])
+        #expect(again.stdout == result.stdout, "the same script gives the same events")
+        func first(_ type: String) throws -> [String: Any] { try #require(events.first { $0["type"] as? String == type }, "no \(type)") }
+        let paused = try first("paused")
+        let resumed = try first("resumed")
+        let pausedFrame = try #require(paused["frame"] as? Int)
+        // Heard within a period (10 ms), the rewind margin and the fade (5 ms each) of 1.2 s.
+        let pausedAt = try #require(paused["t"] as? Double)
+        #expect(pausedAt >= 1.2 && pausedAt <= 1.221, "paused at \(pausedAt)")
+        // Resumed from the start of the word heard when paused: the last word cue at or
+        // before the paused frame in the cue sheet.
+        let wordStart = try #require(cues.last { $0["type"] as? String == "word" && ($0["frame"] as? Int ?? .max) <= pausedFrame }?["frame"] as? Int)
+        #expect(resumed["frame"] as? Int == wordStart)
+        // The said word: a jump to it, its cue, a jump back.
+        let seeks = events.filter { $0["type"] as? String == "seeked" }.map { ($0["from"] as? Int ?? -1, $0["frame"] as? Int ?? -1) }
+        let hat = try word("p2", 3)
+        #expect(seeks.count == 3 && seeks[1].1 == hat, "\(seeks)")
+        let afterSay = try #require(events.firstIndex { $0["type"] as? String == "seeked" && $0["frame"] as? Int == hat })
+        #expect(events[afterSay + 1]["type"] as? String == "word" && events[afterSay + 1]["frame"] as? Int == hat)
+        #expect(events.last?["type"] as? String == "chainEnd" && events.last?["final"] as? Bool == true)
+        let times = events.compactMap { $0["t"] as? Double }
+        #expect(times == times.sorted(), "events in the order heard")
+        if EventSchema.available {
+            #expect(try EventSchema.problems(result.stdout, as: "playLine") == nil)
+        }
+    }
+
+    @Test func badScriptsAreOneLineErrors() throws {
+        let cases: [(String, String)] = [
+            ("1:dance", "--controls: item 1 '1:dance': expected SECONDS:CONTROL"),
+            ("x:pause", "--controls: item 1 'x:pause': expected SECONDS:CONTROL"),
+            ("-1:pause", "--controls: item 1 '-1:pause'"),
+            ("1e30:pause", "--controls: item 1 '1e30:pause'"),
+            ("1:volume=music/9", "a gain from 0 to 4"),
+            ("1:mute=drums", "expected a bus"),
+            ("1:say=p2/99999999", "an index from 0 to 100000"),
+            ("1:speed=0.75", "speed is not available"),
+            ("0.5:say=nope/1", "--controls: '0.5:say=nope/1': no word 1 of clip 'nope'"),
+        ]
+        for (script, expected) in cases {
+            let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls=" + script])
+            #expect(result.status == 1, "\(script)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines.first?.contains(expected) == true, "\(script): \(result.stderr)")
+        }
+    }
+}
