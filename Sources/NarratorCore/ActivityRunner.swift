@@ -47,16 +47,21 @@ struct TimelineBuilder {
         Cue.append(cuesOf: schedule, placedAt: start, from: emitted, through: frame, inclusive: inclusive, to: &trace)
     }
 
-    mutating func add(_ schedule: Schedule, from start: Int, until cut: Int) {
+    /// Adds the voices of `schedule` placed at `start`, cut at `cut`, and (for a chain that
+    /// resumes part-way) without what comes before `notBefore`.
+    mutating func add(_ schedule: Schedule, from start: Int, until cut: Int, notBefore: Int = 0) {
         sampleRate = schedule.sampleRate
         channels = max(channels, schedule.channels)
         if ducking == nil { ducking = schedule.ducking }
         for voice in schedule.voices where start + voice.startFrame < cut {
-            let frames = min(voice.audio.frames, cut - start - voice.startFrame)
+            let placed = start + voice.startFrame
+            let skip = max(0, notBefore - placed)
+            let frames = min(voice.audio.frames, cut - placed) - skip
+            guard frames > 0 else { continue }
             voices.append(
                 Voice(
-                    audio: ClipAudio(source: voice.audio.source, offset: voice.audio.offset, frames: frames),
-                    startFrame: start + voice.startFrame, bus: voice.bus))
+                    audio: ClipAudio(source: voice.audio.source, offset: voice.audio.offset + skip, frames: frames),
+                    startFrame: placed + skip, bus: voice.bus))
         }
     }
 

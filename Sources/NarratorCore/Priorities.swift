@@ -51,6 +51,33 @@ public enum PriorityRule: String, Sendable {
     }
 }
 
+/// What an *interrupt* does to the request it interrupts.
+public enum InterruptionPolicy: String, Sendable, Equatable, CaseIterable {
+    /// It is canceled (speech-dispatcher's rule).
+    case cancel
+    /// It waits, first of its priority, and when its turn comes plays again from the start of
+    /// the sentence it was in (or of the word, when its chain has no sentence there; or from the
+    /// frame it was cut at, in a stretch without words).
+    case resumeSentence
+    /// The same, from the start of the word it was in.
+    case resumeWord
+
+    /// Where a chain cut at `frame` (of its own frames) resumes, by its cues.
+    func resumeFrame(in schedule: Schedule, cutAt frame: Int) -> Int {
+        guard self != .cancel else { return frame }
+        var sentence: Int?
+        var word: Int?
+        for cue in schedule.cues where cue.frame <= frame {
+            switch cue.kind {
+            case .sentence(_, _, _, let end) where end > frame: sentence = cue.frame
+            case .word(_, _, _, let end) where end > frame: word = cue.frame
+            default: break
+            }
+        }
+        return (self == .resumeSentence ? sentence ?? word : word) ?? frame
+    }
+}
+
 /// An announcement the app asks for: a chain at a priority, at a frame as heard.
 public struct AnnouncementRequest: Sendable, Equatable {
     public var frame: Int
@@ -75,17 +102,29 @@ public struct Announcer {
 
     private struct Playing {
         let request: AnnouncementRequest
+        /// Where the chain's frame 0 is placed (before `from` when it resumes).
         let start: Int
         let schedule: Schedule
         var emitted = 0
+        /// Where this stretch of it began to play.
+        var from: Int
         var end: Int { start + schedule.frames }
     }
 
-    public func run(_ unsorted: [AnnouncementRequest]) throws(NarratorError) -> Timeline {
+    /// A request waiting; `resumeFrame` is set for one that was interrupted (the frame of its
+    /// chain to resume from).
+    private struct Waiting {
+        let request: AnnouncementRequest
+        var resumeFrame: Int?
+    }
+
+    /// Plays `unsorted` by the priority rules; `interruptions` says what an interrupt does to
+    /// what it interrupts.
+    public func run(_ unsorted: [AnnouncementRequest], interruptions: InterruptionPolicy = .cancel) throws(NarratorError) -> Timeline {
         let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
         var out = TimelineBuilder()
         var playing: Playing?
-        var waiting: [AnnouncementRequest] = []
+        var waiting: [Waiting] = []
         var next = 0
         var lastEnd = 0
 
@@ -102,21 +141,33 @@ public struct Announcer {
             playing = current
         }
 
-        func begin(_ request: AnnouncementRequest, at frame: Int) throws(NarratorError) {
-            note(frame, .begin, request, ["chain": .string(request.chain)])
-            playing = Playing(request: request, start: frame, schedule: try schedule(request.chain))
+        func begin(_ request: AnnouncementRequest, at frame: Int, resumingFrom resumeFrame: Int? = nil) throws(NarratorError) {
+            let chain = try schedule(request.chain)
+            if let resumeFrame {
+                note(frame, .resume, request, ["chain": .string(request.chain), "from": .int(resumeFrame)])
+                let emitted = chain.cues.firstIndex { $0.frame >= resumeFrame } ?? chain.cues.count
+                playing = Playing(request: request, start: frame - resumeFrame, schedule: chain, emitted: emitted, from: frame)
+            } else {
+                note(frame, .begin, request, ["chain": .string(request.chain)])
+                playing = Playing(request: request, start: frame, schedule: chain, from: frame)
+            }
         }
 
         func startNextWaiting(at frame: Int) throws(NarratorError) {
-            guard let index = waiting.indices.min(by: { waiting[$0].priority < waiting[$1].priority || (waiting[$0].priority == waiting[$1].priority && $0 < $1) })
+            guard
+                let index = waiting.indices.min(by: {
+                    waiting[$0].request.priority < waiting[$1].request.priority
+                        || (waiting[$0].request.priority == waiting[$1].request.priority && $0 < $1)
+                })
             else { return }
-            try begin(waiting.remove(at: index), at: frame)
+            let next = waiting.remove(at: index)
+            try begin(next.request, at: frame, resumingFrom: next.resumeFrame)
         }
 
         while next < requests.count || playing != nil {
             if let current = playing, next >= requests.count || requests[next].frame >= current.end {
                 emitCues(through: current.end, inclusive: true)
-                out.add(current.schedule, from: current.start, until: current.end)
+                out.add(current.schedule, from: current.start, until: current.end, notBefore: current.from)
                 lastEnd = current.end
                 note(current.end, .end, current.request)
                 playing = nil
@@ -128,8 +179,8 @@ public struct Announcer {
             emitCues(through: request.frame, inclusive: false)
             note(request.frame, .request, request, ["chain": .string(request.chain)])
             waiting.removeAll { old in
-                guard PriorityRule.cancels(new: request.priority, waiting: old.priority) else { return false }
-                note(request.frame, .canceled, old, ["reason": .string("outranked by \(request.id)")])
+                guard PriorityRule.cancels(new: request.priority, waiting: old.request.priority) else { return false }
+                note(request.frame, .canceled, old.request, ["reason": .string("outranked by \(request.id)")])
                 return true
             }
             guard let current = playing else {
@@ -139,21 +190,28 @@ public struct Announcer {
             switch PriorityRule.rule(new: request.priority, playing: current.request.priority) {
             case .interrupt:
                 emitCues(through: request.frame, inclusive: false)
-                out.add(current.schedule, from: current.start, until: request.frame)
-                note(request.frame, .canceled, current.request, ["reason": .string("interrupted by \(request.id)")])
+                out.add(current.schedule, from: current.start, until: request.frame, notBefore: current.from)
+                if interruptions == .cancel {
+                    note(request.frame, .canceled, current.request, ["reason": .string("interrupted by \(request.id)")])
+                } else {
+                    // It waits first of its priority, to go on from its sentence's (or word's) start.
+                    let resumeFrame = interruptions.resumeFrame(in: current.schedule, cutAt: request.frame - current.start)
+                    note(request.frame, .interrupted, current.request, ["reason": .string("interrupted by \(request.id)"), "resumeFrame": .int(resumeFrame)])
+                    waiting.insert(Waiting(request: current.request, resumeFrame: resumeFrame), at: 0)
+                }
                 playing = nil
                 try begin(request, at: request.frame)
             case .queue:
-                waiting.append(request)
+                waiting.append(Waiting(request: request))
             case .drop:
                 note(request.frame, .canceled, request, ["reason": .string("dropped: \(current.request.id) is playing")])
             case .last:
                 waiting.removeAll { old in
-                    guard old.priority == .progress else { return false }
-                    note(request.frame, .canceled, old, ["reason": .string("superseded by \(request.id)")])
+                    guard old.request.priority == .progress else { return false }
+                    note(request.frame, .canceled, old.request, ["reason": .string("superseded by \(request.id)")])
                     return true
                 }
-                waiting.append(request)
+                waiting.append(Waiting(request: request))
             }
         }
         return out.timeline(end: max(lastEnd, requests.last?.frame ?? 0))

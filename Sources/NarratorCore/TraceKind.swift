@@ -42,6 +42,11 @@ public enum TraceKind: String, Sendable, CaseIterable {
     case begin
     /// A request played to its end.
     case end
+    /// A request was interrupted and waits to resume (`reason`, `resumeFrame`: the frame of
+    /// its chain it will resume from).
+    case interrupted
+    /// An interrupted request plays again (`from`: the frame of its chain it resumes from).
+    case resume
 
     /// A chain (an activity's) or a request (an announcer's) was cut short (`chain` or `reason`).
     case canceled

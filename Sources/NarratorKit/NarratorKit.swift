@@ -11,8 +11,9 @@ public enum Program: Sendable, Equatable {
     /// An activity. With `taps`, it runs from them (a script, as heard); without, it is
     /// answered live through `Playback.tap(_:)`. `state` picks the intro's variant.
     case activity(String, taps: [Tap]? = nil, state: String? = nil)
-    /// Announcements, each a chain at a priority at a frame as heard.
-    case requests([AnnouncementRequest])
+    /// Announcements, each a chain at a priority at a frame as heard; `interruptions` says
+    /// whether an interrupted one is canceled or resumes from its sentence's (or word's) start.
+    case requests([AnnouncementRequest], interruptions: InterruptionPolicy = .cancel)
 }
 
 /// A lesson loaded and checked: the way in to everything Narrator does with it.
@@ -47,11 +48,11 @@ public struct NarratorLesson: Sendable {
         case .chain(let chain, let repeats):
             let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
             return PreparedProgram(schedule: try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws))
-        case .requests(let list):
+        case .requests(let list, let interruptions):
             let bank = try bank(for: list.map(\.chain))
             let schedule = try Announcer { chain throws(NarratorError) in
                 try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-            }.run(list).schedule
+            }.run(list, interruptions: interruptions).schedule
             return PreparedProgram(schedule: schedule)
         case .activity(let id, let taps, let state):
             let activity = try lesson.activity(id)

@@ -65,6 +65,9 @@ struct ChainOptions: ParsableArguments {
     @Option(help: "Instead of a chain, announcements by priority: SECONDS:PRIORITY:CHAIN, comma-separated (important, message, text, notification, progress); ids are r1, r2, … in order.")
     var requests: String?
 
+    @Option(help: "For --requests: what an interrupt does to what it interrupts: cancel (the default), resume-sentence or resume-word (it waits, then plays again from that start).")
+    var interruptions: InterruptionPolicy = .cancel
+
     @Option(help: "For --activity: the state that picks the intro's variant (e.g. first-use, return-use).")
     var state: String?
 
@@ -88,13 +91,14 @@ struct ChainOptions: ParsableArguments {
             if until != nil { throw ValidationError("--until goes with --activity") }
         }
         if chain == nil && `repeat` != 1 { throw ValidationError("--repeat goes with --chain") }
+        if requests == nil && interruptions != .cancel { throw ValidationError("--interruptions goes with --requests") }
     }
 
     /// What the options name, for a lesson at `rate`. `live`: an activity without --taps is
     /// answered while it plays (otherwise it runs with no taps).
     func program(rate: Int, live: Bool = false) throws(NarratorError) -> Program {
         if let chain { return .chain(chain, repeats: `repeat`) }
-        if let requests { return .requests(try RequestScript.parse(requests, rate: rate)) }
+        if let requests { return .requests(try RequestScript.parse(requests, rate: rate), interruptions: interruptions) }
         let scripted: [Tap]? = taps == nil && live ? nil : try TapScript.parse(taps ?? "", rate: rate)
         return .activity(activity!, taps: scripted, state: state)
     }
@@ -122,6 +126,19 @@ struct ChainOptions: ParsableArguments {
 }
 
 extension OutputFormat: ExpressibleByArgument {}
+
+extension InterruptionPolicy: ExpressibleByArgument {
+    public init?(argument: String) {
+        switch argument {
+        case "cancel": self = .cancel
+        case "resume-sentence": self = .resumeSentence
+        case "resume-word": self = .resumeWord
+        default: return nil
+        }
+    }
+
+    public static var allValueStrings: [String] { ["cancel", "resume-sentence", "resume-word"] }
+}
 
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(

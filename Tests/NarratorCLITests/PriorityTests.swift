@@ -58,6 +58,74 @@ struct PriorityTests {
         }
     }
 
+    /// With `--interruptions resume-sentence` (or `resume-word`), every pair the table says
+    /// *interrupt* changes: the interrupted request waits and, once the interrupter has ended,
+    /// plays again from the start of the sentence (word) it was cut in, frames from the cue
+    /// sheet; one `end` each. Every other pair gives the same trace as with cancel.
+    @Test(arguments: priorities)
+    func interruptionsThatResume(playing: String) throws {
+        let see = try ActivityTests.frames("see-tap-see")  // the chain idle-see: the clip alone
+        let tryAgain = try ActivityTests.frames("try-again")
+        let arrives = 24_000  // 0.5 s: inside "tap" (20748..<38784), sentence "see tap see" (2400..<57132)
+        let sheet = try run(Repo.narrator, ["cues", Self.lesson, "--chain", "idle-see"])
+        let cues = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])["cues"] as? [[String: Any]]
+        func start(_ type: String) throws -> Int {
+            try #require(cues?.last { $0["type"] as? String == type && ($0["frame"] as? Int ?? .max) <= arrives }?["frame"] as? Int)
+        }
+        let column = try #require(Self.priorities.firstIndex(of: playing))
+        for new in Self.priorities {
+            let script = "0:\(playing):idle-see,0.5:\(new):try-again"
+            for (policy, resumeFrame) in [("resume-sentence", try start("sentence")), ("resume-word", try start("word"))] {
+                let result = try run(Repo.narrator, ["simulate", Self.lesson, "--requests", script, "--seed", "1", "--interruptions", policy])
+                try #require(result.status == 0, "\(result.stderr)")
+                let trace = try result.stdout.split(separator: "\n").map { line in
+                    ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+                }
+                func outcome(_ id: String) -> [String] {
+                    trace.filter { ["begin", "end", "canceled", "interrupted", "resume"].contains($0.type) && $0["id"] == id }.map {
+                        "\($0.type)@\($0.frame)" + (($0["resumeFrame"] ?? $0["from"]).map { " \($0)" } ?? "")
+                    }
+                }
+                if Self.rules[new]![column] == "interrupt" {
+                    let back = arrives + tryAgain
+                    #expect(outcome("r1") == ["begin@0", "interrupted@\(arrives) \(resumeFrame)", "resume@\(back) \(resumeFrame)", "end@\(back + see - resumeFrame)"], "\(new) over \(playing), \(policy)")
+                    #expect(outcome("r2") == ["begin@\(arrives)", "end@\(back)"], "\(new) over \(playing), \(policy)")
+                    // The resumed part's words: from the resume frame on, again.
+                    let words = trace.filter { $0.type == "word" && $0["clip"] == "see-tap-see" }.map(\.frame)
+                    #expect(words.first { $0 >= back } == back, "the first word again where it resumes")
+                } else {
+                    let cancel = try run(Repo.narrator, ["simulate", Self.lesson, "--requests", script, "--seed", "1"])
+                    #expect(cancel.stdout == result.stdout, "\(new) over \(playing): only interrupts change")
+                }
+                for id in ["r1", "r2"] {
+                    #expect(trace.filter { ["end", "canceled"].contains($0.type) && $0["id"] == id }.count == 1, "\(new) over \(playing): one terminal for \(id)")
+                }
+            }
+        }
+    }
+
+    /// What is heard when a text resumes from its word: the chain's render up to the
+    /// interruption, the interrupter's whole render, then the chain's render from the word's
+    /// start: sample for sample, assembled from the single chains' renders.
+    @Test func resumedAudioIsTheChainFromTheWord() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        func render(_ arguments: [String], _ name: String) throws -> [Int16] {
+            let result = try run(Repo.narrator, ["render", Self.lesson, "--seed", "1"] + arguments + ["--output", dir.file(name)])
+            try #require(result.status == 0, "\(result.stderr)")
+            return try WAVFile(path: dir.file(name)).int16Samples
+        }
+        let see = try render(["--chain", "idle-see"], "see.wav")
+        let channels = try WAVFile(path: dir.file("see.wav")).channels
+        let tryAgain = try render(["--chain", "try-again"], "try.wav")
+        let mixed = try render(["--requests", "0:text:idle-see,0.5:text:try-again", "--interruptions", "resume-word"], "mixed.wav")
+        let arrives = 24_000
+        let word = 20_748  // "tap" in the cue sheet of idle-see
+        let expected = Array(see[..<(arrives * channels)]) + tryAgain + Array(see[(word * channels)...])
+        #expect(mixed.count == expected.count)
+        #expect(mixed == expected)
+    }
+
     /// Letter tracing: swiping to a new letter interrupts the previous letter's name.
     @Test func aNewLetterInterruptsThePrevious() throws {
         let trace = try Self.simulate("0:text:idle-see,0.5:text:idle-hat,0.9:text:try-again")
