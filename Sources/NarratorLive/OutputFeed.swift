@@ -153,7 +153,7 @@ public final class OutputFeed: @unchecked Sendable {
         blockFrames = max(8192, negotiated.periodFrames)
         mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames, gains: gains)
         fadeFrames = max(1, negotiated.sampleRate * 5 / 1000)
-        rewindMarginFrames = negotiated.sampleRate * 5 / 1000
+        rewindMarginFrames = max(negotiated.sampleRate * 5 / 1000, negotiated.periodFrames)
         filter = AudioClockFilter(rate: negotiated.sampleRate)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)

@@ -58,6 +58,10 @@ struct Play: ParsableCommand {
             // (an answer, a sound's name, replay or close), heard the moment it is read.
             let answers = live ? LiveAnswers.start(view: sink.display) { playback.tap($0) } : nil
             defer { answers?.restore() }
+            // A chain on the terminal: keys control it (space, ←/→, [ ], m).
+            let cues = prepared.schedule.cues
+            let keys = live ? nil : LiveAnswers.startKeys(view: sink.display) { key in Self.control(key, playback: playback, cues: cues, view: sink.display) }
+            defer { keys?.restore() }
             let verbose = verbose
             let done = DispatchSemaphore(value: 0)
             let controlFailure = Mutex<NarratorError?>(nil)
@@ -92,6 +96,37 @@ struct Play: ParsableCommand {
             if case .failed(let error) = outcome { throw deviceError(error) }
         }
         if outcome == .canceled { throw ExitCode(130) }
+    }
+
+    /// What a key does to the chain playing.
+    static func control(_ key: ControlKeys.Key, playback: Playback, cues: [Cue], view: ReadAlong?) {
+        let heard = playback.heardFrame
+        func starts(words: Bool) -> [Int] {
+            cues.compactMap { cue in
+                switch cue.kind {
+                case .word: words ? cue.frame : nil
+                case .sentence: words ? nil : cue.frame
+                default: nil
+                }
+            }
+        }
+        /// The start before the one being heard (or that one, when none is before it).
+        func previous(_ frames: [Int]) -> Int? {
+            guard let current = frames.last(where: { $0 <= heard }) else { return frames.first }
+            return frames.last { $0 < current } ?? current
+        }
+        func seek(_ frame: Int?) {
+            if let frame { try? playback.seek(to: .frame(frame)) }
+        }
+        switch key {
+        case .pauseOrResume: if playback.isPaused { playback.resume() } else { playback.pause() }
+        case .previousWord: seek(previous(starts(words: true)))
+        case .nextWord: seek(starts(words: true).first { $0 > heard })
+        case .previousSentence: seek(previous(starts(words: false)))
+        case .nextSentence: seek(starts(words: false).first { $0 > heard })
+        case .muteMusic: playback.gains.set(.music, muted: !playback.gains.isMuted(.music))
+        case .slower, .faster: view?.say("speed: not yet in live playback")
+        }
     }
 
     static func describe(_ info: StartInfo) -> String {

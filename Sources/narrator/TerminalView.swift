@@ -33,6 +33,8 @@ final class ReadAlong: Sendable {
         var anchor: (frame: Int, time: Int64)?
         /// Set when playback has ended: the clock shows this frame and stops.
         var stoppedAt: Int?
+        /// Set while paused: the clock shows this frame and waits.
+        var pausedAt: Int?
         var finished = false
     }
 
@@ -108,10 +110,16 @@ final class ReadAlong: Sendable {
                 state.note = "underrun \(count)"
             case .lateSwitch:
                 return
-            case .paused:
-                state.note = "paused"
-            case .resumed, .seeked:
+            case .paused(let frame, _):
+                state.note = "paused (space resumes)"
+                state.pausedAt = frame
+            case .resumed(let frame, let time):
                 state.note = ""
+                state.pausedAt = nil
+                state.anchor = (frame, time)
+            case .seeked(_, let frame, let time):
+                // While paused it moves and stays paused.
+                if state.pausedAt != nil { state.pausedAt = frame } else { state.anchor = (frame, time) }
             case .streamProblem(let problem, _):
                 state.note = problem.description
             case .canceled(let frame, _):
@@ -121,6 +129,15 @@ final class ReadAlong: Sendable {
                 state.note = error.description
                 state.stoppedAt = frame
             }
+            draw(state)
+        }
+    }
+
+    /// A note of the view's own (what a key did), shown until the next event's.
+    func say(_ note: String) {
+        state.withLock { state in
+            guard !state.finished else { return }
+            state.note = note
             draw(state)
         }
     }
@@ -149,7 +166,7 @@ final class ReadAlong: Sendable {
 
     /// The frame being heard now, from the last anchor the events gave.
     private func heardFrame(_ state: State) -> Int {
-        if let stopped = state.stoppedAt { return stopped }
+        if let stopped = state.stoppedAt ?? state.pausedAt { return stopped }
         guard let anchor = state.anchor else { return 0 }
         let elapsed = MonotonicClock.now() - anchor.time
         guard elapsed > 0 else { return anchor.frame }
@@ -336,6 +353,35 @@ final class LiveAnswers: Sendable {
 
     /// Starts reading answers; `tap` gets each line, `view` (if shown) what is being typed.
     static func start(view: ReadAlong?, tap: @escaping @Sendable (String) -> Void) -> LiveAnswers {
+        var editor = LineEditor()
+        return reading(view: view) { byte, raw in
+            switch editor.take(byte) {
+            case .typing(let text): if raw { view?.typing(text) }
+            case .line(let line):
+                if raw { view?.typing("") }
+                if !line.isEmpty { tap(line) }
+            case .end: return false
+            case .nothing: break
+            }
+            return true
+        }
+    }
+
+    /// Starts reading control keys, for a chain played on the terminal with the view shown
+    /// (otherwise nothing is read): `key` gets each.
+    static func startKeys(view: ReadAlong?, key: @escaping @Sendable (ControlKeys.Key) -> Void) -> LiveAnswers? {
+        guard view != nil, isatty(STDIN_FILENO) != 0 else { return nil }
+        var keys = ControlKeys()
+        return reading(view: view) { byte, _ in
+            if let pressed = keys.take(byte) { key(pressed) }
+            return true
+        }
+    }
+
+    /// Reads stdin byte by byte on a thread of its own, in raw mode when the view is shown on
+    /// the terminal; `take` gets each byte and whether the terminal is raw, and says whether
+    /// to go on.
+    private static func reading(view: ReadAlong?, take: @escaping (UInt8, Bool) -> Bool) -> LiveAnswers {
         let raw = view != nil && isatty(STDIN_FILENO) != 0 && isatty(STDOUT_FILENO) != 0 && enterRawMode()
         var sources: [SignalSource] = []
         if raw {
@@ -354,21 +400,13 @@ final class LiveAnswers: Sendable {
             resume.resume()
             sources = [SignalSource(source: stop), SignalSource(source: resume)]
         }
+        nonisolated(unsafe) let take = take
         let thread = Thread {
-            var editor = LineEditor()
             var byte: UInt8 = 0
             while true {
                 let count = read(STDIN_FILENO, &byte, 1)
                 if count < 0 && errno == EINTR { continue }
-                guard count == 1 else { break }
-                switch editor.take(byte) {
-                case .typing(let text): if raw { view?.typing(text) }
-                case .line(let line):
-                    if raw { view?.typing("") }
-                    if !line.isEmpty { tap(line) }
-                case .end: return
-                case .nothing: break
-                }
+                guard count == 1, take(byte, raw) else { break }
             }
         }
         thread.name = "narrator-input"
@@ -459,5 +497,46 @@ struct LineEditor {
             bytes.append(byte)
         }
         return .typing(String(decoding: bytes, as: UTF8.self))
+    }
+}
+
+/// The keys that control a chain played on the terminal: space pauses and resumes, ← and →
+/// go to the previous and next word, [ and ] to the previous and next sentence, m mutes and
+/// unmutes the music, − and + ask for a slower or faster speed.
+struct ControlKeys {
+    enum Key: Equatable, Sendable {
+        case pauseOrResume, previousWord, nextWord, previousSentence, nextSentence, muteMusic, slower, faster
+    }
+
+    /// 0: plain; 1: after ESC; 2: inside ESC [ or ESC O.
+    private var escape = 0
+
+    mutating func take(_ byte: UInt8) -> Key? {
+        switch escape {
+        case 1:
+            escape = byte == UInt8(ascii: "[") || byte == UInt8(ascii: "O") ? 2 : 0
+            return nil
+        case 2:
+            guard (0x40...0x7E).contains(byte) else { return nil }
+            escape = 0
+            switch byte {
+            case UInt8(ascii: "C"): return .nextWord
+            case UInt8(ascii: "D"): return .previousWord
+            default: return nil
+            }
+        default:
+            switch byte {
+            case 0x1B:
+                escape = 1
+                return nil
+            case UInt8(ascii: " "): return .pauseOrResume
+            case UInt8(ascii: "["): return .previousSentence
+            case UInt8(ascii: "]"): return .nextSentence
+            case UInt8(ascii: "m"): return .muteMusic
+            case UInt8(ascii: "-"): return .slower
+            case UInt8(ascii: "+"), UInt8(ascii: "="): return .faster
+            default: return nil
+            }
+        }
     }
 }

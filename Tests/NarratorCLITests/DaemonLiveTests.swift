@@ -370,6 +370,7 @@ struct DaemonLiveTests {
         }
         let terminals = Dictionary(events.filter(\.isTerminal).map { ($0.id, $0.type) }, uniquingKeysWith: { a, b in a + "," + b })
         #expect(terminals == ["a": "finished", "pause": "finished", "resume": "finished", "seek": "finished"], "\(terminals)")
+        #expect(!events.contains { $0.type == "underrun" }, "the output never ran dry")
         func first(_ type: String) throws -> ReceivedEvent { try #require(events.first { $0.type == type }, "no \(type)") }
         let paused = try first("paused")
         let resumed = try first("resumed")
@@ -386,8 +387,8 @@ struct DaemonLiveTests {
         let seekHeard = try #require(seeked.heard)
         let latency = [pausedHeard - sent[0], resumedHeard - sent[1], seekHeard - sent[2]].map { Double($0) / 1e6 }
         print(String(format: "daemon controls, request to heard: pause %.2f ms, resume %.2f ms, seek %.2f ms (period %.1f ms)", latency[0], latency[1], latency[2], Double(period) / 48))
-        // The sound server asks for audio about once a period: within two of them, the rewind
-        // margin and the fade (5 ms each), and 10 ms for the trip from the client.
+        // The sound server asks for audio about once a period: within that, the rewind margin
+        // (a period), the fade (5 ms), and 15 ms for the trip from the client.
         let bound = 2 * Double(period) / 48 + 20
         #expect(latency.allSatisfy { $0 >= 0 && $0 <= bound }, "\(latency) ms, bound \(bound)")
 

@@ -293,4 +293,50 @@ struct TerminalViewTests {
         #expect(words.count >= 5, "the words went by: \(words)")
         #expect(screens.count >= 20, "watched it play")
     }
+
+    /// Keys on a chain: space pauses (the clock stands, the view says so) and resumes, → goes
+    /// to the next word (its cue frame, from the events file), and the chain still ends well.
+    @Test func keysPauseResumeAndSkipAWord() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.lesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let events = dir.file("events.jsonl")
+        let pane = try Pane(
+            dir, width: 60, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--chain", "prompt", "--events", events]))
+        defer { pane.close() }
+        func waitFor(_ type: String, after count: Int = 0) throws -> [LivePlaybackTests.Event] {
+            for _ in 0..<200 {
+                let seen = (try? Self.events(events)) ?? []
+                if seen.dropFirst(count).contains(where: { $0.type == type }) { return seen }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            Issue.record("no \(type) event")
+            return (try? Self.events(events)) ?? []
+        }
+        _ = try waitFor("word")
+        try pane.type(" ")
+        let paused = try waitFor("paused")
+        Thread.sleep(forTimeInterval: 0.2)
+        let first = Self.statusLines(try pane.screen())
+        Thread.sleep(forTimeInterval: 0.4)
+        let second = Self.statusLines(try pane.screen())
+        #expect(first.first?.contains("paused") == true, "\(first)")
+        #expect(first == second, "the clock stands while paused: \(first) then \(second)")
+        try pane.type(" ")
+        let resumed = try waitFor("resumed", after: paused.count)
+        try pane.press("Right")
+        let moved = try waitFor("seeked", after: resumed.count)
+        while !FileManager.default.fileExists(atPath: dir.file("after")) { Thread.sleep(forTimeInterval: 0.05) }
+        #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "0\n")
+        let all = try Self.events(events)
+        let seek = try #require(moved.last { $0.type == "seeked" })
+        // → lands on the start of the first word after the frame heard when it was pressed:
+        // a word's frame, later than every word delivered before it.
+        let wordsBefore = all.prefix { $0.type != "seeked" }.filter { $0.type == "word" }.compactMap(\.frame)
+        let wordFrames = Set(all.filter { $0.type == "word" }.compactMap(\.frame))
+        #expect(wordFrames.contains(try #require(seek.frame)) && (wordsBefore.max() ?? 0) < seek.frame!, "\(seek.fields)")
+        #expect(all.last?.type == "chainEnd")
+    }
 }
