@@ -1,0 +1,215 @@
+import CSonic
+import NarratorCore
+
+/// Changes the speed of speech with its pitch kept, through Sonic (libsonic, Apache-2.0: the
+/// speech stretcher Android's ExoPlayer uses; the choice and its figures are in
+/// docs/time-stretch.md). Streaming: interleaved `Float` frames go in with `feed`, come out
+/// with `take`, `flush` ends the stream.
+///
+/// ## Real-time use
+/// Everything is allocated in `init`: the input scratch, the map's segments, and Sonic's own
+/// buffers, which `init` grows to their working size by running silence through them. After
+/// that, `feed`, `take`, `setSpeed`, `flush` and the map allocate nothing, take no lock and do
+/// no I/O, as long as the caller keeps the two rules `feed` states (at most `maxFeedFrames` a
+/// call; feed only while at most `maxPendingFrames` output frames wait to be taken). One
+/// owner: the type is not `Sendable`.
+///
+/// ## Which input frame each output frame is (the latency account)
+/// The output starts at input frame 0 and runs at `1 / speed` output frames per input frame,
+/// with no content delay: Sonic holds back up to `2 × rate / 65` input frames (two of its
+/// longest pitch periods) until it can find a period, but what it has produced is the input up
+/// to there, stretched, and nothing later. So, at a constant speed, output frame `n` is input
+/// frame `n × speed`, and input frame `f` is heard at output frame `round(f / speed)`. Sonic
+/// cuts and repeats whole pitch periods, so a sound lands within a pitch period of that line;
+/// measured on the fixtures' speech, every word onset lands within 5 ms of `round(f / speed)`
+/// at 0.5× and within 2.5 ms at 0.75×, 1.5× and 2× (scripts/compare-stretchers.py).
+///
+/// A speed change applies to the input Sonic still holds, not only to what is fed later, so
+/// the map starts its new segment where the output is: at output frame `P` (every frame
+/// produced so far: taken plus waiting), which is input frame `B` of the segment before (the
+/// same line, inverted). From there, input frame `f ≥ B` is output frame
+/// `P + (f − B) / newSpeed`. `outputFrame(forInput:)` and `inputFrame(forOutput:)` read this
+/// piecewise-linear map; it keeps the last `segmentCapacity` segments (older frames map by the
+/// oldest segment kept). `flush` pads the last input to the end of the line and cuts what
+/// Sonic makes past it, so the output of a whole stream at one speed is
+/// `round(frames / speed)` frames give or take a few (Sonic rounds each flush).
+public final class TimeStretcher {
+    /// The speeds a stretcher takes: half to double.
+    public static let speeds: ClosedRange<Double> = 0.5...2.0
+    /// Segments of the map kept (one per speed change).
+    public static let segmentCapacity = 64
+
+    public let rate: Int
+    public let channels: Int
+    /// The most frames one `feed` takes.
+    public let maxFeedFrames: Int
+    /// `feed` is allowed only while at most this many output frames wait to be taken.
+    public var maxPendingFrames: Int { 2 * maxFeedFrames }
+    /// The current speed (as Sonic holds it: the nearest `Float`).
+    public private(set) var speed: Double
+    /// Input frames fed so far (the timeline position of the next frame fed).
+    public private(set) var inputFrames = 0
+    /// Output frames taken so far.
+    public private(set) var outputFrames = 0
+
+    private let stream: OpaquePointer
+    private let scratch: UnsafeMutableBufferPointer<Float>
+    private let segments: UnsafeMutablePointer<Segment>
+    /// Segments ever started; the newest is at `(segmentCount - 1) % segmentCapacity`.
+    private var segmentCount = 0
+
+    private struct Segment {
+        var input: Double
+        var output: Double
+        var speed: Double
+    }
+
+    /// - Parameter maxFeedFrames: the most frames a `feed` call hands over (the live engine's
+    ///   block); Sonic's buffers are sized for it.
+    public init(rate: Int, channels: Int, speed: Double, maxFeedFrames: Int = 4096) throws(NarratorError) {
+        guard (1_000...768_000).contains(rate) else {
+            throw NarratorError(file: "TimeStretcher", "sample rate \(rate) Hz is outside 1000…768000")
+        }
+        guard (1...64).contains(channels) else {
+            throw NarratorError(file: "TimeStretcher", "\(channels) channels is outside 1…64")
+        }
+        guard (1...1 << 20).contains(maxFeedFrames) else {
+            throw NarratorError(file: "TimeStretcher", "maxFeedFrames \(maxFeedFrames) is outside 1…1048576")
+        }
+        try Self.check(speed)
+        guard let stream = sonicCreateStream(Int32(rate), Int32(channels)) else {
+            throw NarratorError(file: "TimeStretcher", "libsonic could not allocate a stream")
+        }
+        self.rate = rate
+        self.channels = channels
+        self.maxFeedFrames = maxFeedFrames
+        self.stream = stream
+        self.speed = Double(Float(speed))
+        scratch = .allocate(capacity: maxFeedFrames * channels)
+        segments = .allocate(capacity: Self.segmentCapacity)
+        warmUp()
+        sonicSetSpeed(stream, Float(speed))
+        segments[0] = Segment(input: 0, output: 0, speed: self.speed)
+        segmentCount = 1
+    }
+
+    deinit {
+        sonicDestroyStream(stream)
+        scratch.deallocate()
+        segments.deallocate()
+    }
+
+    /// Throws unless `speed` is a finite number in `speeds`.
+    public static func check(_ speed: Double) throws(NarratorError) {
+        guard speed.isFinite, speeds.contains(speed) else {
+            throw NarratorError(file: "TimeStretcher", "speed \(speed) is outside 0.5…2.0")
+        }
+    }
+
+    /// Grows Sonic's buffers to the most the rules of `feed` let them hold: silence at the
+    /// slowest speed (the most output per input) until as much output waits as can ever wait,
+    /// then a flush (which adds its own padding), then everything read back and dropped.
+    private func warmUp() {
+        let maxRequired = 2 * (rate / Int(SONIC_MIN_PITCH))
+        let most = maxPendingFrames + 2 * (maxFeedFrames + maxRequired) + 4 * maxRequired
+        sonicSetSpeed(stream, Float(Self.speeds.lowerBound))
+        scratch.initialize(repeating: 0)
+        while Int(sonicSamplesAvailable(stream)) < most {
+            guard sonicWriteFloatToStream(stream, scratch.baseAddress, Int32(maxFeedFrames)) != 0 else {
+                preconditionFailure("libsonic: out of memory")
+            }
+        }
+        sonicFlushStream(stream)
+        while sonicReadFloatFromStream(stream, scratch.baseAddress, Int32(maxFeedFrames)) > 0 {}
+    }
+
+    /// Output frames waiting to be taken.
+    public var availableFrames: Int { Int(sonicSamplesAvailable(stream)) }
+
+    /// Output frames produced so far: taken and waiting.
+    public var producedFrames: Int { outputFrames + availableFrames }
+
+    /// Hands over `input.count / channels` interleaved frames (the next ones of the timeline).
+    /// Rules (checked): at most `maxFeedFrames` frames, whole frames, and at most
+    /// `maxPendingFrames` output frames waiting (take them first). Samples beyond ±1 are
+    /// clipped to ±1 (Sonic works on 16-bit samples inside).
+    public func feed(_ input: UnsafeBufferPointer<Float>) {
+        let frames = input.count / channels
+        precondition(input.count == frames * channels, "TimeStretcher.feed: not whole frames")
+        precondition(frames <= maxFeedFrames, "TimeStretcher.feed: more than maxFeedFrames")
+        precondition(availableFrames <= maxPendingFrames, "TimeStretcher.feed: take the output first")
+        guard frames > 0 else { return }
+        for k in 0..<input.count { scratch[k] = min(1, max(-1, input[k])) }
+        guard sonicWriteFloatToStream(stream, scratch.baseAddress, Int32(frames)) != 0 else {
+            preconditionFailure("libsonic: out of memory")
+        }
+        inputFrames += frames
+    }
+
+    /// Copies up to `output.count / channels` waiting frames into `output`; returns how many.
+    public func take(into output: UnsafeMutableBufferPointer<Float>) -> Int {
+        let room = output.count / channels
+        guard room > 0, let base = output.baseAddress else { return 0 }
+        let frames = Int(sonicReadFloatFromStream(stream, base, Int32(min(room, Int(Int32.max) / channels))))
+        outputFrames += max(0, frames)
+        return max(0, frames)
+    }
+
+    /// Ends the stream: what Sonic still holds is stretched and waits to be taken. Feeding
+    /// again afterwards continues the timeline (a new passage, with no fade into it).
+    public func flush() {
+        sonicFlushStream(stream)
+    }
+
+    /// Changes the speed from the current output frame on (see the type's note on the map).
+    public func setSpeed(_ newSpeed: Double) throws(NarratorError) {
+        try Self.check(newSpeed)
+        let value = Double(Float(newSpeed))
+        guard value != speed else { return }
+        let last = segments[(segmentCount - 1) % Self.segmentCapacity]
+        let produced = Double(producedFrames)
+        let input = min(Double(inputFrames), last.input + (produced - last.output) * last.speed)
+        let next = Segment(input: max(last.input, input), output: produced, speed: value)
+        if produced == last.output {
+            segments[(segmentCount - 1) % Self.segmentCapacity] = next
+        } else {
+            segments[segmentCount % Self.segmentCapacity] = next
+            segmentCount += 1
+        }
+        speed = value
+        sonicSetSpeed(stream, Float(value))
+    }
+
+    /// The output frame where input (timeline) frame `frame` is heard.
+    public func outputFrame(forInput frame: Int) -> Int {
+        let f = Double(frame)
+        var segment = segments[(segmentCount - 1) % Self.segmentCapacity]
+        for back in 0..<min(segmentCount, Self.segmentCapacity) {
+            segment = segments[(segmentCount - 1 - back) % Self.segmentCapacity]
+            if f >= segment.input { break }
+        }
+        return Self.frame(segment.output + (f - segment.input) / segment.speed)
+    }
+
+    /// The input (timeline) frame that output frame `frame` plays.
+    public func inputFrame(forOutput frame: Int) -> Int {
+        let n = Double(frame)
+        var segment = segments[(segmentCount - 1) % Self.segmentCapacity]
+        for back in 0..<min(segmentCount, Self.segmentCapacity) {
+            segment = segments[(segmentCount - 1 - back) % Self.segmentCapacity]
+            if n >= segment.output { break }
+        }
+        return Self.frame(segment.input + (n - segment.output) * segment.speed)
+    }
+
+    /// Where input frame `frame` is heard in a stream stretched at one `speed` from its start:
+    /// `round(frame / speed)`, the map of a stretcher whose speed never changed.
+    public static func outputFrame(forInput frame: Int, speed: Double) -> Int {
+        Self.frame(Double(frame) / Double(Float(speed)))
+    }
+
+    private static func frame(_ value: Double) -> Int {
+        let limit = Double(1 << 62)
+        return Int(min(limit, max(-limit, value.rounded())))
+    }
+}
