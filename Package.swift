@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport", "narrator-fuzz"]),
         .testTarget(
             name: "NarratorAudioFileTests",
-            dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
+            dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile", "CAllocationCounter"]),
         // Live playback benchmark (scripts/bench-live.sh): prints figures, asserts nothing.
         .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
         // Daemon benchmark (scripts/bench-daemon.sh): 50 subscribers, figures only.

@@ -22,17 +22,22 @@ import NarratorCore
 /// frame `n × speed`, and input frame `f` is heard at output frame `round(f / speed)`. Sonic
 /// cuts and repeats whole pitch periods, so a sound lands within a pitch period of that line;
 /// measured on the fixtures' speech, every word onset lands within 5 ms of `round(f / speed)`
-/// at 0.5× and within 2.5 ms at 0.75×, 1.5× and 2× (scripts/compare-stretchers.py).
+/// at 0.5× and within 2.5 ms at 0.75×, 1.5× and 2× (scripts/compare-stretchers.py), and the
+/// error does not grow with the length of the stream.
 ///
-/// A speed change applies to the input Sonic still holds, not only to what is fed later, so
-/// the map starts its new segment where the output is: at output frame `P` (every frame
-/// produced so far: taken plus waiting), which is input frame `B` of the segment before (the
-/// same line, inverted). From there, input frame `f ≥ B` is output frame
-/// `P + (f − B) / newSpeed`. `outputFrame(forInput:)` and `inputFrame(forOutput:)` read this
-/// piecewise-linear map; it keeps the last `segmentCapacity` segments (older frames map by the
-/// oldest segment kept). `flush` pads the last input to the end of the line and cuts what
-/// Sonic makes past it, so the output of a whole stream at one speed is
-/// `round(frames / speed)` frames give or take a few (Sonic rounds each flush).
+/// A new speed must not reach the input Sonic still holds (its map would then be a guess of how
+/// much it holds), so a speed change ends the stream there: the stretcher flushes its Sonic
+/// stream (what it holds comes out at the old speed, cut to `round(held / oldSpeed)` frames)
+/// and goes on with a second, fresh stream at the new speed, whose output follows. The
+/// change falls on input frame `X` = every frame fed so far, and output frame `P` = every frame
+/// produced so far, both counted exactly; from there, input frame `f ≥ X` is heard at output
+/// frame `round(P + (f − X) / newSpeed)`. While the flushed stream's output still waits to be
+/// taken, a further change waits (`speed` is already the new one; the map changes when it
+/// applies, at the next `feed` after that output is taken, at the input frame reached then).
+/// `outputFrame(forInput:)` and `inputFrame(forOutput:)` read this piecewise-linear map; it
+/// keeps the last `segmentCapacity` segments (older frames map by the oldest segment kept).
+/// A whole stream at one speed comes out `round(frames / speed)` frames long, give or take a
+/// pitch period at the end (Sonic's flush).
 public final class TimeStretcher {
     /// The speeds a stretcher takes: half to double.
     public static let speeds: ClosedRange<Double> = 0.5...2.0
@@ -43,16 +48,26 @@ public final class TimeStretcher {
     public let channels: Int
     /// The most frames one `feed` takes.
     public let maxFeedFrames: Int
-    /// `feed` is allowed only while at most this many output frames wait to be taken.
-    public var maxPendingFrames: Int { 2 * maxFeedFrames }
-    /// The current speed (as Sonic holds it: the nearest `Float`).
+    /// `feed` is allowed only while at most this many output frames wait to be taken: two
+    /// feeds' worth at the slowest speed and a flush's (what a speed change releases).
+    public var maxPendingFrames: Int { 2 * (maxFeedFrames + maxRequired) }
+    /// What Sonic holds back at most: two of its longest pitch periods (`rate / 65`).
+    private var maxRequired: Int { 2 * (rate / Int(SONIC_MIN_PITCH)) }
+    /// The speed last asked for (as Sonic holds it: the nearest `Float`); see the type's note
+    /// on when it applies.
     public private(set) var speed: Double
     /// Input frames fed so far (the timeline position of the next frame fed).
     public private(set) var inputFrames = 0
     /// Output frames taken so far.
     public private(set) var outputFrames = 0
 
-    private let stream: OpaquePointer
+    /// Two Sonic streams: `current` takes the input; at a speed change it is flushed and the
+    /// other takes over, while the flushed one's output drains first.
+    private let streams: (OpaquePointer, OpaquePointer)
+    private var current = 0
+    private var draining = false
+    /// The speed the current stream runs at (`speed` once a waiting change has applied).
+    private var applied: Double
     private let scratch: UnsafeMutableBufferPointer<Float>
     private let segments: UnsafeMutablePointer<Segment>
     /// Segments ever started; the newest is at `(segmentCount - 1) % segmentCapacity`.
@@ -77,24 +92,31 @@ public final class TimeStretcher {
             throw NarratorError(file: "TimeStretcher", "maxFeedFrames \(maxFeedFrames) is outside 1…1048576")
         }
         try Self.check(speed)
-        guard let stream = sonicCreateStream(Int32(rate), Int32(channels)) else {
+        guard let first = sonicCreateStream(Int32(rate), Int32(channels)) else {
+            throw NarratorError(file: "TimeStretcher", "libsonic could not allocate a stream")
+        }
+        guard let second = sonicCreateStream(Int32(rate), Int32(channels)) else {
+            sonicDestroyStream(first)
             throw NarratorError(file: "TimeStretcher", "libsonic could not allocate a stream")
         }
         self.rate = rate
         self.channels = channels
         self.maxFeedFrames = maxFeedFrames
-        self.stream = stream
+        streams = (first, second)
         self.speed = Double(Float(speed))
+        applied = self.speed
         scratch = .allocate(capacity: maxFeedFrames * channels)
         segments = .allocate(capacity: Self.segmentCapacity)
-        warmUp()
-        sonicSetSpeed(stream, Float(speed))
+        warmUp(first)
+        warmUp(second)
+        sonicSetSpeed(first, Float(speed))
         segments[0] = Segment(input: 0, output: 0, speed: self.speed)
         segmentCount = 1
     }
 
     deinit {
-        sonicDestroyStream(stream)
+        sonicDestroyStream(streams.0)
+        sonicDestroyStream(streams.1)
         scratch.deallocate()
         segments.deallocate()
     }
@@ -109,8 +131,7 @@ public final class TimeStretcher {
     /// Grows Sonic's buffers to the most the rules of `feed` let them hold: silence at the
     /// slowest speed (the most output per input) until as much output waits as can ever wait,
     /// then a flush (which adds its own padding), then everything read back and dropped.
-    private func warmUp() {
-        let maxRequired = 2 * (rate / Int(SONIC_MIN_PITCH))
+    private func warmUp(_ stream: OpaquePointer) {
         let most = maxPendingFrames + 2 * (maxFeedFrames + maxRequired) + 4 * maxRequired
         sonicSetSpeed(stream, Float(Self.speeds.lowerBound))
         scratch.initialize(repeating: 0)
@@ -123,8 +144,13 @@ public final class TimeStretcher {
         while sonicReadFloatFromStream(stream, scratch.baseAddress, Int32(maxFeedFrames)) > 0 {}
     }
 
+    private var stream: OpaquePointer { current == 0 ? streams.0 : streams.1 }
+    private var other: OpaquePointer { current == 0 ? streams.1 : streams.0 }
+
     /// Output frames waiting to be taken.
-    public var availableFrames: Int { Int(sonicSamplesAvailable(stream)) }
+    public var availableFrames: Int {
+        Int(sonicSamplesAvailable(stream)) + (draining ? Int(sonicSamplesAvailable(other)) : 0)
+    }
 
     /// Output frames produced so far: taken and waiting.
     public var producedFrames: Int { outputFrames + availableFrames }
@@ -139,6 +165,7 @@ public final class TimeStretcher {
         precondition(frames <= maxFeedFrames, "TimeStretcher.feed: more than maxFeedFrames")
         precondition(availableFrames <= maxPendingFrames, "TimeStretcher.feed: take the output first")
         guard frames > 0 else { return }
+        if applied != speed { apply() }
         for k in 0..<input.count { scratch[k] = min(1, max(-1, input[k])) }
         guard sonicWriteFloatToStream(stream, scratch.baseAddress, Int32(frames)) != 0 else {
             preconditionFailure("libsonic: out of memory")
@@ -148,11 +175,18 @@ public final class TimeStretcher {
 
     /// Copies up to `output.count / channels` waiting frames into `output`; returns how many.
     public func take(into output: UnsafeMutableBufferPointer<Float>) -> Int {
-        let room = output.count / channels
+        let room = min(output.count / channels, Int(Int32.max) / channels)
         guard room > 0, let base = output.baseAddress else { return 0 }
-        let frames = Int(sonicReadFloatFromStream(stream, base, Int32(min(room, Int(Int32.max) / channels))))
-        outputFrames += max(0, frames)
-        return max(0, frames)
+        var taken = 0
+        if draining {
+            taken = max(0, Int(sonicReadFloatFromStream(other, base, Int32(room))))
+            if sonicSamplesAvailable(other) == 0 { draining = false }
+        }
+        if !draining && taken < room {
+            taken += max(0, Int(sonicReadFloatFromStream(stream, base + taken * channels, Int32(room - taken))))
+        }
+        outputFrames += taken
+        return taken
     }
 
     /// Ends the stream: what Sonic still holds is stretched and waits to be taken. Feeding
@@ -161,23 +195,33 @@ public final class TimeStretcher {
         sonicFlushStream(stream)
     }
 
-    /// Changes the speed from the current output frame on (see the type's note on the map).
+    /// Changes the speed from the next input frame fed on (see the type's note on the map:
+    /// while the output of an earlier change still waits, this one waits for it).
     public func setSpeed(_ newSpeed: Double) throws(NarratorError) {
         try Self.check(newSpeed)
-        let value = Double(Float(newSpeed))
-        guard value != speed else { return }
+        speed = Double(Float(newSpeed))
+        if speed != applied && !draining { apply() }
+    }
+
+    /// Puts `speed` into effect at input frame `inputFrames`: with nothing fed since the last
+    /// segment began, the current stream just changes speed; otherwise it is flushed and the
+    /// other stream goes on.
+    private func apply() {
+        if draining { return }
         let last = segments[(segmentCount - 1) % Self.segmentCapacity]
-        let produced = Double(producedFrames)
-        let input = min(Double(inputFrames), last.input + (produced - last.output) * last.speed)
-        let next = Segment(input: max(last.input, input), output: produced, speed: value)
-        if produced == last.output {
-            segments[(segmentCount - 1) % Self.segmentCapacity] = next
+        if Double(inputFrames) == last.input {
+            sonicSetSpeed(stream, Float(speed))
+            segments[(segmentCount - 1) % Self.segmentCapacity].speed = speed
         } else {
-            segments[segmentCount % Self.segmentCapacity] = next
+            sonicFlushStream(stream)
+            draining = sonicSamplesAvailable(stream) > 0
+            current = 1 - current
+            sonicSetSpeed(stream, Float(speed))
+            segments[segmentCount % Self.segmentCapacity] = Segment(
+                input: Double(inputFrames), output: Double(producedFrames), speed: speed)
             segmentCount += 1
         }
-        speed = value
-        sonicSetSpeed(stream, Float(value))
+        applied = speed
     }
 
     /// The output frame where input (timeline) frame `frame` is heard.
