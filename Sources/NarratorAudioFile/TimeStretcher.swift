@@ -25,19 +25,23 @@ import NarratorCore
 /// at 0.5× and within 2.5 ms at 0.75×, 1.5× and 2× (scripts/compare-stretchers.py), and the
 /// error does not grow with the length of the stream.
 ///
-/// A new speed must not reach the input Sonic still holds (its map would then be a guess of how
-/// much it holds), so a speed change ends the stream there: the stretcher flushes its Sonic
-/// stream (what it holds comes out at the old speed, cut to `round(held / oldSpeed)` frames)
-/// and goes on with a second, fresh stream at the new speed, whose output follows. The
-/// change falls on input frame `X` = every frame fed so far, and output frame `P` = every frame
-/// produced so far, both counted exactly; from there, input frame `f ≥ X` is heard at output
-/// frame `round(P + (f − X) / newSpeed)`. While the flushed stream's output still waits to be
-/// taken, a further change waits (`speed` is already the new one; the map changes when it
-/// applies, at the next `feed` after that output is taken, at the input frame reached then).
-/// `outputFrame(forInput:)` and `inputFrame(forOutput:)` read this piecewise-linear map; it
-/// keeps the last `segmentCapacity` segments (older frames map by the oldest segment kept).
-/// A whole stream at one speed comes out `round(frames / speed)` frames long, give or take a
-/// pitch period at the end (Sonic's flush).
+/// A speed change falls on an exact input frame `X` (every frame fed before the change) and
+/// an exact output frame `C = round(P + (X − I) / oldSpeed)`, where `(I, P)` is where the
+/// segment before began: input frame `f ≥ X` is heard at output frame
+/// `round(C + (f − X) / newSpeed)`. The map is this chain of lines, whatever the speeds and
+/// however many changes, with no estimate in it. To hold it, the new speed never reaches the
+/// input Sonic still holds: the input from `X` on goes to a second, fresh Sonic stream at the
+/// new speed, while the old stream gets `2 × rate / 65` frames more (so that what it holds
+/// before `X` comes out) and is then flushed. The output is the old stream's up to frame `C`
+/// (what it made past `C` is dropped, a shortfall is silence), then the new stream's from `C`
+/// on, the first 2.5 ms cross-faded with the old stream's frames past `C`. A further change
+/// waits until that hand-over is complete (`speed` is the new one at once; the map changes when
+/// it applies, at the input frame reached then).
+///
+/// `outputFrame(forInput:)` and `inputFrame(forOutput:)` read the map; it keeps the last
+/// `segmentCapacity` segments (older frames map by the oldest segment kept). `flush` ends the
+/// stream; its output then runs to `round(frames / speed)` at one speed, give or take a pitch
+/// period (Sonic's flush counts its own way).
 public final class TimeStretcher {
     /// The speeds a stretcher takes: half to double.
     public static let speeds: ClosedRange<Double> = 0.5...2.0
@@ -48,8 +52,7 @@ public final class TimeStretcher {
     public let channels: Int
     /// The most frames one `feed` takes.
     public let maxFeedFrames: Int
-    /// `feed` is allowed only while at most this many output frames wait to be taken: two
-    /// feeds' worth at the slowest speed and a flush's (what a speed change releases).
+    /// `feed` is allowed only while at most this many output frames wait to be taken.
     public var maxPendingFrames: Int { 2 * (maxFeedFrames + maxRequired) }
     /// What Sonic holds back at most: two of its longest pitch periods (`rate / 65`).
     private var maxRequired: Int { 2 * (rate / Int(SONIC_MIN_PITCH)) }
@@ -61,17 +64,33 @@ public final class TimeStretcher {
     /// Output frames taken so far.
     public private(set) var outputFrames = 0
 
-    /// Two Sonic streams: `current` takes the input; at a speed change it is flushed and the
-    /// other takes over, while the flushed one's output drains first.
+    /// Two Sonic streams: `current` takes the input; during a hand-over the other is the old.
     private let streams: (OpaquePointer, OpaquePointer)
     private var current = 0
-    private var draining = false
     /// The speed the current stream runs at (`speed` once a waiting change has applied).
     private var applied: Double
     private let scratch: UnsafeMutableBufferPointer<Float>
     private let segments: UnsafeMutablePointer<Segment>
     /// Segments ever started; the newest is at `(segmentCount - 1) % segmentCapacity`.
     private var segmentCount = 0
+
+    /// A hand-over in progress: output frames before `cut` come from the old stream.
+    private var handOver: HandOver?
+    private struct HandOver {
+        var cut: Int
+        /// Input frames the old stream still gets before its flush.
+        var oldToFeed: Int
+        var oldFlushed = false
+        /// Output frame of the old stream's next unread frame.
+        var oldNext: Int
+    }
+    /// The old stream's frames from the cut on, faded out under the new stream's first ones.
+    private let fade: UnsafeMutableBufferPointer<Float>
+    private let fadeCapacity: Int
+    private var fadeCount = 0
+    private var fadePosition = 0
+    /// Frames of the new stream to drop (the old one had already made them before the change).
+    private var skip = 0
 
     private struct Segment {
         var input: Double
@@ -105,7 +124,9 @@ public final class TimeStretcher {
         streams = (first, second)
         self.speed = Double(Float(speed))
         applied = self.speed
-        scratch = .allocate(capacity: maxFeedFrames * channels)
+        fadeCapacity = max(1, rate / 400)
+        fade = .allocate(capacity: fadeCapacity * channels)
+        scratch = .allocate(capacity: max(maxFeedFrames, 2 * rate / Int(SONIC_MIN_PITCH)) * channels)
         segments = .allocate(capacity: Self.segmentCapacity)
         warmUp(first)
         warmUp(second)
@@ -118,6 +139,7 @@ public final class TimeStretcher {
         sonicDestroyStream(streams.0)
         sonicDestroyStream(streams.1)
         scratch.deallocate()
+        fade.deallocate()
         segments.deallocate()
     }
 
@@ -128,11 +150,11 @@ public final class TimeStretcher {
         }
     }
 
-    /// Grows Sonic's buffers to the most the rules of `feed` let them hold: silence at the
-    /// slowest speed (the most output per input) until as much output waits as can ever wait,
-    /// then a flush (which adds its own padding), then everything read back and dropped.
+    /// Grows a Sonic stream's buffers to the most the rules of `feed` let them hold: silence
+    /// at the slowest speed (the most output per input) until as much output waits as can ever
+    /// wait, then a flush (which adds its own padding), then everything read back and dropped.
     private func warmUp(_ stream: OpaquePointer) {
-        let most = maxPendingFrames + 2 * (maxFeedFrames + maxRequired) + 4 * maxRequired
+        let most = 2 * maxPendingFrames + 2 * (maxFeedFrames + maxRequired) + 4 * maxRequired
         sonicSetSpeed(stream, Float(Self.speeds.lowerBound))
         scratch.initialize(repeating: 0)
         while Int(sonicSamplesAvailable(stream)) < most {
@@ -145,11 +167,15 @@ public final class TimeStretcher {
     }
 
     private var stream: OpaquePointer { current == 0 ? streams.0 : streams.1 }
-    private var other: OpaquePointer { current == 0 ? streams.1 : streams.0 }
+    private var old: OpaquePointer { current == 0 ? streams.1 : streams.0 }
 
-    /// Output frames waiting to be taken.
+    /// Output frames that `take` can hand over now.
     public var availableFrames: Int {
-        Int(sonicSamplesAvailable(stream)) + (draining ? Int(sonicSamplesAvailable(other)) : 0)
+        let new = max(0, Int(sonicSamplesAvailable(stream)) - skip)
+        guard let handOver else { return new }
+        let before = max(0, handOver.cut - outputFrames)
+        if !handOver.oldFlushed { return min(before, Int(sonicSamplesAvailable(old))) }
+        return before + max(0, new - max(0, outputFrames - handOver.cut))
     }
 
     /// Output frames produced so far: taken and waiting.
@@ -167,10 +193,24 @@ public final class TimeStretcher {
         guard frames > 0 else { return }
         if applied != speed { apply() }
         for k in 0..<input.count { scratch[k] = min(1, max(-1, input[k])) }
+        write(stream, frames)
+        if var handOver, !handOver.oldFlushed {
+            let extra = min(frames, handOver.oldToFeed)
+            if extra > 0 { write(old, extra) }
+            handOver.oldToFeed -= extra
+            if handOver.oldToFeed == 0 {
+                sonicFlushStream(old)
+                handOver.oldFlushed = true
+            }
+            self.handOver = handOver
+        }
+        inputFrames += frames
+    }
+
+    private func write(_ stream: OpaquePointer, _ frames: Int) {
         guard sonicWriteFloatToStream(stream, scratch.baseAddress, Int32(frames)) != 0 else {
             preconditionFailure("libsonic: out of memory")
         }
-        inputFrames += frames
     }
 
     /// Copies up to `output.count / channels` waiting frames into `output`; returns how many.
@@ -178,47 +218,95 @@ public final class TimeStretcher {
         let room = min(output.count / channels, Int(Int32.max) / channels)
         guard room > 0, let base = output.baseAddress else { return 0 }
         var taken = 0
-        if draining {
-            taken = max(0, Int(sonicReadFloatFromStream(other, base, Int32(room))))
-            if sonicSamplesAvailable(other) == 0 { draining = false }
+        while taken < room {
+            let at = base + taken * channels
+            if var handOver {
+                if outputFrames < handOver.cut {
+                    // The old stream's frames up to the cut (silence for what it did not make).
+                    let want = min(room - taken, handOver.cut - outputFrames)
+                    var n = Int(sonicReadFloatFromStream(old, at, Int32(want)))
+                    if n <= 0 {
+                        guard handOver.oldFlushed else { break }
+                        n = want
+                        at.initialize(repeating: 0, count: n * channels)
+                    }
+                    handOver.oldNext += max(0, n)
+                    self.handOver = handOver
+                    outputFrames += n
+                    taken += n
+                    continue
+                }
+                guard handOver.oldFlushed else { break }
+                // From the cut on: the old stream's next frames (up to 2.5 ms) fade out under
+                // the new one's; the rest of the old stream is dropped.
+                fadeCount = 0
+                fadePosition = 0
+                if handOver.oldNext == outputFrames {
+                    fadeCount = max(0, Int(sonicReadFloatFromStream(old, fade.baseAddress, Int32(fadeCapacity))))
+                }
+                while sonicReadFloatFromStream(old, scratch.baseAddress, Int32(scratch.count / channels)) > 0 {}
+                skip = outputFrames - handOver.cut
+                self.handOver = nil
+                continue
+            }
+            if skip > 0 {
+                let n = Int(sonicReadFloatFromStream(stream, scratch.baseAddress, Int32(min(skip, scratch.count / channels))))
+                if n <= 0 { break }
+                skip -= n
+                continue
+            }
+            let n = Int(sonicReadFloatFromStream(stream, at, Int32(room - taken)))
+            if n <= 0 { break }
+            var k = 0
+            while fadePosition < fadeCount && k < n {
+                let w = Float(fadePosition + 1) / Float(fadeCount + 1)
+                for c in 0..<channels {
+                    at[k * channels + c] = fade[fadePosition * channels + c] * (1 - w) + at[k * channels + c] * w
+                }
+                fadePosition += 1
+                k += 1
+            }
+            outputFrames += n
+            taken += n
         }
-        if !draining && taken < room {
-            taken += max(0, Int(sonicReadFloatFromStream(stream, base + taken * channels, Int32(room - taken))))
-        }
-        outputFrames += taken
         return taken
     }
 
     /// Ends the stream: what Sonic still holds is stretched and waits to be taken. Feeding
     /// again afterwards continues the timeline (a new passage, with no fade into it).
     public func flush() {
+        if var handOver, !handOver.oldFlushed {
+            sonicFlushStream(old)
+            handOver.oldFlushed = true
+            self.handOver = handOver
+        }
         sonicFlushStream(stream)
     }
 
     /// Changes the speed from the next input frame fed on (see the type's note on the map:
-    /// while the output of an earlier change still waits, this one waits for it).
+    /// during the hand-over of an earlier change, this one waits for it).
     public func setSpeed(_ newSpeed: Double) throws(NarratorError) {
         try Self.check(newSpeed)
         speed = Double(Float(newSpeed))
-        if speed != applied && !draining { apply() }
+        if speed != applied { apply() }
     }
 
-    /// Puts `speed` into effect at input frame `inputFrames`: with nothing fed since the last
-    /// segment began, the current stream just changes speed; otherwise it is flushed and the
-    /// other stream goes on.
+    /// Puts `speed` into effect at input frame `inputFrames`, unless a hand-over is under
+    /// way: with nothing fed since the last segment began, the current stream just changes
+    /// speed; otherwise the other stream takes over from here.
     private func apply() {
-        if draining { return }
+        guard handOver == nil, skip == 0, fadePosition >= fadeCount else { return }
         let last = segments[(segmentCount - 1) % Self.segmentCapacity]
         if Double(inputFrames) == last.input {
             sonicSetSpeed(stream, Float(speed))
             segments[(segmentCount - 1) % Self.segmentCapacity].speed = speed
         } else {
-            sonicFlushStream(stream)
-            draining = sonicSamplesAvailable(stream) > 0
+            let cut = Self.frame(last.output + (Double(inputFrames) - last.input) / last.speed)
+            handOver = HandOver(cut: cut, oldToFeed: maxRequired, oldNext: outputFrames)
             current = 1 - current
             sonicSetSpeed(stream, Float(speed))
             segments[segmentCount % Self.segmentCapacity] = Segment(
-                input: Double(inputFrames), output: Double(producedFrames), speed: speed)
+                input: Double(inputFrames), output: Double(cut), speed: speed)
             segmentCount += 1
         }
         applied = speed

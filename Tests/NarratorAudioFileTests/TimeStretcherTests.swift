@@ -142,6 +142,34 @@ struct TimeStretcherTests {
         }
     }
 
+    /// A speed change leaves no gap and no click: a steady two-harmonic tone through four
+    /// changes keeps its level in every 5 ms window (no drop below half the median level), and
+    /// no step between samples near a change is larger than the largest elsewhere.
+    @Test func speedChangesLeaveNoGapAndNoClick() throws {
+        let frames = 4 * Self.rate
+        let input = (0..<frames).map { k in
+            let t = Double(k) / Double(Self.rate)
+            return Float(0.3 * sin(2 * .pi * 150 * t) + 0.15 * sin(2 * .pi * 300 * t))
+        }
+        let changes: [Int: Double] = [48_000: 1.5, 96_000: 0.5, 144_077: 2.0, 170_000: 0.75]
+        let (out, stretcher) = try Self.stretch(input, speed: 0.75, speedAt: changes)
+        let window = Self.rate / 200
+        let levels = stride(from: window, to: out.count - 2 * window, by: window).map { a in
+            (sqrt(out[a..<(a + window)].map { $0 * $0 }.reduce(0, +) / Float(window)), a)
+        }
+        let median = levels.map(\.0).sorted()[levels.count / 2]
+        for (level, at) in levels where level < median / 2 {
+            Issue.record("level \(level) at output frame \(at), median \(median)")
+        }
+        let junctions = changes.keys.map { stretcher.outputFrame(forInput: $0) }
+        var near: Float = 0, elsewhere: Float = 0
+        for k in 1..<out.count {
+            let step = abs(out[k] - out[k - 1])
+            if junctions.contains(where: { abs($0 - k) < 10 * window }) { near = max(near, step) } else { elsewhere = max(elsewhere, step) }
+        }
+        #expect(near <= elsewhere, "largest step near a change \(near), elsewhere \(elsewhere)")
+    }
+
     @Test func badSpeedsAreRejected() throws {
         for speed in [0.49, 2.01, 0, -1, .nan, .infinity, -.infinity] {
             #expect(throws: NarratorError.self) { _ = try TimeStretcher(rate: Self.rate, channels: 1, speed: speed) }
