@@ -30,6 +30,13 @@ of BLOCK frames, what is ready taken after each block, then a flush. Measured at
           RUNS runs, the best and the median), including the ctypes call overhead, which is the
           same for all three.
 
+  render  Narrator's own path, when a narrator binary is there (NARRATOR=path, or .build/debug or
+          .build/release): the fixture clips in one chain, 0.3 s apart, rendered with
+          `render --speed S --cues`; per word, the onset found in the stretched render (the
+          detector above, at the level of the speed-1 render) minus where the speed-1 onset
+          should be, round(onset1 / S); and the cue sheet's word frame minus round(cue1 / S),
+          which must be 0 (the map is the line).
+
 Usage: scripts/compare-stretchers.py [--runs N] [--block FRAMES]
 Needs python3 with numpy.
 """
@@ -41,9 +48,10 @@ import glob
 import json
 import os
 import statistics
+import subprocess
+import tempfile
 import sys
 import time
-import wave
 
 import numpy as np
 
@@ -210,11 +218,22 @@ class RubberBand:
 
 
 def read_wav(path):
-    with wave.open(path) as w:
-        assert w.getsampwidth() == 2, path
-        rate, channels = w.getframerate(), w.getnchannels()
-        data = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
-    return data, rate, channels
+    """16-bit PCM WAV (plain or WAVE_FORMAT_EXTENSIBLE, as narrator writes it)."""
+    data = open(path, "rb").read()
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE", path
+    at, fmt, samples = 12, None, None
+    while at + 8 <= len(data):
+        kind, size = data[at:at + 4], int.from_bytes(data[at + 4:at + 8], "little")
+        body = data[at + 8:at + 8 + size]
+        if kind == b"fmt ":
+            fmt = (int.from_bytes(body[2:4], "little"), int.from_bytes(body[4:8], "little"),
+                   int.from_bytes(body[14:16], "little"))
+        elif kind == b"data":
+            samples = body
+        at += 8 + size + (size & 1)
+    channels, rate, bits = fmt
+    assert bits == 16, path
+    return np.frombuffer(samples, dtype="<i2").astype(np.float32) / 32768.0, rate, channels
 
 
 def read_words(path):
@@ -389,6 +408,56 @@ def main():
                 f"{f:.2f} Hz | {(f / 440 - 1) * 100:+.3f} | {rmed:.1f} / {rworst:.1f} | {dflat:+.4f} | "
                 f"{min(times):.2f} / {statistics.median(times):.2f}",
                 flush=True)
+    render_check(clips)
+
+
+def render_check(clips):
+    narrator = os.environ.get("NARRATOR")
+    if not narrator:
+        for build in ["release", "debug"]:
+            candidate = os.path.join(REPO, ".build", build, "narrator")
+            if os.path.exists(candidate):
+                narrator = candidate
+                break
+    if not narrator:
+        print("skipped: render --speed (no narrator binary; swift build, or NARRATOR=path)")
+        return
+    print()
+    print(f"render --speed through {os.path.relpath(narrator, REPO)} (mono chain of the fixture clips):")
+    print("speed | words | onset error mean / max |ms| | cue sheet off the line (frames)")
+    with tempfile.TemporaryDirectory() as tmp:
+        lesson = {"sampleRate": 48000, "channels": 1, "clips": {}, "chains": {"all": []}}
+        for k, (rel, wav, _) in enumerate(clips):
+            timing = os.path.join(REPO, "Timings/lessons", rel)
+            lesson["clips"][f"c{k}"] = {"file": wav, "timings": timing}
+            lesson["chains"]["all"] += [{"clip": f"c{k}"}, {"silence": 0.3}]
+        path = os.path.join(tmp, "lesson.json")
+        json.dump(lesson, open(path, "w"))
+
+        def render(speed):
+            out, cues = os.path.join(tmp, f"{speed}.wav"), os.path.join(tmp, f"{speed}.json")
+            subprocess.run([narrator, "render", path, "--chain", "all", "-o", out, "--cues", cues, "--speed", str(speed)],
+                           check=True)
+            x, rate, _ = read_wav(out)
+            words = [c["frame"] for c in json.load(open(cues))["cues"] if c["type"] == "word"]
+            return x, rate, words
+
+        x1, rate, words1 = render(1)
+        env1 = envelope_db(x1, rate)
+        for speed in SPEEDS:
+            y, _, words = render(speed)
+            envy = envelope_db(y, rate)
+            errors = []
+            for w in words1:
+                o, level = dip_onset(env1, rate, w)
+                if o is None:
+                    continue
+                found, _ = dip_onset(envy, rate, o / speed, level)
+                if found is not None:
+                    errors.append((found - o / speed) / rate * 1000)
+            off = max(abs(c - int(w / speed + 0.5)) for c, w in zip(words, words1))
+            print(f"{speed} | {len(errors)} of {len(words1)} | {np.mean(errors):+.2f} / {np.max(np.abs(errors)):.2f} | {off}",
+                  flush=True)
 
 
 if __name__ == "__main__":
