@@ -91,6 +91,8 @@ public final class TimeStretcher {
     private var fadePosition = 0
     /// Frames of the new stream to drop (the old one had already made them before the change).
     private var skip = 0
+    /// Set by `flush`: the next input frame fed starts a segment where the flushed output ends.
+    private var ended = false
 
     private struct Segment {
         var input: Double
@@ -191,6 +193,7 @@ public final class TimeStretcher {
         precondition(frames <= maxFeedFrames, "TimeStretcher.feed: more than maxFeedFrames")
         precondition(availableFrames <= maxPendingFrames, "TimeStretcher.feed: take the output first")
         guard frames > 0 else { return }
+        if ended { startAfterFlush() }
         if applied != speed { apply() }
         for k in 0..<input.count { scratch[k] = min(1, max(-1, input[k])) }
         write(stream, frames)
@@ -273,14 +276,29 @@ public final class TimeStretcher {
     }
 
     /// Ends the stream: what Sonic still holds is stretched and waits to be taken. Feeding
-    /// again afterwards continues the timeline (a new passage, with no fade into it).
+    /// again afterwards continues the timeline (a new passage, with no fade into it): its
+    /// first frame is heard right after the last frame of the flushed output, and the map gets
+    /// a segment there (input `inputFrames`, output every frame produced by then).
     public func flush() {
+        ended = true
         if var handOver, !handOver.oldFlushed {
             sonicFlushStream(old)
             handOver.oldFlushed = true
             self.handOver = handOver
         }
         sonicFlushStream(stream)
+    }
+
+    private func startAfterFlush() {
+        ended = false
+        let produced = Double(producedFrames)
+        let last = segments[(segmentCount - 1) % Self.segmentCapacity]
+        if Double(inputFrames) == last.input {
+            segments[(segmentCount - 1) % Self.segmentCapacity].output = produced
+        } else {
+            segments[segmentCount % Self.segmentCapacity] = Segment(input: Double(inputFrames), output: produced, speed: applied)
+            segmentCount += 1
+        }
     }
 
     /// Changes the speed from the next input frame fed on (see the type's note on the map:

@@ -170,6 +170,35 @@ struct TimeStretcherTests {
         #expect(near <= elsewhere, "largest step near a change \(near), elsewhere \(elsewhere)")
     }
 
+    /// Feeding after a flush goes on where the flushed output ended: passages, each flushed,
+    /// still put their bursts where the map says. Each passage ends in about two seconds of
+    /// steady tone, whose flushed length Sonic makes up to a period long or short.
+    @Test(arguments: [0.5, 0.75, 1.5, 2.0])
+    func passagesAfterAFlushLandWhereTheMapSays(speed: Double) throws {
+        let stretcher = try TimeStretcher(rate: Self.rate, channels: 1, speed: speed, maxFeedFrames: 1024)
+        var out: [Float] = []
+        var truth: [Int] = []
+        let b = Self.burst(frames: 7_200)
+        for passage in 0..<4 {
+            var input = Self.burst(frames: 100_003 + 3_001 * passage)
+            for k in 0..<25_000 { input[k] = 0 }
+            let start = 10_000 + 500 * passage
+            for k in b.indices { input[start + k] = b[k] }
+            truth.append(stretcher.inputFrames + start)
+            let piece = try Self.stretch(input, speed: speed, stretcher: stretcher).output
+            out += piece
+        }
+        // The onsets come in pairs: a passage's burst, then its tone.
+        let found = Self.onsets(out)
+        #expect(found.count == 2 * truth.count, "onsets \(found)")
+        for k in truth.indices where 2 * k < found.count {
+            let mapped = stretcher.outputFrame(forInput: truth[k])
+            let heard = found[2 * k]
+            #expect(abs(mapped - heard) <= Self.rate / 200, "burst at input \(truth[k]): map \(mapped), heard at \(heard)")
+        }
+        #expect(stretcher.outputFrames == out.count)
+    }
+
     @Test func badSpeedsAreRejected() throws {
         for speed in [0.49, 2.01, 0, -1, .nan, .infinity, -.infinity] {
             #expect(throws: NarratorError.self) { _ = try TimeStretcher(rate: Self.rate, channels: 1, speed: speed) }
