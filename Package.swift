@@ -38,6 +38,9 @@ let package = Package(
         .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
             providers: [.apt(["libsoxr-dev"])]),
+        // Sonic (Apache-2.0), the speech time stretcher: libsonic-dev ships no .pc file, so
+        // the module map names the library itself.
+        .systemLibrary(name: "CSonic", path: "Sources/CSonic", providers: [.apt(["libsonic-dev"])]),
         .systemLibrary(
             name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
@@ -47,8 +50,8 @@ let package = Package(
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
-        // Clip decoding, resampling and file output.
-        .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr"]),
+        // Clip decoding, resampling, time stretching (pitch kept) and file output.
+        .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic"]),
         // Live playback: the engine (plan, mixer, audio clock, cue delivery when heard), the
         // `AudioOutput` protocol every backend fits, and the virtual output tests advance.
         // No C module: an app on another platform brings its own output.
@@ -104,7 +107,7 @@ let package = Package(
         .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport", "narrator-fuzz"]),
         .testTarget(
             name: "NarratorAudioFileTests",
-            dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile"]),
+            dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile", "CAllocationCounter"]),
         // Live playback benchmark (scripts/bench-live.sh): prints figures, asserts nothing.
         .executableTarget(name: "narrator-bench-live", dependencies: ["NarratorTestSupport"]),
         // Daemon benchmark (scripts/bench-daemon.sh): 50 subscribers, figures only.

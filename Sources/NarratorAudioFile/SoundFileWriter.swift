@@ -108,6 +108,54 @@ public enum OfflineRenderer {
         try writer.finish()
     }
 
+    /// Renders `schedule` at `speed` (0.5…2.0), pitch kept (`TimeStretcher`): the file has
+    /// exactly `TimeStretcher.outputFrame(forInput: schedule.frames, speed: speed)` frames
+    /// (Sonic's last few frames past that are cut, or silence added to it), and timeline frame
+    /// `f` is heard at its frame `TimeStretcher.outputFrame(forInput: f, speed: speed)`. At
+    /// speed 1 this is `render(_:to:format:)`, sample for sample.
+    public static func render(_ schedule: Schedule, to path: String, format: OutputFormat, speed: Double) throws(NarratorError) {
+        try TimeStretcher.check(speed)
+        if speed == 1 { return try render(schedule, to: path, format: format) }
+        let channels = schedule.channels
+        let total = TimeStretcher.outputFrame(forInput: schedule.frames, speed: speed)
+        let stretcher = try TimeStretcher(
+            rate: schedule.sampleRate, channels: channels, speed: speed, maxFeedFrames: blockFrames)
+        let writer = try SoundFileWriter(
+            path: path, sampleRate: schedule.sampleRate, channels: channels, format: format, maxFrames: blockFrames)
+        let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * channels)
+        defer { block.deallocate() }
+        var written = 0
+        func drain() throws(NarratorError) {
+            while true {
+                let frames = stretcher.take(into: block)
+                if frames == 0 { return }
+                let keep = min(frames, total - written)
+                if keep > 0 {
+                    try writer.write(UnsafeBufferPointer(rebasing: block[0..<(keep * channels)]), frames: keep)
+                    written += keep
+                }
+            }
+        }
+        do throws(NarratorError) {
+            try render(schedule) { samples, _ throws(NarratorError) in
+                stretcher.feed(samples)
+                try drain()
+            }
+            stretcher.flush()
+            try drain()
+            block.initialize(repeating: 0)
+            while written < total {
+                let frames = min(blockFrames, total - written)
+                try writer.write(UnsafeBufferPointer(rebasing: block[0..<(frames * channels)]), frames: frames)
+                written += frames
+            }
+        } catch {
+            writer.abandon()
+            throw error
+        }
+        try writer.finish()
+    }
+
     /// Renders `schedule` in memory, block after block: `body` gets each block's interleaved
     /// samples (valid only during the call) and its frame count, in order, up to
     /// `schedule.frames`. The same mixing as a file render, for readers of the samples (the plot).

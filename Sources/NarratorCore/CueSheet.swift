@@ -29,14 +29,29 @@ public enum CueSheet {
         return String(decoding: all, as: UTF8.self)
     }
 
+    /// The sheet with every frame passed through `map` (the schedule's length, each cue's frame
+    /// and a word's end): the sheet of the audio stretched by a time stretcher whose map it is.
+    public static func json(_ schedule: Schedule, frames map: (Int) -> Int) -> String {
+        var all: [UInt8] = []
+        write(schedule, frames: map) { all.append(contentsOf: $0) }
+        return String(decoding: all, as: UTF8.self)
+    }
+
     /// The same text as UTF-8 in pieces of about 64 KiB, for `output` to write as they come: a
     /// sheet of millions of cues is never held whole in memory.
-    public static func write(_ schedule: Schedule, to output: ([UInt8]) -> Void) {
-        var text = Array("{\"sampleRate\": \(schedule.sampleRate), \"channels\": \(schedule.channels), \"frames\": \(schedule.frames), \"cues\": [".utf8)
+    /// `map`: as in `json(_:frames:)`; none by default.
+    public static func write(_ schedule: Schedule, frames map: (Int) -> Int = { $0 }, to output: ([UInt8]) -> Void) {
+        let frames = map(schedule.frames)
+        var text = Array("{\"sampleRate\": \(schedule.sampleRate), \"channels\": \(schedule.channels), \"frames\": \(frames), \"cues\": [".utf8)
         text.reserveCapacity(1 << 17)
         for (index, cue) in schedule.cues.enumerated() {
             text.append(contentsOf: index == 0 ? [0x0A, 0x20, 0x20] : [0x2C, 0x0A, 0x20, 0x20])
-            EventEncoder.appendCue(cue, to: &text)
+            var mapped = cue
+            mapped.frame = map(cue.frame)
+            if case .word(let clip, let index, let word, let endFrame) = cue.kind {
+                mapped.kind = .word(clip: clip, index: index, text: word, endFrame: map(endFrame))
+            }
+            EventEncoder.appendCue(mapped, to: &text)
             if text.count >= 1 << 16 {
                 output(text)
                 text.removeAll(keepingCapacity: true)

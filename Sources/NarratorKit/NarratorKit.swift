@@ -116,6 +116,20 @@ public struct PreparedProgram: Sendable {
         try OfflineRenderer.render(schedule, to: path, format: format)
     }
 
+    /// Renders to a WAV file at `speed` (0.5…2.0) with the pitch kept (a `TimeStretcher`):
+    /// `cueSheet(speed:)` says where each cue is in it. Speed 1 is `render(to:format:)`.
+    public func render(to path: String, format: OutputFormat = .s16, speed: Double) throws(NarratorError) {
+        try OfflineRenderer.render(schedule, to: path, format: format, speed: speed)
+    }
+
+    /// The cue sheet (JSON) of the audio `render(to:format:speed:)` writes: every frame (a
+    /// cue's, a word's end, the length) where it is heard at `speed`.
+    public func cueSheet(speed: Double = 1) throws(NarratorError) -> String {
+        try TimeStretcher.check(speed)
+        if speed == 1 { return CueSheet.json(schedule) }
+        return CueSheet.json(schedule) { TimeStretcher.outputFrame(forInput: $0, speed: speed) }
+    }
+
     /// Renders in memory, block after block: `body` gets each block's interleaved samples (valid
     /// only during the call) and its frame count, in order. The same samples `render(to:)`
     /// writes as floats, without a file (the plot reads its waveform this way).

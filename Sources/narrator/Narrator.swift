@@ -150,6 +150,9 @@ struct Render: ParsableCommand {
             Example:
               narrator render Timings/lessons/sample.json --chain correct --output correct.wav \\
                 --cues correct.cues.json --seed 7
+
+            With --speed, the chain is stretched with its pitch kept (Sonic), and the cue sheet's \
+            frames are where each cue is heard in the stretched audio.
             """)
 
     @OptionGroup var chainOptions: ChainOptions
@@ -163,24 +166,35 @@ struct Render: ParsableCommand {
     @Option(help: "Sample format: s16 (16-bit integer) or f32 (32-bit float).")
     var format: OutputFormat = .s16
 
+    @Option(help: "Playback speed, 0.5 to 2.0, pitch kept (with --chain).")
+    var speed: Double = 1
+
+    func validate() throws {
+        guard speed.isFinite, TimeStretcher.speeds.contains(speed) else {
+            throw ValidationError("--speed must be between 0.5 and 2.0, got \(speed)")
+        }
+        if speed != 1 && chainOptions.chain == nil {
+            throw ValidationError("--speed goes with --chain")
+        }
+    }
+
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
             let prepared = try chainOptions.prepare()
-            let schedule = prepared.schedule
             // The cue sheet is written first, beside its target; both files are moved into
             // place only once both are complete, and neither is left when either fails.
             var cueSheet: AtomicFile?
             if let cues {
                 do throws(NarratorError) {
                     let file = try AtomicFile(path: cues)
-                    try file.write(Data(CueSheet.json(schedule).utf8))
+                    try file.write(Data(prepared.cueSheet(speed: speed).utf8))
                     cueSheet = file
                 } catch {
                     throw NarratorError(file: cues, "cannot write the cue sheet: \(error.message.replacingOccurrences(of: "cannot write: ", with: ""))")
                 }
             }
             do throws(NarratorError) {
-                try prepared.render(to: output, format: format)
+                try prepared.render(to: output, format: format, speed: speed)
                 try cueSheet?.commit()
             } catch {
                 cueSheet?.discard()
