@@ -306,18 +306,18 @@ struct TerminalViewTests {
         let pane = try Pane(
             dir, width: 60, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--chain", "prompt", "--events", events]))
         defer { pane.close() }
-        func waitFor(_ type: String, after count: Int = 0) throws -> [LivePlaybackTests.Event] {
+        func waitFor(_ type: String, after count: Int = 0) -> [LivePlaybackTests.Event] {
             for _ in 0..<200 {
-                let seen = (try? Self.events(events)) ?? []
+                let seen = Self.events(events)
                 if seen.dropFirst(count).contains(where: { $0.type == type }) { return seen }
                 Thread.sleep(forTimeInterval: 0.05)
             }
             Issue.record("no \(type) event")
-            return (try? Self.events(events)) ?? []
+            return Self.events(events)
         }
-        _ = try waitFor("word")
+        _ = waitFor("word")
         try pane.type(" ")
-        let paused = try waitFor("paused")
+        let paused = waitFor("paused")
         Thread.sleep(forTimeInterval: 0.2)
         let first = Self.statusLines(try pane.screen())
         Thread.sleep(forTimeInterval: 0.4)
@@ -325,12 +325,12 @@ struct TerminalViewTests {
         #expect(first.first?.contains("paused") == true, "\(first)")
         #expect(first == second, "the clock stands while paused: \(first) then \(second)")
         try pane.type(" ")
-        let resumed = try waitFor("resumed", after: paused.count)
+        let resumed = waitFor("resumed", after: paused.count)
         try pane.press("Right")
-        let moved = try waitFor("seeked", after: resumed.count)
+        let moved = waitFor("seeked", after: resumed.count)
         while !FileManager.default.fileExists(atPath: dir.file("after")) { Thread.sleep(forTimeInterval: 0.05) }
         #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "0\n")
-        let all = try Self.events(events)
+        let all = Self.events(events)
         let seek = try #require(moved.last { $0.type == "seeked" })
         // → lands on the start of the first word after the frame heard when it was pressed:
         // a word's frame, later than every word delivered before it.
