@@ -30,7 +30,7 @@ public enum CueSheet {
     }
 
     /// The sheet with every frame passed through `map` (the schedule's length, each cue's frame
-    /// and a word's end): the sheet of the audio stretched by a time stretcher whose map it is.
+    /// and a word's or a sentence's end): the sheet of the audio stretched by a time stretcher whose map it is.
     public static func json(_ schedule: Schedule, frames map: (Int) -> Int) -> String {
         var all: [UInt8] = []
         write(schedule, frames: map) { all.append(contentsOf: $0) }
@@ -50,6 +50,8 @@ public enum CueSheet {
             mapped.frame = map(cue.frame)
             if case .word(let clip, let index, let word, let endFrame) = cue.kind {
                 mapped.kind = .word(clip: clip, index: index, text: word, endFrame: map(endFrame))
+            } else if case .sentence(let clip, let index, let text, let endFrame) = cue.kind {
+                mapped.kind = .sentence(clip: clip, index: index, text: text, endFrame: map(endFrame))
             }
             EventEncoder.appendCue(mapped, to: &text)
             if text.count >= 1 << 16 {

@@ -107,6 +107,29 @@ import Testing
         #expect(frames == frames.sorted() && frames.last! <= length)
     }
 
+    /// Sentence cues move with the audio like words: at 0.75× each sentence's frame and end are
+    /// round(frame / 0.75) of the 1× sheet's (the sample lesson's sentences).
+    @Test func sentenceCuesMoveWithTheAudio() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        func sentences(_ speed: [String]) throws -> [(Int, Int)] {
+            let cues = dir.file("cues.json")
+            let result = try run(
+                Repo.narrator,
+                ["render", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7", "--output", dir.file("out.wav"), "--cues", cues] + speed)
+            try #require(result.status == 0, "\(result.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: cues))) as? [String: Any])
+            return try #require(object["cues"] as? [[String: Any]]).filter { $0["type"] as? String == "sentence" }.map {
+                ($0["frame"] as? Int ?? -1, $0["endFrame"] as? Int ?? -1)
+            }
+        }
+        let plain = try sentences([])
+        let slow = try sentences(["--speed", "0.75"])
+        #expect(plain.count == 2)
+        func at(_ frame: Int) -> Int { Int((Double(frame) / 0.75).rounded()) }
+        #expect(slow.map { [$0.0, $0.1] } == plain.map { [at($0.0), at($0.1)] })
+    }
+
     /// Speed 1 is today's render, bit for bit: the audio and the cue sheet.
     @Test(arguments: ["1", "1.0", "1.000"])
     func speedOneIsTheRenderOfToday(speed: String) throws {
