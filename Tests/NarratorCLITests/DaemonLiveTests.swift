@@ -438,6 +438,43 @@ struct DaemonLiveTests {
         #expect(playsFrom(seekHeard, referenceFrame: try #require(firstWord.frame)), "after the seek: the render from the first word")
     }
 
+    /// The read-along page's controls in headless Chromium: Pause pauses (no word red while
+    /// paused), a tap on the last word says it (red while heard) and pauses again where it was,
+    /// Play goes on, the music slider sets the connection's music gain; every control gets its
+    /// `finished`, and the popup plays to its end.
+    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    func browserControlsPauseSayAWordAndVolume() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let library = Repo.path("Timings/lessons")
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: library, server: server)
+        defer { daemon.stop() }
+        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("shots"), "--timeout", "30", "--controls"])
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        #expect(report["states"] as? [String] == ["paused", "paused", "playing", "ended"], "\(report)")
+        let said = try #require(report["said"] as? String)
+        let log = try #require(report["log"] as? [String])
+        // The said word: a jump to its start, its cue, a jump back, the pause again.
+        let sheet = try run(Repo.narrator, ["cues", library + "/picture-dictionary.json", "--activity", "word-popup"])
+        try #require(sheet.status == 0, "\(sheet.stderr)")
+        let cues = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])["cues"] as? [[String: Any]]
+        let parts = said.split(separator: "/")
+        let word = try #require(cues?.first { $0["type"] as? String == "word" && $0["clip"] as? String == String(parts[0]) && "\($0["index"] ?? "")" == String(parts[1]) })
+        let wordFrame = try #require(word["frame"] as? Int)
+        let firstPause = try #require(log.firstIndex { $0.hasPrefix("paused@") })
+        let after = Array(log[(firstPause + 1)...])
+        let jump = try #require(after.firstIndex { $0 == "seeked@\(wordFrame)" }, "\(log)")
+        #expect(after[jump...].contains("word@\(wordFrame)"), "\(log)")
+        #expect(after.filter { $0.hasPrefix("paused@") }.first == log[firstPause], "paused again where it was: \(log)")
+        let replies = try #require(report["replies"] as? [String: String])
+        #expect(replies.values.allSatisfy { $0 == "finished" } && replies.count >= 4, "\(replies)")
+        #expect(report["pausedRed"] is NSNull, "no word red while paused")
+        #expect(!(report["sayRed"] is NSNull), "the said word is red while heard")
+    }
+
     /// The read-along page in headless Chromium: screenshots while the definition plays show
     /// the word being heard, and only it, in red.
     @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))

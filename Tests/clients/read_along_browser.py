@@ -3,7 +3,7 @@
 screenshots while the definition plays.
 
 Usage:
-  read_along_browser.py PAGE_URL OUT_DIR [--chromium PATH] [--timeout S]
+  read_along_browser.py PAGE_URL OUT_DIR [--chromium PATH] [--timeout S] [--controls]
 
 What it does:
   1. opens PAGE_URL (the daemon's page, with its #token=) and waits for the popup to play;
@@ -16,6 +16,13 @@ which the screenshots match one to one), "shots" (each: file, t0, t1, "red" the 
 "current" the word the page said was highlighted after the shot), "replayed" and
 "closed" (what the page reported after those clicks, and the last screenshot's red box and
 whether the popup was still drawn). Screenshots are saved as OUT_DIR/shot-NN.png.
+
+With --controls it uses the page's controls instead: once the second word is heard it clicks
+Pause; once paused, it waits 0.5 s and clicks the last word (said on its own, then paused
+again); then Play; then it moves the music slider to 0.25. It prints "said" (the word
+clicked), "states" (the page's state after each step), "log" (the playback's events as the
+page saw them, type@frame), "replies" (each control request's terminal event), "pausedRed"
+(the red box in a screenshot while paused) and "sayRed" (while the word was being said).
 """
 
 import argparse
@@ -191,12 +198,51 @@ async def drive(url, out_dir, devtools_url, timeout):
     }
 
 
+async def drive_controls(url, out_dir, devtools_url, timeout):
+    async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
+        tools = DevTools(socket)
+        target = await tools.call("Target.createTarget", session=False, url="about:blank")
+        attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
+        tools.session = attached["sessionId"]
+        await tools.call("Page.enable")
+        await tools.call("Emulation.setDeviceMetricsOverride", width=800, height=480, deviceScaleFactor=1, mobile=False)
+        await tools.call("Page.navigate", url=url)
+        await tools.wait_for("window.readAlong && window.readAlong.state === 'playing'", timeout)
+        states = []
+        await tools.wait_for("window.readAlong.log.filter(e => e.startsWith('word@')).length >= 2", timeout)
+        await tools.evaluate("document.getElementById('pause').click()")
+        await tools.wait_for("window.readAlong.state === 'paused'", timeout)
+        states.append(await tools.evaluate("window.readAlong.state"))
+        await asyncio.sleep(0.5)
+        paused_shot = base64.b64decode((await tools.call("Page.captureScreenshot", format="png"))["data"])
+        said = await tools.evaluate("(() => { const all = document.querySelectorAll('.word'); const s = all[all.length - 1]; s.click(); return s.dataset.key; })()")
+        await tools.wait_for("window.readAlong.current === %s" % json.dumps(said), timeout)
+        say_shot = base64.b64decode((await tools.call("Page.captureScreenshot", format="png"))["data"])
+        await tools.wait_for("window.readAlong.log.filter(e => e.startsWith('paused')).length >= 2", timeout)
+        states.append(await tools.evaluate("window.readAlong.state"))
+        await tools.evaluate("document.getElementById('pause').click()")
+        await tools.wait_for("window.readAlong.state === 'playing'", timeout)
+        states.append(await tools.evaluate("window.readAlong.state"))
+        await tools.evaluate("(() => { const v = document.getElementById('volume'); v.value = '0.25'; v.dispatchEvent(new Event('change')); })()")
+        await tools.wait_for("window.readAlong.volumeRequest && window.readAlong.replies[window.readAlong.volumeRequest]", timeout)
+        await tools.wait_for("window.readAlong.state === 'ended'", timeout * 2)
+        states.append(await tools.evaluate("window.readAlong.state"))
+        log = await tools.evaluate("window.readAlong.log")
+        replies = await tools.evaluate("window.readAlong.replies")
+    for name, png in (("paused.png", paused_shot), ("say.png", say_shot)):
+        with open(os.path.join(out_dir, name), "wb") as file:
+            file.write(png)
+    return {"said": said, "states": states, "log": log, "replies": replies,
+            "pausedRed": red_box(paused_shot), "sayRed": red_box(say_shot)}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
     parser.add_argument("out_dir")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--timeout", type=float, default=20)
+    parser.add_argument("--controls", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="narrator-chromium-")
@@ -217,7 +263,8 @@ def main():
         if devtools_url is None:
             sys.stderr.write("read_along_browser: chromium did not start\n")
             return 1
-        result = asyncio.run(drive(args.url, args.out_dir, devtools_url, args.timeout))
+        run = drive_controls if args.controls else drive
+        result = asyncio.run(run(args.url, args.out_dir, devtools_url, args.timeout))
         print(json.dumps(result))
         return 0
     finally:

@@ -3,7 +3,9 @@
 // Address: /?lesson=L&activity=A#token=T (defaults: picture-dictionary.json, word-popup).
 // It asks for the activity's cue schedule ("cues") to lay out the words, then plays it
 // ("play"); each "word" cue turns its word red when the daemon says it is heard. Replay and
-// close are requests of the same protocol.
+// close are requests of the same protocol, and so are the controls: the pause/play button,
+// a tap on a word (it is said on its own, red while heard, then playback goes back where it
+// was), and the music volume slider (docs/controls.md).
 "use strict";
 
 const query = new URLSearchParams(location.search);
@@ -17,7 +19,7 @@ const definition = document.getElementById("definition");
 const status = document.getElementById("status");
 
 // What the page shows and knows, for people and for tests.
-const readAlong = { state: "connecting", current: null, playing: null, events: 0, lastEvent: null };
+const readAlong = { state: "connecting", current: null, playing: null, events: 0, lastEvent: null, log: [], replies: {} };
 window.readAlong = readAlong;
 
 let socket = null;
@@ -54,6 +56,10 @@ function layOut() {
     span.className = "word";
     span.textContent = word.text;
     span.dataset.key = word.clip + "/" + word.index;
+    span.addEventListener("click", () => {
+      // Said on its own, then back where playback was: paused stays paused.
+      if (readAlong.playing) send({ op: "say", request: readAlong.playing, clip: word.clip, word: word.index, then: readAlong.state === "paused" ? "pause" : "resume" });
+    });
     spans.set(span.dataset.key, span);
     // The first word is the headword; the rest is the definition.
     const parent = n === 0 ? headword : definition;
@@ -80,11 +86,17 @@ function onEvent(event) {
     return;
   }
   if (event.id !== readAlong.playing) {
+    // The answer to a control: one terminal event each.
+    readAlong.replies[event.id] = event.type;
     if (event.type === "error") status.textContent = event.message;
     return;
   }
+  readAlong.log.push(event.type + (event.frame === null || event.frame === undefined ? "" : "@" + event.frame));
   switch (event.type) {
     case "start": setState("playing"); break;
+    case "paused": highlight(null); setState("paused", "paused: ▶ goes on"); pauseButton.textContent = "▶ Play"; break;
+    case "resumed": setState("playing"); pauseButton.textContent = "⏸ Pause"; break;
+    case "seeked": highlight(null); break;
     case "word": highlight(event.clip + "/" + event.index); break;
     case "clipStart": case "clipEnd": highlight(null); break;
     case "close": setState("closed"); break;
@@ -93,6 +105,15 @@ function onEvent(event) {
     case "error": highlight(null); setState("error", event.message); readAlong.playing = null; break;
   }
 }
+
+const pauseButton = document.getElementById("pause");
+pauseButton.addEventListener("click", () => {
+  if (!readAlong.playing) return;
+  send({ op: readAlong.state === "paused" ? "resume" : "pause", request: readAlong.playing });
+});
+document.getElementById("volume").addEventListener("change", (input) => {
+  readAlong.volumeRequest = send({ op: "volume", bus: "music", gain: Number(input.target.value) });
+});
 
 document.getElementById("replay").addEventListener("click", () => {
   if (readAlong.playing) send({ op: "replay", request: readAlong.playing });
