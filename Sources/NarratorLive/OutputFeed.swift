@@ -44,6 +44,8 @@ public final class OutputFeed: @unchecked Sendable {
     /// silence while the timeline waits; when it is cleared, it fades in where the timeline
     /// waits.
     let pauseWanted = Atomic<Bool>(false)
+    /// Where the timeline waits while paused (-1: not paused), set by the rendering thread.
+    let pausedTimeline = Atomic<Int>(-1)
     /// A timeline frame to go on from (-1: none): a seek. While playing, the rendering thread
     /// fades out, jumps and fades in; while paused, it jumps and stays paused.
     let jumpWanted = Atomic<Int>(-1)
@@ -125,8 +127,10 @@ public final class OutputFeed: @unchecked Sendable {
         var fadeInLeft = 0
         /// The fade-out under way ends a stop (`stopFrame`).
         var stopping = false
-        /// The output frame where the latest jump began: no rewind goes back past it.
-        var jumpOutput = 0
+        /// The output frame where the latest jump began, and where timeline frame 0 was
+        /// rendered: no rewind goes back to them (see `rewindFloor`).
+        var jumpOutput = -1
+        var startOutput = -1
         /// The output frame where the latest pause's silence began.
         var pausedOutput = 0
         /// The gains' change count last seen.
@@ -281,10 +285,14 @@ public final class OutputFeed: @unchecked Sendable {
             guard jump >= 0 || !wantPause else { return }
             // The silence the output holds is taken back (not the pause's fade-out): what
             // comes next is heard within a period.
-            takeBackBeyondMargin(now: now, notBefore: state.pausedOutput)
-            if jump >= 0 { jumpTimeline() }
+            takeBackBeyondMargin(now: now, notBefore: state.pausedOutput + 1)
+            if jump >= 0 {
+                jumpTimeline()
+                pausedTimeline.store(mixer.position, ordering: .releasing)
+            }
             if !wantPause {
                 state.paused = false
+                pausedTimeline.store(-1, ordering: .releasing)
                 state.fadeInLeft = fadeFrames
                 marks.push(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
             }
@@ -312,6 +320,7 @@ public final class OutputFeed: @unchecked Sendable {
         if pauseWanted.load(ordering: .acquiring) {
             state.paused = true
             state.pausedOutput = state.rendered
+            pausedTimeline.store(mixer.position, ordering: .releasing)
             marks.push(RenderedMark(kind: .paused, timelineFrame: mixer.position, outputFrame: state.rendered))
         } else {
             state.fadeInLeft = fadeFrames
@@ -339,8 +348,7 @@ public final class OutputFeed: @unchecked Sendable {
     private func takeBackBeyondMargin(now: Int64, notBefore: Int = 0) {
         guard mixer.canSeek, state.heardAt > 0 else { return }
         let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
-        // Never back past a jump already made: that would undo a seek the caller asked for.
-        let keep = max(heardNow + rewindMarginFrames, notBefore, state.jumpOutput)
+        let keep = max(heardNow + rewindMarginFrames, notBefore, rewindFloor)
         guard state.rendered > keep else { return }
         let back = output.rewind(state.rendered - keep)
         guard back > 0 else { return }
@@ -357,6 +365,12 @@ public final class OutputFeed: @unchecked Sendable {
             }
         }
     }
+
+    /// The earliest output frame a rewind may go back to: past the start mark and past the
+    /// latest jump, whose marks (`start`, `seeked`) a rewind to them would void and nothing
+    /// would push again, and whose segment the map would lose (the timeline would go back
+    /// to before the jump, undoing a seek the caller asked for).
+    private var rewindFloor: Int { max(state.startOutput, state.jumpOutput) + 1 }
 
     /// Applies the fade under way to the block just mixed (`frames` frames of `floatBlock`).
     @inline(__always)
@@ -463,6 +477,7 @@ public final class OutputFeed: @unchecked Sendable {
             guard marks.free > reserve else { return 0 }
             marks.push(RenderedMark(kind: .start, timelineFrame: 0, outputFrame: state.rendered))
             state.startMarked = true
+            state.startOutput = state.rendered
         }
         var count = count
         while state.cueCursor < frames.count, frames[state.cueCursor] < from + count {
@@ -490,8 +505,10 @@ public final class OutputFeed: @unchecked Sendable {
             planState.store(0, ordering: .releasing)
             return
         }
-        let wanted = segments.outputFrame(ofTimeline: offeredFrame, before: state.rendered)
-        if let wanted, state.rendered > wanted {
+        // Not during a pause or its fade (the fade would be cut and the pause's mark voided),
+        // nor back past the start or a jump: the plan then switches later (`lateSwitch`).
+        let wanted = segments.outputFrame(ofTimeline: offeredFrame, before: state.rendered).map { max($0, rewindFloor) }
+        if let wanted, state.rendered > wanted, !state.paused, !fadingOut {
             let back = output.rewind(state.rendered - wanted)
             if back > 0 {
                 state.rendered -= back

@@ -134,13 +134,17 @@ public final class PlaybackEngine: @unchecked Sendable {
 
     /// Plays the timeline frames `range` (a word said on its own: its cues come as heard),
     /// with 5 ms fades at both ends, then does `then`. "Where it was": the frame heard when
-    /// this is called (or where a pause waits). False when the plan cannot move (streams).
+    /// this is called (or where a pause waits). A range asked for while another is still
+    /// playing replaces it but keeps where to go back and how (a second word tapped while the
+    /// first is said still returns to the pause). False when the plan cannot move (streams).
     @discardableResult
     public func play(_ range: Range<Int>, then: AfterRange) -> Bool {
         guard feeder.lanes.isEmpty, !range.isEmpty else { return false }
-        let here = isPaused ? pausedFrame : heardFrame
-        feed.returnFrame.store(then == .pauseAtEnd ? -1 : here, ordering: .releasing)
-        feed.pauseAfterStop.store(then != .resumeWhereItWas, ordering: .releasing)
+        if feed.stopFrame.load(ordering: .acquiring) < 0 || feed.returnFrame.load(ordering: .acquiring) < 0 {
+            let here = isPaused ? pausedFrame : heardFrame
+            feed.returnFrame.store(then == .pauseAtEnd ? -1 : here, ordering: .releasing)
+            feed.pauseAfterStop.store(then != .resumeWhereItWas, ordering: .releasing)
+        }
         feed.stopFrame.store(-1, ordering: .releasing)
         feed.jumpWanted.store(max(0, range.lowerBound), ordering: .releasing)
         feed.stopFrame.store(range.upperBound, ordering: .releasing)
@@ -150,10 +154,15 @@ public final class PlaybackEngine: @unchecked Sendable {
 
     /// The timeline frame being heard now (the clock's latest reading, extrapolated); 0
     /// before the clock has settled. Safe from any thread.
-    public var heardFrame: Int { max(0, feed.publication.snapshot().timelineFrame(at: clock.now(), rate: schedule.sampleRate)) }
+    public var heardFrame: Int {
+        let waiting = feed.pausedTimeline.load(ordering: .acquiring)
+        if waiting >= 0 { return waiting }
+        return max(0, feed.publication.snapshot().timelineFrame(at: clock.now(), rate: schedule.sampleRate))
+    }
 
-    /// Where the timeline waits while paused (the frame heard, once the pause is heard).
-    private var pausedFrame: Int { feed.publication.snapshot().heardTimeline }
+    /// Where the timeline waits while paused (`heardFrame` says it once the pause has been
+    /// rendered, and the frame heard until then).
+    private var pausedFrame: Int { heardFrame }
 
     /// What the cue thread asks, between cues, of a caller that changes the plan while it
     /// plays (a live activity answering taps): given the frame heard now and the frame where a
@@ -241,6 +250,8 @@ public final class PlaybackEngine: @unchecked Sendable {
         let device = negotiated.device
         var started = false
         var underrunsSeen = 0
+        /// The frame where a delivered `paused` waits, until `resumed`.
+        var pausedAt: Int?
         var confirmed: ClockPublication.Snapshot?
         /// How often to look for newly rendered marks when none is waiting: well within the
         /// time between a frame's rendering and its hearing (the output's buffer less a
@@ -249,8 +260,15 @@ public final class PlaybackEngine: @unchecked Sendable {
         let bufferedNanoseconds = Int64(max(0, negotiated.bufferFrames - negotiated.periodFrames)) * 1_000_000_000 / Int64(rate)
         let idlePoll = replanner == nil ? min(10_000_000, max(1_000_000, bufferedNanoseconds / 2)) : 1_000_000
 
-        /// The frame being heard at `time`, as far as the clock last confirmed it.
-        func heardFrame(at time: Int64) -> Int { max(0, confirmed?.timelineFrame(at: time, rate: rate) ?? 0) }
+        /// The frame being heard at `time`, as far as the latest reading says (extrapolated no
+        /// further than the reading that confirmed the clock; where a pause waits, once heard).
+        func heardFrame(at time: Int64) -> Int {
+            // A pause delivered (heard) and not resumed since: the timeline waits there.
+            if let waiting = pausedAt { return waiting }
+            let latest = feed.publication.snapshot()
+            guard latest.anchor != nil || confirmed == nil else { return max(0, latest.heardTimeline) }
+            return max(0, (latest.anchor == nil ? confirmed : latest)?.timelineFrame(at: time, rate: rate) ?? 0)
+        }
 
         func checkOutput() -> PlaybackOutcome? {
             let now = clock.now()
@@ -391,10 +409,13 @@ public final class PlaybackEngine: @unchecked Sendable {
                     moment.append(.cue(cue, at: heard, delivered: now))
                     lastDelivered = max(lastDelivered, cue.frame)
                 case .paused:
+                    pausedAt = mark.timelineFrame
                     moment.append(.paused(frame: mark.timelineFrame, at: heard))
                 case .resumed:
+                    pausedAt = nil
                     moment.append(.resumed(frame: mark.timelineFrame, at: heard))
                 case .seeked:
+                    if pausedAt != nil { pausedAt = mark.timelineFrame }
                     moment.append(.seeked(from: mark.index, to: mark.timelineFrame, at: heard))
                 case .rewind:
                     continue

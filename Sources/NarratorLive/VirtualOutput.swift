@@ -34,6 +34,11 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
     /// Every frame handed over and not taken back (interleaved, in the negotiated format's
     /// bytes), in order: what the device plays. Frames before `played` were heard.
     public private(set) var given: [UInt8] = []
+    /// Whether it keeps what it is given (`given`, `samples`, `renders`); a long run that only
+    /// wants the events (`simulate --controls`) counts the frames instead.
+    public var keepsSamples = true
+    /// Frames given so far (what is left after rewinds).
+    private var givenFrames = 0
     /// Frames heard so far, as of the last tick.
     public private(set) var played = 0
     private var playing = false
@@ -89,13 +94,14 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
 
     public func stop() {
         // What was heard until now (the engine stops once it delivered the last cue).
-        if playing && pausedAt == nil { played = min(given.count / frameBytes, position(at: clock.now())) }
+        if playing && pausedAt == nil { played = min(givenFrames, position(at: clock.now())) }
         stopped = true
     }
 
     public func rewind(_ frames: Int) -> Int {
-        let back = max(0, min(frames, given.count / frameBytes - played))
-        given.removeLast(back * frameBytes)
+        let back = max(0, min(frames, givenFrames - played))
+        if keepsSamples { given.removeLast(back * frameBytes) }
+        givenFrames -= back
         return back
     }
 
@@ -168,7 +174,7 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
                 return
             }
         }
-        let total = given.count / frameBytes
+        let total = givenFrames
         // A silent pause: nothing is consumed, reported or asked for.
         if troubles.contains(where: { if case .silentPause = $0.kind { $0.covers(now) } else { false } }) {
             if pausedAt == nil {
@@ -196,16 +202,19 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
         let feeding = !troubles.contains { if case .noCallbacks = $0.kind { $0.covers(now) } else { false } }
         if feeding {
             let period = negotiated.periodFrames
-            while given.count / frameBytes - played <= negotiated.bufferFrames - period {
+            while givenFrames - played <= negotiated.bufferFrames - period {
                 renderProbe?(true)
                 let count = feed.render(into: scratch, frames: period)
                 renderProbe?(false)
                 if count == 0 { break }
-                given.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: count * frameBytes))
-                renders.append((now, given.count / frameBytes))
+                givenFrames += count
+                if keepsSamples {
+                    given.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: count * frameBytes))
+                    renders.append((now, givenFrames))
+                }
             }
         }
-        let buffered = given.count / frameBytes - played
+        let buffered = givenFrames - played
         if !playing && buffered >= negotiated.bufferFrames {
             playing = true
             segments.append((played, now))

@@ -41,21 +41,27 @@ struct Simulate: ParsableCommand {
                 return
             }
             let script = try ControlScript.parse(controls)
+            // It plays in virtual time, step by step: an hour at most.
+            if let late = script.items.first(where: { $0.at > 3_600_000_000_000 }) {
+                throw NarratorError(file: "--controls", place: "'\(late.text)'", "simulate plays at most an hour (3600 s)")
+            }
             let prepared = try options.prepare()
             let schedule = prepared.schedule
             let clock = VirtualClock()
             let output = VirtualOutput(clock: clock, sampleRate: schedule.sampleRate, channels: schedule.channels, periodFrames: 480, bufferFrames: 1920)
-            let heard = Mutex<(origin: Int64?, lines: [String])>((nil, []))
+            output.keepsSamples = false
+            let heard = Mutex<(origin: Int64?, lines: [String], paused: Bool)>((nil, [], false))
             let playback = prepared.play(on: output, clock: clock, onEvents: { events in
                 heard.withLock { heard in
                     for event in events {
                         if case .start(let info) = event { heard.origin = info.firstFrameHeardTime }
+                        if case .paused = event { heard.paused = true } else { heard.paused = false }
                         heard.lines.append(
                             EventSink.line(event, startTime: heard.origin ?? event.heard, final: EventSink.isFinal(event, lastCue: schedule.cues.last)))
                     }
                 }
             })
-            let limit = clock.now() + Int64(maxScriptSeconds) * 1_000_000_000
+            let limit = clock.now() + 3_700_000_000_000
             func run(until done: () -> Bool) throws(NarratorError) {
                 while !done() {
                     guard clock.now() < limit, !playback.isFinished else { return }
@@ -69,7 +75,10 @@ struct Simulate: ParsableCommand {
                     try ControlScript.apply(item, to: playback, rate: schedule.sampleRate)
                 }
             }
-            output.runToEnd(limit: Int64(maxScriptSeconds) * 1_000_000_000)
+            // A script that leaves playback paused ends it there (`stopped`).
+            try run { playback.isPaused && heard.withLock { $0.paused } }
+            if !playback.isFinished { playback.stop() }
+            output.runToEnd(limit: 60_000_000_000)
             _ = playback.waitUntilFinished()
             print(heard.withLock { $0.lines }.joined(separator: "\n"))
         }

@@ -50,6 +50,17 @@ struct ControlScriptTests {
         }
     }
 
+    /// A script that leaves playback paused ends there at once: `stopped` at the paused frame.
+    @Test func aScriptEndingPausedStopsThere() throws {
+        let started = Date()
+        let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1:pause"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        let events = try Self.lines(result.stdout)
+        let paused = try #require(events.first { $0["type"] as? String == "paused" })
+        #expect(events.last?["type"] as? String == "stopped" && events.last?["frame"] as? Int == paused["frame"] as? Int, "\(events.suffix(2))")
+    }
+
     @Test func badScriptsAreOneLineErrors() throws {
         let cases: [(String, String)] = [
             ("1:dance", "--controls: item 1 '1:dance': expected SECONDS:CONTROL"),
@@ -60,6 +71,7 @@ struct ControlScriptTests {
             ("1:mute=drums", "expected a bus"),
             ("1:say=p2/99999999", "an index from 0 to 100000"),
             ("1:speed=0.75", "speed is not available"),
+            ("3601:pause", "simulate plays at most an hour"),
             ("0.5:say=nope/1", "--controls: '0.5:say=nope/1': no word 1 of clip 'nope'"),
         ]
         for (script, expected) in cases {

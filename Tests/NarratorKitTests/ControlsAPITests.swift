@@ -122,4 +122,22 @@ struct ControlsAPITests {
         #expect(resumed == [secondSentence.frame] && seeks == [secondSentence.frame, firstSentence.frame], "\(resumed) \(seeks)")
         #expect(throws: NarratorError.self) { try playback.seek(to: .sentence(clip: "p1", index: 1)) }
     }
+
+    /// Paused, the reader taps one word and then another before the first has been said: both
+    /// are said, and playback waits again where it was paused.
+    @Test func twoWordsTappedWhilePausedReturnToThePause() throws {
+        let (playback, output, log) = try Self.start()
+        try Self.run(output, log) { $0.events.contains { if case .cue(let cue, _, _) = $0 { cue.type == "word" } else { false } } }
+        playback.pause()
+        try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 1 }
+        let pausedFrame = try #require(log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }.first)
+        try playback.say(clip: "p2", word: 1)
+        output.run(for: 100_000_000)
+        try playback.say(clip: "p2", word: 3)
+        try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 2 }
+        let pauses = log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }
+        #expect(pauses == [pausedFrame, pausedFrame], "\(pauses)")
+        playback.stop()
+        #expect(output.runToEnd(limit: 10_000_000_000))
+    }
 }

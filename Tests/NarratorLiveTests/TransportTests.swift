@@ -236,6 +236,28 @@ struct TransportTests {
         #expect(playback.log.cues.map(\.cue) == expected)
     }
 
+    /// A control that comes before frame 0 is heard (a rewind then reaches back to where the
+    /// timeline started) loses nothing: at every moment of the first 80 ms, a seek forward
+    /// still gives one `start`, the `seeked`, the cues from the target, and a normal end.
+    @Test func aSeekRightAfterTheStartKeepsTheStart() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let target = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 0)).frame
+        for delay in stride(from: Int64(0), through: 80_000_000, by: 5_000_000) {
+            let playback = VirtualPlayback(fixture.schedule)
+            playback.start()
+            playback.output.run(for: delay)
+            #expect(playback.engine.seek(to: target))
+            #expect(playback.output.runToEnd(limit: 60_000_000_000))
+            #expect(playback.log.outcome == .finished, "seek after \(ms(delay))")
+            let starts = playback.log.events.filter { if case .start = $0 { true } else { false } }
+            #expect(starts.count == 1, "seek after \(ms(delay)): \(starts.count) starts")
+            let seeks = playback.log.events.compactMap { if case .seeked(_, let to, _) = $0 { to } else { nil } }
+            #expect(seeks == [target], "seek after \(ms(delay)): \(seeks)")
+            #expect(playback.log.cues.map(\.cue).suffix(fixture.schedule.cues.count { $0.frame >= target }) == fixture.schedule.cues.filter { $0.frame >= target })
+        }
+    }
+
     /// A lesson with music under two sentences, and the same without the music: the ground
     /// truth of a muted music bus.
     struct MusicFixture {
