@@ -82,3 +82,22 @@ struct ControlScriptTests {
         }
     }
 }
+
+/// The example in docs/controls.md, run as written (its `narrator` is the built one).
+@Suite("Docs: controls example")
+struct ControlsDocExampleTests {
+    @Test func theSimulateExampleRuns() throws {
+        let doc = try String(contentsOfFile: Repo.path("docs/controls.md"), encoding: .utf8)
+        // The sh block's command, its continuation lines joined.
+        let block = try #require(doc.components(separatedBy: "```sh\n").dropFirst().first?.components(separatedBy: "```").first)
+        let command = block.replacingOccurrences(of: "\\\n", with: " ")
+        let words = command.split(whereSeparator: \.isWhitespace).map(String.init)
+        try #require(words.first == "narrator", "\(words)")
+        let result = try run(Repo.narrator, Array(words.dropFirst()), cwd: Repo.path(""))
+        #expect(result.status == 0, "\(result.stderr)")
+        let types = result.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["type"] as? String
+        }
+        for type in ["paused", "seeked", "resumed", "word", "chainEnd"] { #expect(types.contains(type), "\(type) in \(types)") }
+    }
+}
