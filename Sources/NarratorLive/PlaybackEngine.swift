@@ -255,10 +255,10 @@ public final class PlaybackEngine: @unchecked Sendable {
         var confirmed: ClockPublication.Snapshot?
         /// How often to look for newly rendered marks when none is waiting: well within the
         /// time between a frame's rendering and its hearing (the output's buffer less a
-        /// period), so that no mark is seen late; every millisecond when a tap can change the
-        /// plan.
+        /// period, and less after the output has run low), so that no mark is seen late;
+        /// every millisecond when a tap can change the plan.
         let bufferedNanoseconds = Int64(max(0, negotiated.bufferFrames - negotiated.periodFrames)) * 1_000_000_000 / Int64(rate)
-        let idlePoll = replanner == nil ? min(10_000_000, max(1_000_000, bufferedNanoseconds / 2)) : 1_000_000
+        let idlePoll = replanner == nil ? min(2_000_000, max(1_000_000, bufferedNanoseconds / 4)) : 1_000_000
 
         /// The frame being heard at `time`, as far as the latest reading says (extrapolated no
         /// further than the reading that confirmed the clock; where a pause waits, once heard).
