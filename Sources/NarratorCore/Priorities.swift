@@ -9,7 +9,7 @@ public enum Priority: String, Sendable, CaseIterable, Comparable {
     public static func < (a: Priority, b: Priority) -> Bool { a.rank < b.rank }
 }
 
-/// What a new request does, given what is playing. The written rules (README, "Priorities"):
+/// What a new request does, given what is playing. The written rules (docs/lessons.md, "Priorities"):
 ///
 /// | new ↓ / playing → | important | message | text | notification | progress |
 /// |---|---|---|---|---|---|

@@ -2,7 +2,7 @@ import Foundation
 import NarratorKit
 
 /// One request of the daemon's protocol: a JSON object on one line (Unix socket) or in one
-/// text message (WebSocket). The README's "Daemon protocol" section is its specification.
+/// text message (WebSocket). docs/daemon.md is its specification.
 enum ServiceRequest: Sendable {
     /// Plays a chain (`repeats` times) or an activity (answered by `tap` requests) on the
     /// daemon's device.

@@ -13,7 +13,7 @@ struct Serve: ParsableCommand {
             each cue, finished, stopped, error) carry their frame and the CLOCK_MONOTONIC time it is heard \
             (docs/events.md). Once a transport accepts clients, a JSON line on stdout says where (and, for WebSocket, \
             the page's address with its token). SIGTERM or SIGINT ends every request with \
-            "stopped" and exits 0. The protocol is in the README ("Daemon").
+            "stopped" and exits 0. The protocol is in docs/daemon.md.
 
             Example:
               narrator serve --library Timings/lessons --listen 127.0.0.1:8700

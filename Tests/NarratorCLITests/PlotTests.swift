@@ -301,7 +301,7 @@ struct PlotTests {
         return try SVGTree.parse(data)
     }
 
-    /// Words of a Narrator timing file, read as plain JSON; frames as the README defines them:
+    /// Words of a Narrator timing file, read as plain JSON; frames as docs/cli.md defines them:
     /// round(seconds × rate), halves away from zero.
     func timingWords(_ path: String) throws -> [(text: String, start: Int, end: Int)] {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]

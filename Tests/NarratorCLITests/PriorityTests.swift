@@ -8,7 +8,7 @@ import Testing
 struct PriorityTests {
     static let lesson = ActivityTests.lesson
     static let priorities = ["important", "message", "text", "notification", "progress"]
-    /// The README's table, row = the new request, column = the one playing.
+    /// The table of docs/lessons.md, row = the new request, column = the one playing.
     static let rules: [String: [String]] = [
         "important": ["queue", "interrupt", "interrupt", "interrupt", "interrupt"],
         "message": ["queue", "queue", "interrupt", "interrupt", "interrupt"],

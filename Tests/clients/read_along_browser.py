@@ -143,16 +143,22 @@ class DevTools:
         raise TimeoutError("waited %.1f s for %s" % (timeout, expression))
 
 
+async def open_playing_page(socket, url, timeout):
+    """A new tab at 800×480 on `url`, once its popup plays."""
+    tools = DevTools(socket)
+    target = await tools.call("Target.createTarget", session=False, url="about:blank")
+    attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
+    tools.session = attached["sessionId"]
+    await tools.call("Page.enable")
+    await tools.call("Emulation.setDeviceMetricsOverride", width=800, height=480, deviceScaleFactor=1, mobile=False)
+    await tools.call("Page.navigate", url=url)
+    await tools.wait_for("window.readAlong && window.readAlong.state === 'playing'", timeout)
+    return tools
+
+
 async def drive(url, out_dir, devtools_url, timeout):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
-        tools = DevTools(socket)
-        target = await tools.call("Target.createTarget", session=False, url="about:blank")
-        attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
-        tools.session = attached["sessionId"]
-        await tools.call("Page.enable")
-        await tools.call("Emulation.setDeviceMetricsOverride", width=800, height=480, deviceScaleFactor=1, mobile=False)
-        await tools.call("Page.navigate", url=url)
-        await tools.wait_for("window.readAlong && window.readAlong.state === 'playing'", timeout)
+        tools = await open_playing_page(socket, url, timeout)
         words = await tools.evaluate(
             "[...document.querySelectorAll('.word')].map(s => { const r = s.getBoundingClientRect();"
             " return {key: s.dataset.key, text: s.textContent, box: [r.left, r.top, r.right, r.bottom]}; })")
@@ -200,14 +206,7 @@ async def drive(url, out_dir, devtools_url, timeout):
 
 async def drive_controls(url, out_dir, devtools_url, timeout):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
-        tools = DevTools(socket)
-        target = await tools.call("Target.createTarget", session=False, url="about:blank")
-        attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
-        tools.session = attached["sessionId"]
-        await tools.call("Page.enable")
-        await tools.call("Emulation.setDeviceMetricsOverride", width=800, height=480, deviceScaleFactor=1, mobile=False)
-        await tools.call("Page.navigate", url=url)
-        await tools.wait_for("window.readAlong && window.readAlong.state === 'playing'", timeout)
+        tools = await open_playing_page(socket, url, timeout)
         states = []
         await tools.wait_for("window.readAlong.log.filter(e => e.startsWith('word@')).length >= 2", timeout)
         await tools.evaluate("document.getElementById('pause').click()")
