@@ -54,8 +54,9 @@ public final class TimeStretcher {
     public let maxFeedFrames: Int
     /// `feed` is allowed only while at most this many output frames wait to be taken.
     public var maxPendingFrames: Int { 2 * (maxFeedFrames + maxRequired) }
-    /// What Sonic holds back at most: two of its longest pitch periods (`rate / 65`).
-    private var maxRequired: Int { 2 * (rate / Int(SONIC_MIN_PITCH)) }
+    /// What Sonic holds back at most (input frames fed whose output it has not made yet): two
+    /// of its longest pitch periods (`rate / 65`).
+    public var maxRequired: Int { 2 * (rate / Int(SONIC_MIN_PITCH)) }
     /// The speed last asked for (as Sonic holds it: the nearest `Float`); see the type's note
     /// on when it applies.
     public private(set) var speed: Double
@@ -299,6 +300,35 @@ public final class TimeStretcher {
             segments[segmentCount % Self.segmentCapacity] = Segment(input: Double(inputFrames), output: produced, speed: applied)
             segmentCount += 1
         }
+    }
+
+    /// Drops everything fed and not yet taken, in both streams, and starts over at `newSpeed`:
+    /// the next frame fed is input frame 0 again, heard at output frame 0 (the map has one
+    /// segment). What a live player does when the timeline moves under it (a pause, a seek,
+    /// audio taken back from the device). Real time: nothing allocates (the flush and the
+    /// drain stay within the sizes `init` grew).
+    public func restart(speed newSpeed: Double) throws(NarratorError) {
+        try Self.check(newSpeed)
+        drain(streams.0)
+        drain(streams.1)
+        current = 0
+        handOver = nil
+        skip = 0
+        fadeCount = 0
+        fadePosition = 0
+        ended = false
+        inputFrames = 0
+        outputFrames = 0
+        speed = Double(Float(newSpeed))
+        applied = speed
+        sonicSetSpeed(streams.0, Float(speed))
+        segments[0] = Segment(input: 0, output: 0, speed: speed)
+        segmentCount = 1
+    }
+
+    private func drain(_ stream: OpaquePointer) {
+        sonicFlushStream(stream)
+        while sonicReadFloatFromStream(stream, scratch.baseAddress, Int32(scratch.count / channels)) > 0 {}
     }
 
     /// Changes the speed from the next input frame fed on (see the type's note on the map:

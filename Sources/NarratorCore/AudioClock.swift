@@ -207,7 +207,7 @@ public final class ClockPublication: Sendable {
     private let readingTime = Atomic<Int64>(0)
     private let heardTimeline = Atomic<Int>(0)
     private let heardAt = Atomic<Int64>(0)
-    private let advancing = Atomic<Bool>(false)
+    private let speedBits = Atomic<UInt64>(0)
 
     public init() {}
 
@@ -217,23 +217,25 @@ public final class ClockPublication: Sendable {
         public var anchor: ClockAnchor?
         /// Monotonic time of the latest reading that confirmed the anchor.
         public var readingTime: Int64
-        /// The timeline frame being heard at `heardAt` (the latest reading), and whether the
-        /// timeline advances there (not while paused or while the clock settles).
+        /// The timeline frame being heard at `heardAt` (the latest reading), and how fast the
+        /// timeline advances there: timeline frames per output frame (1; another speed
+        /// through a time stretcher; 0 while paused or while the clock settles).
         public var heardTimeline: Int
         public var heardAt: Int64
-        public var timelineAdvancing: Bool
+        public var timelineSpeed: Double
 
         /// The timeline frame heard at `time`, extrapolated from the latest reading no further
         /// than the reading that confirmed the anchor.
         public func timelineFrame(at time: Int64, rate: Int) -> Int {
-            guard timelineAdvancing else { return heardTimeline }
+            guard timelineSpeed > 0 else { return heardTimeline }
             let until = min(time, readingTime)
-            return heardTimeline + max(0, Int(Double(until - heardAt) * Double(rate) / 1e9))
+            let advanced = Double(max(0, until - heardAt)) * Double(rate) / 1e9 * timelineSpeed
+            return heardTimeline + Int(min(advanced, Double(Int32.max)))
         }
     }
 
     /// Writer side (the audio thread).
-    public func publish(anchor: ClockAnchor?, readingTime: Int64, heardTimeline: Int, heardAt: Int64, advancing: Bool) {
+    public func publish(anchor: ClockAnchor?, readingTime: Int64, heardTimeline: Int, heardAt: Int64, speed: Double) {
         let s = sequence.load(ordering: .relaxed)
         sequence.store(s &+ 1, ordering: .relaxed)
         atomicMemoryFence(ordering: .releasing)
@@ -245,7 +247,7 @@ public final class ClockPublication: Sendable {
         self.readingTime.store(readingTime, ordering: .relaxed)
         self.heardTimeline.store(heardTimeline, ordering: .relaxed)
         self.heardAt.store(heardAt, ordering: .relaxed)
-        self.advancing.store(advancing, ordering: .relaxed)
+        speedBits.store(speed.bitPattern, ordering: .relaxed)
         sequence.store(s &+ 2, ordering: .releasing)
     }
 
@@ -266,12 +268,12 @@ public final class ClockPublication: Sendable {
             let reading = readingTime.load(ordering: .relaxed)
             let timeline = heardTimeline.load(ordering: .relaxed)
             let at = heardAt.load(ordering: .relaxed)
-            let isAdvancing = advancing.load(ordering: .relaxed)
+            let speed = Double(bitPattern: speedBits.load(ordering: .relaxed))
             atomicMemoryFence(ordering: .acquiring)
             if sequence.load(ordering: .relaxed) == before {
                 return Snapshot(
                     anchor: isValid ? ClockAnchor(frame: frame, time: time) : nil, readingTime: reading,
-                    heardTimeline: timeline, heardAt: at, timelineAdvancing: isAdvancing)
+                    heardTimeline: timeline, heardAt: at, timelineSpeed: speed)
             }
         }
     }

@@ -55,6 +55,16 @@ public final class OutputFeed: @unchecked Sendable {
     let stopFrame = Atomic<Int>(-1)
     let returnFrame = Atomic<Int>(-1)
     let pauseAfterStop = Atomic<Bool>(false)
+    /// The playback speed asked for (a `Double`'s bits; 1: as rendered, 0.5…2 through the
+    /// time stretcher, pitch kept). The rendering thread applies a change behind a fade, like
+    /// a seek to the frame heard: fade-out, the stretcher restarted there at the new speed,
+    /// fade-in.
+    let speedWanted = Atomic<UInt64>(Double(1).bitPattern)
+    /// The stretcher, made by the engine the first time a speed other than 1 is asked for
+    /// and handed to the rendering thread by `speedStageReady`.
+    var offeredSpeedStage: SpeedStage?
+    let speedStageReady = Atomic<Bool>(false)
+    private var speedStage: SpeedStage?
     /// Length of the fades of pause, resume and seek (5 ms).
     let fadeFrames: Int
     /// How close to what is heard the output is asked to take audio back.
@@ -135,6 +145,10 @@ public final class OutputFeed: @unchecked Sendable {
         var pausedOutput = 0
         /// The gains' change count last seen.
         var gainChanges = 0
+        /// The speed being rendered, and whether the stretcher renders it (at speed 1 once a
+        /// fade brings the change: the mixer renders straight to the output again).
+        var speed: Double = 1
+        var stretching = false
         /// When the clock last began to settle: a device whose reports never agree (ALSA's
         /// `null` device takes audio as fast as it comes) cannot time cues.
         var settlingSince: Int64 = 0
@@ -192,6 +206,7 @@ public final class OutputFeed: @unchecked Sendable {
             mixer.settleGains()
             state.gainChanges = mixer.gains?.changes ?? 0
         }
+        if speedStage == nil && speedStageReady.load(ordering: .acquiring) { speedStage = offeredSpeedStage }
         if planState.load(ordering: .relaxed) == 1,
             planState.compareExchange(expected: 1, desired: 3, ordering: .acquiringAndReleasing).exchanged
         {
@@ -203,6 +218,8 @@ public final class OutputFeed: @unchecked Sendable {
                 end(.noClock)
                 return 0
             }
+            // What the stretcher made ahead is dropped: the timeline waits at what was rendered.
+            if state.stretching { dropStretched() }
             buffer.initializeMemory(as: UInt8.self, repeating: 0, count: frames * frameBytes)
             segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
             handedOver(frames, now: now)
@@ -220,41 +237,46 @@ public final class OutputFeed: @unchecked Sendable {
                 done = frames
                 break
             }
-            var count = frames - done
+            var count = min(frames - done, state.stretching ? speedStage!.feedFrames : blockFrames)
             let stop = stopFrame.load(ordering: .acquiring)
             if stop >= 0 && !fadingOut && jumpWanted.load(ordering: .relaxed) < 0 {
-                // Render up to the stop's fade-out, then fade out to end at the stop frame.
-                let fadeStart = stop - fadeFrames
-                if mixer.position < fadeStart {
-                    count = min(count, fadeStart - mixer.position)
+                // Render up to the stop's fade-out, then fade out to end where the stop frame
+                // is heard (in output frames: the stretcher's line places it).
+                let here = state.stretching ? state.rendered : mixer.position
+                let stopAt =
+                    state.stretching
+                    ? speedStage!.outputFrame(ofTimeline: stop, orStartingAt: state.rendered, mixer.position) : stop
+                if here < stopAt - fadeFrames {
+                    count = min(count, stopAt - fadeFrames - here)
                 } else {
                     fadingOut = true
                     state.stopping = true
-                    state.fadeOutLeft = max(1, min(fadeFrames, stop - mixer.position))
+                    state.fadeOutLeft = max(1, min(fadeFrames, stopAt - here))
                     state.fadeInLeft = 0
                 }
             }
             if state.fadeOutLeft > 0 { count = min(count, state.fadeOutLeft) }
-            let hold = holdFrame.load(ordering: .acquiring)
-            if mixer.position < hold {
-                count = min(count, hold - mixer.position)
-            } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
-                // Held: the frame is written only once it comes close to being heard.
-                break
+            if state.stretching {
+                count = renderStretched(upTo: count)
+                guard count > 0 else { break }
+            } else {
+                let hold = holdFrame.load(ordering: .acquiring)
+                if mixer.position < hold {
+                    count = min(count, hold - mixer.position)
+                } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
+                    // Held: the frame is written only once it comes close to being heard.
+                    break
+                }
+                let from = state.rendered - mixer.position
+                count = markCues(upTo: count) { from + $0 }
+                guard count > 0 else { break }
+                segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
+                // Past the schedule's end the mixer renders silence: the device keeps running
+                // (and reporting its clock) until the last cue has been delivered.
+                mixer.render(into: floatBlock, frameCount: count)
             }
-            count = markCues(upTo: count)
-            guard count > 0 else { break }
-            segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
-            // Past the schedule's end the mixer renders silence: the device keeps running (and
-            // reporting its clock) until the last cue has been delivered.
-            var chunkStart = 0
-            while chunkStart < count {
-                let chunk = min(blockFrames, count - chunkStart)
-                mixer.render(into: floatBlock, frameCount: chunk)
-                applyFades(frames: chunk)
-                convert(samples: chunk * negotiated.channels, into: target + chunkStart * frameBytes)
-                chunkStart += chunk
-            }
+            applyFades(frames: count)
+            convert(samples: count * negotiated.channels, into: target)
             handedOver(count, now: now)
             done += count
             if state.fadeOutLeft == 0 && fadingOut {
@@ -263,6 +285,38 @@ public final class OutputFeed: @unchecked Sendable {
             }
         }
         return done
+    }
+
+    /// Renders up to `count` output frames into `floatBlock` through the stretcher, feeding it
+    /// what the mixer renders next (and marking its cues at the output frames the stretcher's
+    /// line puts them); returns how many: fewer while the plan holds, or the marks' ring is
+    /// full. `count` is at most the stage's `feedFrames`.
+    private func renderStretched(upTo count: Int) -> Int {
+        let stage = speedStage!
+        let stretcher = stage.stretcher
+        let channels = negotiated.channels
+        while stretcher.availableFrames < count {
+            var n = stage.feedFrames
+            let hold = holdFrame.load(ordering: .acquiring)
+            if mixer.position < hold {
+                n = min(n, hold - mixer.position)
+            } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames - stage.lagFrames {
+                // Held; the stretcher keeps back up to `lagFrames` of what it was fed, so the
+                // hold lets go that much earlier.
+                break
+            }
+            if stage.origin == nil {
+                stage.origin = (state.rendered, mixer.position)
+                segments.begin(output: state.rendered, timeline: mixer.position, speed: stage.speed)
+            }
+            let (output, timeline) = stage.origin!
+            let speed = stage.speed
+            n = markCues(upTo: n) { output + TimeStretcher.outputFrame(forInput: $0 - timeline, speed: speed) }
+            guard n > 0 else { break }
+            mixer.render(into: stage.input, frameCount: n)
+            stretcher.feed(UnsafeBufferPointer(rebasing: stage.input[0..<n * channels]))
+        }
+        return stretcher.take(into: UnsafeMutableBufferPointer(rebasing: floatBlock[0..<count * channels]))
     }
 
     // MARK: Transport, on the rendering thread
@@ -281,6 +335,11 @@ public final class OutputFeed: @unchecked Sendable {
         }
         let wantPause = pauseWanted.load(ordering: .acquiring)
         let jump = jumpWanted.load(ordering: .acquiring)
+        let newSpeed = speedToApply
+        if newSpeed != nil && !state.startMarked && !state.paused && !fadingOut {
+            // Nothing of the timeline is rendered yet: the first frame starts at the new speed.
+            applySpeed()
+        }
         if state.paused {
             guard jump >= 0 || !wantPause else { return }
             // The silence the output holds is taken back (not the pause's fade-out): what
@@ -291,6 +350,7 @@ public final class OutputFeed: @unchecked Sendable {
                 pausedTimeline.store(mixer.position, ordering: .releasing)
             }
             if !wantPause {
+                applySpeed()
                 state.paused = false
                 pausedTimeline.store(-1, ordering: .releasing)
                 state.fadeInLeft = fadeFrames
@@ -298,7 +358,7 @@ public final class OutputFeed: @unchecked Sendable {
             }
             return
         }
-        guard !fadingOut, wantPause || jump >= 0 else { return }
+        guard !fadingOut, wantPause || jump >= 0 || speedToApply != nil else { return }
         takeBackBeyondMargin(now: now)
         fadingOut = true
         // A fade-in under way is turned into a fade-out from the level it reached.
@@ -306,9 +366,51 @@ public final class OutputFeed: @unchecked Sendable {
         state.fadeInLeft = 0
     }
 
-    /// After a fade-out: the jump asked for (if any), then a pause (if still wanted) or a
-    /// fade-in.
+    /// The speed asked for, when it is not the one rendered and can be rendered (the engine
+    /// hands the stretcher over before it asks for a speed other than 1).
+    private var speedToApply: Double? {
+        let wanted = Double(bitPattern: speedWanted.load(ordering: .acquiring))
+        guard wanted != state.speed, wanted == 1 || speedStage != nil else { return nil }
+        return wanted
+    }
+
+    /// Renders at the speed asked for from here on (after a fade-out, a pause, or before the
+    /// first frame): the stretcher starts afresh at the timeline frame where the mixer is.
+    private func applySpeed() {
+        guard let speed = speedToApply else { return }
+        if state.stretching { dropStretched() }
+        state.speed = speed
+        state.stretching = speed != 1
+        if state.stretching { speedStage!.restart(speed: speed) }
+    }
+
+    /// Drops what the stretcher was fed beyond what is rendered: the timeline (the mixer and
+    /// the cue marks) goes back to the frame heard at the end of what is rendered, where the
+    /// stretcher starts again.
+    private func dropStretched() {
+        guard state.stretching, let stage = speedStage, stage.origin != nil else { return }
+        marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+        let timeline = segments.timeline(atOutput: state.rendered).frame
+        moveMixer(to: timeline)
+        stage.restart(speed: state.speed)
+    }
+
+    /// Moves the mixer (and the cue marks with it) back to `timeline`, a frame already marked
+    /// whose marks past it a rewind mark has voided.
+    private func moveMixer(to timeline: Int) {
+        guard timeline != mixer.position else { return }
+        mixer.seek(to: timeline)
+        state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: timeline)
+        if allMarked.load(ordering: .relaxed) >= 0 {
+            allMarked.store(-1, ordering: .releasing)
+            jumps.add(1, ordering: .releasing)
+        }
+    }
+
+    /// After a fade-out: the jump asked for (if any), a new speed, then a pause (if still
+    /// wanted) or a fade-in.
     private func afterFadeOut() {
+        dropStretched()
         if state.stopping {
             state.stopping = false
             stopFrame.store(-1, ordering: .releasing)
@@ -318,11 +420,13 @@ public final class OutputFeed: @unchecked Sendable {
         }
         if jumpWanted.load(ordering: .acquiring) >= 0 { jumpTimeline() }
         if pauseWanted.load(ordering: .acquiring) {
+            // (A new speed applies at the resume.)
             state.paused = true
             state.pausedOutput = state.rendered
             pausedTimeline.store(mixer.position, ordering: .releasing)
             marks.push(RenderedMark(kind: .paused, timelineFrame: mixer.position, outputFrame: state.rendered))
         } else {
+            applySpeed()
             state.fadeInLeft = fadeFrames
         }
     }
@@ -340,6 +444,7 @@ public final class OutputFeed: @unchecked Sendable {
         state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
         marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
         state.jumpOutput = state.rendered
+        if state.stretching { speedStage!.restart(speed: state.speed) }
     }
 
     /// Asks the output to take back what it holds beyond `rewindMarginFrames` past the frame
@@ -355,15 +460,8 @@ public final class OutputFeed: @unchecked Sendable {
         state.rendered -= back
         segments.truncate(at: state.rendered)
         marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
-        let timeline = segments.timeline(atOutput: state.rendered).frame
-        if timeline != mixer.position {
-            mixer.seek(to: timeline)
-            state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: timeline)
-            if allMarked.load(ordering: .relaxed) >= 0 {
-                allMarked.store(-1, ordering: .releasing)
-                jumps.add(1, ordering: .releasing)
-            }
-        }
+        moveMixer(to: segments.timeline(atOutput: state.rendered).frame)
+        if state.stretching { speedStage!.restart(speed: state.speed) }
     }
 
     /// The earliest output frame a rewind may go back to: past the start mark and past the
@@ -398,7 +496,7 @@ public final class OutputFeed: @unchecked Sendable {
     public func report(delay: Int, at time: Int64) {
         let heard = state.rendered - delay
         lastProgress.store(clock.now(), ordering: .releasing)
-        let (heardTimeline, advancing) = segments.timeline(atOutput: heard)
+        let (heardTimeline, speed) = segments.timeline(atOutput: heard)
         state.heardTimeline = heardTimeline
         state.heardOutput = heard
         state.heardAt = time
@@ -424,7 +522,7 @@ public final class OutputFeed: @unchecked Sendable {
         let margin = time < state.cautiousUntil ? recoveryMargin : 0
         publication.publish(
             anchor: ClockAnchor(frame: anchor.frame, time: anchor.time + margin), readingTime: state.confirmedTime,
-            heardTimeline: heardTimeline, heardAt: time, advancing: advancing)
+            heardTimeline: heardTimeline, heardAt: time, speed: speed)
     }
 
     /// The device ran dry or was suspended; the output recovers it next. The clock is
@@ -433,7 +531,7 @@ public final class OutputFeed: @unchecked Sendable {
         underruns.add(1, ordering: .releasing)
         state.heardAt = 0
         filter.reset()
-        publication.publish(anchor: nil, readingTime: 0, heardTimeline: state.heardTimeline, heardAt: 0, advancing: false)
+        publication.publish(anchor: nil, readingTime: 0, heardTimeline: state.heardTimeline, heardAt: 0, speed: 0)
         state.timelineRunning = false
         state.recovering = true
         let now = clock.now()
@@ -466,18 +564,19 @@ public final class OutputFeed: @unchecked Sendable {
     }
 
     /// Marks the cues among the next `count` timeline frames (and frame 0's start) for the cue
-    /// thread, each with the output frame it is rendered at; returns how many frames to
-    /// render: fewer when the marks' ring is full (the rest go with a later call).
-    private func markCues(upTo count: Int) -> Int {
+    /// thread, each with the output frame it is heard at (`outputFrame(timelineFrame)`);
+    /// returns how many frames to render: fewer when the marks' ring is full (the rest go
+    /// with a later call).
+    private func markCues(upTo count: Int, outputFrame: (Int) -> Int) -> Int {
         let from = mixer.position
         let frames = mixer.cueFrames
         // A few slots stay free for the transport's marks (rewind, pause, seek, resume).
         let reserve = 4
         if from == 0 && !state.startMarked {
             guard marks.free > reserve else { return 0 }
-            marks.push(RenderedMark(kind: .start, timelineFrame: 0, outputFrame: state.rendered))
+            state.startOutput = outputFrame(0)
+            marks.push(RenderedMark(kind: .start, timelineFrame: 0, outputFrame: state.startOutput))
             state.startMarked = true
-            state.startOutput = state.rendered
         }
         var count = count
         while state.cueCursor < frames.count, frames[state.cueCursor] < from + count {
@@ -489,7 +588,7 @@ public final class OutputFeed: @unchecked Sendable {
             marks.push(
                 RenderedMark(
                     kind: .cue, generation: state.generation, index: state.cueCursor, timelineFrame: frame,
-                    outputFrame: state.rendered + (frame - from)))
+                    outputFrame: outputFrame(frame)))
             state.cueCursor += 1
         }
         if state.cueCursor == frames.count && allMarked.load(ordering: .relaxed) != state.generation {
@@ -515,6 +614,11 @@ public final class OutputFeed: @unchecked Sendable {
                 segments.truncate(at: state.rendered)
                 marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
             }
+        }
+        if state.stretching {
+            // The stretcher was fed (and the old plan's cues marked) past what is rendered.
+            marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+            speedStage!.restart(speed: state.speed)
         }
         let switched = segments.timeline(atOutput: state.rendered).frame
         next.seek(to: switched, continuing: mixer)

@@ -32,6 +32,8 @@ public final class PlaybackEngine: @unchecked Sendable {
     private let running = Atomic<Bool>(false)
     private let startedAt = Atomic<Int64>(0)
     private let audioRealtime = Atomic<Bool>(false)
+    /// Whether the time stretcher has been made (and handed to the feed).
+    private let speedStageMaking = Mutex<Bool>(false)
     /// How long the output may ask for no audio before it counts as lost (under a second, so
     /// that the error comes within one).
     private let stallLimit: Int64 = 900_000_000
@@ -121,6 +123,31 @@ public final class PlaybackEngine: @unchecked Sendable {
         feed.jumpWanted.store(max(0, frame), ordering: .releasing)
         return true
     }
+
+    /// Plays at `speed` (0.5…2.0; 1 is the plan as rendered) with the pitch kept, through a
+    /// time stretcher made for speech (Sonic): the change is heard like a seek to the frame
+    /// heard, within a period and a 5 ms fade, and every cue comes when its sound is heard at
+    /// the new speed. While paused, it applies at the resume. False when the plan streams long
+    /// files (the stretcher needs to move the timeline back). The first call with a speed other
+    /// than 1 makes the stretcher (on the caller's thread: it allocates).
+    @discardableResult
+    public func setSpeed(_ speed: Double) throws(NarratorError) -> Bool {
+        try TimeStretcher.check(speed)
+        guard feeder.lanes.isEmpty else { return false }
+        if speed != 1 {
+            try speedStageMaking.withLock { (made: inout Bool) throws(NarratorError) in
+                guard !made else { return }
+                feed.offeredSpeedStage = try SpeedStage(rate: negotiated.sampleRate, channels: negotiated.channels)
+                feed.speedStageReady.store(true, ordering: .releasing)
+                made = true
+            }
+        }
+        feed.speedWanted.store(speed.bitPattern, ordering: .releasing)
+        return true
+    }
+
+    /// The speed last asked for (1 unless `setSpeed` changed it).
+    public var speed: Double { Double(bitPattern: feed.speedWanted.load(ordering: .acquiring)) }
 
     /// What `play(_:then:)` does once the range has played.
     public enum AfterRange: Sendable, Equatable {

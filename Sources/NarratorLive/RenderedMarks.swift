@@ -74,13 +74,28 @@ final class RenderedMarks: @unchecked Sendable {
 
 /// The map from output frames to timeline frames, as the rendering thread made it: a run of
 /// segments, each starting at an output frame where the timeline either advances with the
-/// output or waits at one frame. Owned by the rendering thread; a fixed ring of the latest
-/// segments (older ones are long heard), so nothing allocates after `init`.
+/// output (at speed 1, frame for frame; at another speed, through a time stretcher, along
+/// the stretcher's own line: timeline frame `t` at output frame `round(o + (t − t₀) / speed)`)
+/// or waits at one frame (speed 0). Owned by the rendering thread; a fixed ring of the latest
+/// segments (older ones are long heard), so nothing allocates after `init`. A segment may
+/// begin past what is rendered (a stretcher's speed change applies at a frame it has not
+/// produced yet).
 final class SegmentMap {
     struct Segment {
         var output: Int
         var timeline: Int
-        var advancing: Bool
+        /// Timeline frames per output frame: 0 while the timeline waits.
+        var speed: Double
+
+        func timeline(atOutput frame: Int) -> Int {
+            if speed == 0 { return timeline }
+            let offset = max(0, frame - output)
+            return speed == 1 ? timeline + offset : timeline + Int((Double(offset) * speed).rounded())
+        }
+
+        func output(ofTimeline frame: Int) -> Int {
+            speed == 1 ? output + (frame - timeline) : output + Int((Double(frame - timeline) / speed).rounded())
+        }
     }
 
     private let capacity = 64
@@ -91,7 +106,7 @@ final class SegmentMap {
 
     init() {
         ring = .allocate(capacity: capacity)
-        ring.initialize(repeating: Segment(output: 0, timeline: 0, advancing: false), count: capacity)
+        ring.initialize(repeating: Segment(output: 0, timeline: 0, speed: 0), count: capacity)
     }
 
     deinit { ring.deallocate() }
@@ -99,33 +114,41 @@ final class SegmentMap {
     /// The segment `back` places before the newest (0: the newest).
     private func segment(_ back: Int) -> Segment { ring[(newest - back + capacity) % capacity] }
 
-    /// From output frame `output` on, the timeline is at `timeline` and advances (or waits);
-    /// nothing is recorded when that continues the newest segment.
+    /// From output frame `output` on, the timeline is at `timeline` and advances frame for
+    /// frame (or waits).
     func begin(output: Int, timeline: Int, advancing: Bool) {
+        begin(output: output, timeline: timeline, speed: advancing ? 1 : 0)
+    }
+
+    /// From output frame `output` on, the timeline is at `timeline` and advances at `speed`
+    /// (0: waits); nothing is recorded when that continues the newest segment.
+    func begin(output: Int, timeline: Int, speed: Double) {
         if count > 0 {
             let last = segment(0)
-            if last.advancing == advancing && (advancing ? last.timeline + (output - last.output) : last.timeline) == timeline { return }
+            if last.speed == speed && last.output <= output && last.timeline(atOutput: output) == timeline
+                && (speed == 0 || speed == 1)
+            {
+                return
+            }
             if last.output == output {
                 // Nothing was rendered in the newest segment: replace it.
-                ring[newest] = Segment(output: output, timeline: timeline, advancing: advancing)
+                ring[newest] = Segment(output: output, timeline: timeline, speed: speed)
                 return
             }
         }
         newest = (newest + 1) % capacity
-        ring[newest] = Segment(output: output, timeline: timeline, advancing: advancing)
+        ring[newest] = Segment(output: output, timeline: timeline, speed: speed)
         count = min(count + 1, capacity)
     }
 
-    /// The timeline frame at output frame `output`, and whether the timeline advances there.
-    func timeline(atOutput output: Int) -> (frame: Int, advancing: Bool) {
-        guard count > 0 else { return (0, false) }
+    /// The timeline frame at output frame `output`, and its speed there (0: it waits).
+    func timeline(atOutput output: Int) -> (frame: Int, speed: Double) {
+        guard count > 0 else { return (0, 0) }
         for back in 0..<count {
             let s = segment(back)
-            if s.output <= output || back == count - 1 {
-                return s.advancing ? (s.timeline + max(0, output - s.output), true) : (s.timeline, false)
-            }
+            if s.output <= output || back == count - 1 { return (s.timeline(atOutput: output), s.speed) }
         }
-        return (0, false)
+        return (0, 0)
     }
 
     /// The output frame at which timeline frame `frame` was rendered, among the output frames
@@ -134,8 +157,11 @@ final class SegmentMap {
         var segmentEnd = end
         for back in 0..<count {
             let s = segment(back)
-            if s.advancing && frame >= s.timeline && frame - s.timeline < segmentEnd - s.output { return s.output + (frame - s.timeline) }
-            segmentEnd = s.output
+            if s.speed > 0 && frame >= s.timeline {
+                let at = s.output(ofTimeline: frame)
+                if at >= s.output && at < segmentEnd { return at }
+            }
+            segmentEnd = min(segmentEnd, s.output)
         }
         return nil
     }

@@ -1,0 +1,199 @@
+import Foundation
+import NarratorAudioFile
+@testable import NarratorCore
+@_spi(Testing) import NarratorLive
+import NarratorTestSupport
+import Synchronization
+import Testing
+
+/// Speed on the virtual output. The ground truth: a chain of sox bursts, each after a stretch of
+/// digital silence, whose onsets a threshold finds in the 1× render (it knows nothing of the
+/// stretcher); at speed `s` each word's sound must be heard where its cue says, within 5 ms,
+/// and a 440 Hz tone must still measure 440 Hz.
+@Suite("Speed on the virtual output")
+struct SpeedTests {
+    static let rate = 48_000
+    static let fiveMs = 240
+
+    struct Fixture {
+        let dir = TempDir()
+        let schedule: Schedule
+        /// Timeline frames where each word's sound starts (found in the 1× render).
+        let onsets: [Int]
+        /// The 440 Hz tone's frames on the timeline.
+        let tone: Range<Int>
+
+        init() throws {
+            let dir = self.dir
+            func sox(_ name: String, _ effects: [String]) throws -> String {
+                let path = dir.file(name)
+                let made = try runTool("sox", ["-D", "-n", "-r", "48000", "-c", "1", "-b", "16", path, "synth"] + effects)
+                try #require(made.status == 0, "sox: \(made.stderr)")
+                return path
+            }
+            // `start` begins at its peak: the first frame heard is known to the frame.
+            let start = try sox("start.wav", ["0.1", "sine", "440", "0", "25", "vol", "0.5"])
+            let b1 = try sox("b1.wav", ["0.25", "sawtooth", "160", "vol", "0.4", "pad", "0.1", "0.1"])
+            let b2 = try sox("b2.wav", ["0.25", "square", "220", "vol", "0.3", "pad", "0.05", "0.1"])
+            let a440 = try sox("a440.wav", ["1", "sine", "440", "0", "25", "vol", "0.5", "pad", "0.1", "0.1"])
+            _ = dir.write("b1.txt", "0.1\t0.35\tone\n")
+            _ = dir.write("b2.txt", "0.05\t0.3\ttwo\n")
+            _ = dir.write("a440.txt", "0.1\t1.1\tla\n")
+            let path = dir.write(
+                "lesson.json",
+                """
+                {"sampleRate": 48000, "channels": 2,
+                 "clips": {"start": {"file": "\(start)"}, "b1": {"file": "\(b1)", "timings": "b1.txt"},
+                           "b2": {"file": "\(b2)", "timings": "b2.txt"}, "a440": {"file": "\(a440)", "timings": "a440.txt"}},
+                 "chains": {"x": [{"clip": "start"}, {"silence": 0.1}, {"clip": "b1"}, {"silence": 0.2}, {"clip": "b2"},
+                                  {"clip": "a440"}, {"clip": "b1"}, {"clip": "b2"}, {"silence": 0.3}, {"clip": "b1"},
+                                  {"clip": "b2"}, {"clip": "b1"}, {"clip": "b2"}]}}
+                """)
+            let lesson = try Lesson.load(path: path)
+            let bank = try ClipBank.prepare(lesson: lesson, clipIDs: ["start", "b1", "b2", "a440"], decoder: SndFileDecoder())
+            var draws = PoolDraws(seed: 1)
+            schedule = try Scheduler.schedule(chain: "x", repeats: 1, bank: bank, draws: &draws)
+            try OfflineRenderer.render(schedule, to: dir.file("1x.wav"), format: .s16)
+            let plain = try WAVFile(path: dir.file("1x.wav")).int16Samples
+            // The first onset is `start` itself, at frame 0.
+            onsets = Array(SpeedTests.onsets(plain).dropFirst())
+            let words = schedule.cues.filter { $0.type == "word" }
+            try #require(onsets.count == words.count, "onsets \(onsets), words \(words.map(\.frame))")
+            for (onset, word) in zip(onsets, words) { try #require(onset == word.frame, "the fixture's timings") }
+            let la = try #require(words.first { if case .word(_, _, "la", _) = $0.kind { true } else { false } })
+            tone = la.frame..<(la.frame + 48_000)
+        }
+    }
+
+    /// Onsets: the first frame whose largest sample (any channel) is at least 0.05 of full
+    /// scale after at least 50 ms below it.
+    static func onsets(_ samples: [Int16], from: Int = 0) -> [Int] {
+        var found: [Int] = []
+        var below = rate / 20
+        let threshold = Int(0.05 * 32768)
+        for f in from..<(samples.count / 2) {
+            if max(abs(Int(samples[2 * f])), abs(Int(samples[2 * f + 1]))) >= threshold {
+                if below >= rate / 20 { found.append(f - from) }
+                below = 0
+            } else {
+                below += 1
+            }
+        }
+        return found
+    }
+
+    /// The frequency of the tone in `frames` of the left channel, from its zero crossings
+    /// (upward), interpolated between samples.
+    static func frequency(_ samples: [Int16], _ frames: Range<Int>) -> Double {
+        var crossings: [Double] = []
+        for f in frames.dropFirst() {
+            let a = Double(samples[2 * (f - 1)]), b = Double(samples[2 * f])
+            if a < 0 && b >= 0 { crossings.append(Double(f - 1) + a / (a - b)) }
+        }
+        guard let first = crossings.first, let last = crossings.last, crossings.count > 2 else { return 0 }
+        return Double(crossings.count - 1) / (last - first) * Double(rate)
+    }
+
+    static func deviceFrame(_ output: VirtualOutput, heardAt time: Int64) throws -> Int {
+        try #require(TransportTests.deviceFrame(output, heardAt: time))
+    }
+
+    /// Every word's cue comes once, in order, and is heard (its stamp, and its delivery at most
+    /// 1 ms later) within 5 ms of where a word's sound starts in what the output played.
+    /// (A resume after a pause starts a sound too: it is not a word's onset.)
+    static func checkWords(_ playback: VirtualPlayback, _ fixture: Fixture, d0: Int) throws {
+        let output = playback.output.samples
+        let resumes = try playback.log.events.compactMap { event -> Int? in
+            if case .resumed(_, let at) = event { try deviceFrame(playback.output, heardAt: at) - d0 } else { nil }
+        }
+        let heardOnsets = onsets(output, from: d0).dropFirst().filter { onset in !resumes.contains { abs($0 - onset) <= fiveMs } }
+        let words = playback.log.cues.filter { $0.cue.type == "word" }
+        #expect(words.map(\.cue) == fixture.schedule.cues.filter { $0.type == "word" }, "every word once, in order")
+        #expect(heardOnsets.count == words.count, "onsets heard \(Array(heardOnsets)), words \(words.count)")
+        for ((cue, heard, delivered), onset) in zip(words, heardOnsets) {
+            let device = try deviceFrame(playback.output, heardAt: heard) - d0
+            #expect(abs(device - onset) <= fiveMs, "word at \(cue.frame): cue heard at output frame \(device), its sound starts at \(onset)")
+            #expect(delivered >= heard && delivered <= heard + 1_000_000)
+        }
+    }
+
+    /// At a fixed speed set before the start, the output is the offline render at that speed
+    /// (the same stretcher, fed in other blocks), every cue is heard where its word sounds,
+    /// and the tone keeps its pitch.
+    @Test(arguments: [0.75, 1.5])
+    func aFixedSpeedIsTheStretchedRender(speed: Double) throws {
+        let fixture = try Fixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        #expect(try playback.engine.setSpeed(speed))
+        #expect(try playback.play() == .finished)
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues, "every cue once, in order")
+        let output = playback.output.samples
+        let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
+        try Self.checkWords(playback, fixture, d0: d0)
+
+        try OfflineRenderer.render(fixture.schedule, to: fixture.dir.file("s.wav"), format: .s16, speed: speed)
+        let stretched = try WAVFile(path: fixture.dir.file("s.wav")).int16Samples
+        let length = stretched.count / 2
+        #expect(length == TimeStretcher.outputFrame(forInput: fixture.schedule.frames, speed: speed))
+        #expect(output.count >= (d0 + length) * 2)
+        let differing = (0..<min(length, output.count / 2 - d0)).filter { output[2 * (d0 + $0)] != stretched[2 * $0] }
+        #expect(differing.isEmpty, "\(differing.count) frames differ from the offline render, the first at \(differing.first ?? -1)")
+
+        let toneStart = TimeStretcher.outputFrame(forInput: fixture.tone.lowerBound, speed: speed) + 2_400
+        let toneEnd = TimeStretcher.outputFrame(forInput: fixture.tone.upperBound, speed: speed) - 2_400
+        let measured = Self.frequency(output, (d0 + toneStart)..<(d0 + toneEnd))
+        #expect(abs(measured - 440) <= 4.4, "the tone measures \(measured) Hz at \(speed)×")
+        print("speed \(speed): tone \(String(format: "%.2f", measured)) Hz")
+    }
+
+    /// Speed changed mid-word (1.5×, then 0.75×, then back to 1×) and a pause at 0.75×: every
+    /// cue once and in order, each word heard where its cue says, the words spaced as each
+    /// speed says, and nothing delivered during the pause.
+    @Test func speedChangesMidWordAndAPause() throws {
+        let fixture = try Fixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let words = fixture.schedule.cues.filter { $0.type == "word" }
+        let engine = playback.engine
+        let clock = playback.clock
+        // Each change 50 ms into a word (its sound is playing).
+        let changes: [(after: Int, speed: Double)] = [(words[1].frame, 1.5), (words[3].frame, 0.75), (words[6].frame, 1)]
+        let pauseAt = words[5].frame
+        playback.start()
+        var next = 0
+        var paused = false
+        let end = clock.now() + 60_000_000_000
+        while playback.log.outcome == nil && clock.now() < end {
+            playback.output.run(for: 1_000_000)
+            let heard = engine.heardFrame
+            if next < changes.count && heard >= changes[next].after + 2_400 {
+                #expect(try engine.setSpeed(changes[next].speed))
+                next += 1
+            }
+            if !paused && heard >= pauseAt + 2_400 {
+                paused = true
+                engine.pause()
+                try TransportTests.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+                let delivered = playback.log.cues.count
+                playback.output.run(for: 500_000_000)
+                #expect(playback.log.cues.count == delivered, "a cue came while paused")
+                engine.resume()
+            }
+        }
+        #expect(playback.log.outcome == .finished)
+        #expect(next == changes.count && paused)
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues, "every cue once, in order")
+        let output = playback.output.samples
+        let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
+        try Self.checkWords(playback, fixture, d0: d0)
+        // The words' spacing at each speed: word 2 to 3 at 1.5×, 4 to 5 at 0.75×, 7 to 8 at 1×.
+        let heard = try playback.log.cues.filter { $0.cue.type == "word" }.map { try Self.deviceFrame(playback.output, heardAt: $0.heard) }
+        for (range, speed) in [(2..<3, 1.5), (4..<5, 0.75), (7..<8, 1.0)] {
+            for k in range {
+                let expected = Double(words[k + 1].frame - words[k].frame) / speed
+                #expect(abs(Double(heard[k + 1] - heard[k]) - expected) <= 2, "words \(k)→\(k + 1) at \(speed)×")
+            }
+        }
+    }
+}
