@@ -266,6 +266,20 @@ public final class Playback: Sendable {
     /// Whether a pause is asked for.
     public var isPaused: Bool { engine.isPaused }
 
+    /// Plays at `speed` (0.5…2.0), pitch kept (Sonic, a time stretcher made for speech): heard
+    /// within a period with a 5 ms fade, and every cue (the highlights) comes when its sound is
+    /// heard at the new speed. While paused, it applies at the resume. Throws for a speed out
+    /// of range, or when the plan streams long files (read in order, they cannot be stretched
+    /// live).
+    public func setSpeed(_ speed: Double) throws(NarratorError) {
+        guard try engine.setSpeed(speed) else {
+            throw NarratorError(file: "playback", "this plan streams long files: its speed cannot change while it plays")
+        }
+    }
+
+    /// The speed last asked for (1 unless `setSpeed` changed it).
+    public var speed: Double { engine.speed }
+
     /// The timeline frame heard now (where it waits, while paused).
     public var heardFrame: Int { engine.heardFrame }
 

@@ -250,6 +250,7 @@ public final class NarratorService: Sendable {
                     case .resume(let point): playback.resume(from: point)
                     case .seek(let position): try playback.seek(to: position)
                     case .say(let clip, let word, let then): try playback.say(clip: clip, word: word, then: then)
+                    case .speed(let speed): try playback.setSpeed(speed)
                     }
                 } catch {
                     return refuse(error.description)

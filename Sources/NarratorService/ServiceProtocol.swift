@@ -16,7 +16,7 @@ enum ServiceRequest: Sendable {
     case stop(target: RequestID)
     /// Every event of one playback, from any client: `p3`, or `next` for the next to begin.
     case subscribe(playback: String)
-    /// Controls a playback of this connection: pause, resume, seek, say a word.
+    /// Controls a playback of this connection: pause, resume, seek, say a word, speed.
     case control(target: RequestID, Control)
     /// Sets a bus's (or the master's) gain and/or mute for this connection's playbacks, the
     /// ones playing and the ones to come.
@@ -27,9 +27,10 @@ enum ServiceRequest: Sendable {
         case resume(Playback.ResumePoint)
         case seek(Playback.Position)
         case say(clip: String, word: Int, then: Playback.AfterWord)
+        case speed(Double)
     }
 
-    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe", "pause", "resume", "seek", "say", "volume"]
+    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe", "pause", "resume", "seek", "say", "speed", "volume"]
 
     /// The largest numeric id, in magnitude: whole numbers a JSON client holds exactly (2^53 − 1,
     /// JavaScript's safe integers).
@@ -147,6 +148,13 @@ enum ServiceRequest: Sendable {
             return .control(
                 target: try target(),
                 .say(clip: try fields.required("clip", in: root).string(), word: try fields.required("word", in: root).integer(in: 0...100_000), then: then))
+        case "speed":
+            try allow(["request", "speed"])
+            let cursor = try fields.required("speed", in: root)
+            guard case .number(let speed) = cursor.value, speed >= 0.5, speed <= 2 else {
+                throw cursor.fail("expected a speed from 0.5 to 2 (1: as recorded)")
+            }
+            return .control(target: try target(), .speed(speed))
         case "volume":
             try allow(["bus", "gain", "muted"])
             let busCursor = try fields.required("bus", in: root)

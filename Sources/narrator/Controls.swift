@@ -15,6 +15,7 @@ struct ControlScript: Sendable {
         case say(clip: String?, index: Int)
         case gain(MixGains.Target, Float)
         case mute(MixGains.Target, Bool)
+        case speed(Double)
     }
 
     struct Item: Sendable {
@@ -28,8 +29,8 @@ struct ControlScript: Sendable {
 
     static let usage =
         "expected SECONDS:CONTROL, e.g. 2:pause; controls: pause, resume, resume=word, resume=sentence, seek=SECONDS, "
-        + "word=[CLIP/]INDEX, sentence=[CLIP/]INDEX, say=[CLIP/]INDEX, mute=BUS, unmute=BUS, volume=BUS/GAIN "
-        + "(BUS: voice, sfx, music, master; GAIN 0-4)"
+        + "word=[CLIP/]INDEX, sentence=[CLIP/]INDEX, say=[CLIP/]INDEX, mute=BUS, unmute=BUS, volume=BUS/GAIN, "
+        + "speed=SPEED (BUS: voice, sfx, music, master; GAIN 0-4; SPEED 0.5-2)"
 
     static func parse(_ script: String) throws(NarratorError) -> ControlScript {
         var items: [Item] = []
@@ -88,8 +89,11 @@ struct ControlScript: Sendable {
                 throw fail("expected volume=BUS/GAIN, a gain from 0 to 4")
             }
             return .gain(try bus(halves[0]), gain)
-        case ("speed", _):
-            throw fail("speed is not available in live playback yet")
+        case ("speed", let value?):
+            guard let speed = Double(value), speed.isFinite, (0.5...2.0).contains(speed) else {
+                throw fail("expected speed=SPEED, a speed from 0.5 to 2")
+            }
+            return .speed(speed)
         default:
             throw fail(usage)
         }
@@ -116,6 +120,7 @@ struct ControlScript: Sendable {
                 try playback.say(clip: try clip(named), word: index, then: playback.isPaused ? .pauseWhereItWas : .resumeWhereItWas)
             case .gain(let bus, let gain): playback.gains.set(bus, gain: gain)
             case .mute(let bus, let muted): playback.gains.set(bus, muted: muted)
+            case .speed(let speed): try playback.setSpeed(speed)
             }
         } catch {
             throw error.file == "--controls" ? error : NarratorError(file: "--controls", place: "'\(item.text)'", error.message)

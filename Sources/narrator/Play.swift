@@ -125,7 +125,17 @@ struct Play: ParsableCommand {
         case .previousSentence: seek(previous(starts(words: false)))
         case .nextSentence: seek(starts(words: false).first { $0 > heard })
         case .muteMusic: playback.gains.set(.music, muted: !playback.gains.isMuted(.music))
-        case .slower, .faster: view?.say("speed: not yet in live playback")
+        case .slower, .faster:
+            let steps = [0.5, 0.75, 1, 1.25, 1.5, 1.75, 2]
+            let now = playback.speed
+            let next = key == .slower ? steps.last { $0 < now } : steps.first { $0 > now }
+            guard let next else { return }
+            do {
+                try playback.setSpeed(next)
+                view?.say(String(format: "speed %g×", next))
+            } catch {
+                view?.say(error.message)
+            }
         }
     }
 

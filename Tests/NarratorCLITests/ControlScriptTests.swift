@@ -61,6 +61,34 @@ struct ControlScriptTests {
         #expect(events.last?["type"] as? String == "stopped" && events.last?["frame"] as? Int == paused["frame"] as? Int, "\(events.suffix(2))")
     }
 
+    /// `speed=1.5` a second in: every cue still comes once, in order; the words after the change
+    /// are heard 1/1.5 as far apart as the cue sheet's frames say (within a frame: each is
+    /// rounded to an output frame), those before it as far apart as at 1× (to the microsecond).
+    @Test func aSpeedChangeSpacesTheWordsByTheSpeed() throws {
+        let sheet = try run(Repo.narrator, ["cues", Self.lesson] + Self.chain)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let cues = try #require(object["cues"] as? [[String: Any]])
+        let rate = Double(try #require(object["sampleRate"] as? Int))
+        let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1:speed=1.5"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try Self.lines(result.stdout)
+        let heardCues = events.filter { $0["frame"] != nil && !["start", "paused", "resumed", "seeked", "finished"].contains($0["type"] as? String ?? "") }
+        #expect(heardCues.map { "\($0["type"]!)@\($0["frame"]!)" } == cues.map { "\($0["type"]!)@\($0["frame"]!)" }, "every cue once, in order")
+        let words = events.filter { $0["type"] as? String == "word" }.map { ($0["frame"] as! Int, $0["t"] as! Double) }
+        var checked = (before: 0, after: 0)
+        for (a, b) in zip(words, words.dropFirst()) {
+            let gap = Double(b.0 - a.0) / rate
+            if b.1 < 1 {
+                #expect(abs((b.1 - a.1) - gap) < 2e-6, "words at \(a.0), \(b.0) before the change")
+                checked.before += 1
+            } else if a.1 > 1.03 {
+                #expect(abs((b.1 - a.1) - gap / 1.5) < 1 / rate + 2e-6, "words at \(a.0), \(b.0) at 1.5x: \(b.1 - a.1) s apart")
+                checked.after += 1
+            }
+        }
+        #expect(checked.after >= 3, "\(checked)")
+    }
+
     @Test func badScriptsAreOneLineErrors() throws {
         let cases: [(String, String)] = [
             ("1:dance", "--controls: item 1 '1:dance': expected SECONDS:CONTROL"),
@@ -70,7 +98,9 @@ struct ControlScriptTests {
             ("1:volume=music/9", "a gain from 0 to 4"),
             ("1:mute=drums", "expected a bus"),
             ("1:say=p2/99999999", "an index from 0 to 100000"),
-            ("1:speed=0.75", "speed is not available"),
+            ("1:speed=3", "a speed from 0.5 to 2"),
+            ("1:speed=nan", "a speed from 0.5 to 2"),
+            ("1:speed", "speed=SPEED (BUS"),
             ("3601:pause", "simulate plays at most an hour"),
             ("0.5:say=nope/1", "--controls: '0.5:say=nope/1': no word 1 of clip 'nope'"),
         ]

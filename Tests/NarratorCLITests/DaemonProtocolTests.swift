@@ -99,12 +99,16 @@ struct DaemonProtocolTests {
                 {"id": 10, "op": "say", "request": "a", "clip": "p1"}
                 {"id": 11, "op": "say", "request": "a", "clip": "p1", "word": 0, "then": "dance"}
                 {"id": 12, "op": "seek", "request": "a", "word": 2}
+                {"id": 13, "op": "speed", "request": "a", "speed": 2.5}
+                {"id": 14, "op": "speed", "request": "a", "speed": "fast"}
+                {"id": 15, "op": "speed", "request": "a"}
+                {"id": 16, "op": "speed", "request": "nothing", "speed": 0.75}
                 {"id": "ok", "op": "volume", "bus": "music", "gain": 0.5, "muted": true}
 
                 """)
         let events = try ReceivedEvent.parse(reply.stdout)
         let byID = Dictionary(events.filter(\.isTerminal).map { ($0.id, "\($0.type): \($0.fields["message"] as? String ?? "")") }, uniquingKeysWith: { a, b in a + " | " + b })
-        #expect(byID.count == 13 && events.filter(\.isTerminal).count == 13, "\(byID)")
+        #expect(byID.count == 17 && events.filter(\.isTerminal).count == 17, "\(byID)")
         func said(_ id: String, _ text: String) -> Bool { byID[id].map { $0.hasPrefix("error: ") && $0.contains(text) } ?? false }
         #expect(said("1", "bus: expected \"voice\""))
         #expect(said("2", "gain: expected a gain from 0 to 4"))
@@ -118,6 +122,10 @@ struct DaemonProtocolTests {
         #expect(said("10", "word: missing key"))
         #expect(said("11", "then: expected"))
         #expect(said("12", "give a frame, a clip, or a clip and a word"))
+        #expect(said("13", "speed: expected a speed from 0.5 to 2"))
+        #expect(said("14", "speed: expected a speed from 0.5 to 2"))
+        #expect(said("15", "speed: missing key"))
+        #expect(said("16", "request nothing is not playing"))
         #expect(byID["ok"] == "finished: ", "\(byID)")
     }
 

@@ -93,7 +93,10 @@ function onEvent(event) {
   }
   readAlong.log.push(event.type + (event.frame === null || event.frame === undefined ? "" : "@" + event.frame));
   switch (event.type) {
-    case "start": setState("playing"); break;
+    case "start":
+      setState("playing");
+      if (Number(speedChoice.value) !== 1) readAlong.speedRequest = send({ op: "speed", request: readAlong.playing, speed: Number(speedChoice.value) });
+      break;
     case "paused": highlight(null); setState("paused", "paused: ▶ goes on"); pauseButton.textContent = "▶ Play"; break;
     case "resumed": setState("playing"); pauseButton.textContent = "⏸ Pause"; break;
     case "seeked": highlight(null); break;
@@ -113,6 +116,12 @@ pauseButton.addEventListener("click", () => {
 });
 document.getElementById("volume").addEventListener("change", (input) => {
   readAlong.volumeRequest = send({ op: "volume", bus: "music", gain: Number(input.target.value) });
+});
+
+// The speed applies to what plays now and to what plays next (each playback is set to it at its start).
+const speedChoice = document.getElementById("speed");
+speedChoice.addEventListener("change", () => {
+  if (readAlong.playing) readAlong.speedRequest = send({ op: "speed", request: readAlong.playing, speed: Number(speedChoice.value) });
 });
 
 document.getElementById("replay").addEventListener("click", () => {
