@@ -91,6 +91,11 @@ public struct Schedule: Sendable {
     public let frames: Int
     /// Sorted by start frame.
     public let voices: [Voice]
+    /// Whether any voice streams its file (read in order while it plays): such a plan cannot
+    /// move its timeline back (no seek, no live speed).
+    public var streamsFiles: Bool {
+        voices.contains { voice in if case .stream = voice.audio.source { true } else { false } }
+    }
     public let cues: [Cue]
     /// How `music` voices are lowered under `voice` voices.
     public var ducking: Lesson.Ducking? = nil

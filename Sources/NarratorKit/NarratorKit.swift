@@ -153,13 +153,24 @@ public struct PreparedProgram: Sendable {
     ///   `waitUntilFinished()` (the daemon) is told instead.
     /// - Parameter gains: the buses' and master gains and mutes (`Playback.gains`); pass the
     ///   same instance to the next playback to keep them across chains.
+    /// - Parameter speed: the speed from the first frame (0.5…2.0, pitch kept; see
+    ///   `Playback.setSpeed`). Out of that range (`TimeStretcher.check`), or with a plan that
+    ///   streams long files (`schedule.streamsFiles`), it is a programming error.
     public func play(
         on output: any AudioOutput, threads: PlaybackEngine.Threads = .normal, clock: any PlaybackClock = SystemClock(),
-        gains: MixGains = MixGains(),
+        gains: MixGains = MixGains(), speed: Double = 1,
         onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) -> Playback {
         let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads, gains: gains)
+        if speed != 1 {
+            do throws(NarratorError) {
+                let set = try engine.setSpeed(speed)
+                precondition(set, "Program.play: speed \(speed) with a plan that streams long files")
+            } catch {
+                preconditionFailure("Program.play: \(error.message)")
+            }
+        }
         return Playback(engine: engine, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NarratorAudioFile
 import NarratorCore
 import NarratorKit
 import NarratorLive
@@ -35,6 +36,15 @@ struct Play: ParsableCommand {
     @Flag(help: "Print the negotiated period, buffer and measured latency on stderr.")
     var verbose = false
 
+    @Option(help: "Playback speed from the first frame, 0.5 to 2.0, pitch kept (- and + change it while playing; docs/controls.md).")
+    var speed: Double = 1
+
+    func validate() throws {
+        guard speed.isFinite, TimeStretcher.speeds.contains(speed) else {
+            throw ValidationError("--speed must be between 0.5 and 2.0, got \(speed)")
+        }
+    }
+
     @Option(help: "Controls at seconds of playback time (since frame 0 was heard, pauses included), comma-separated: SECONDS:CONTROL with pause, resume[=word|sentence], seek=SECONDS, word=[CLIP/]INDEX, sentence=[CLIP/]INDEX, say=[CLIP/]INDEX, mute=BUS, unmute=BUS, volume=BUS/GAIN (docs/controls.md).")
     var controls: String?
 
@@ -44,10 +54,13 @@ struct Play: ParsableCommand {
             let live = chainOptions.activity != nil && chainOptions.taps == nil
             let script = try controls.map { text throws(NarratorError) in try ControlScript.parse(text) }
             let prepared = try chainOptions.prepare(live: live)
+            if speed != 1 && prepared.schedule.streamsFiles {
+                throw NarratorError(file: "--speed", "this plays long files streamed from disk, in order: its speed cannot change")
+            }
             let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
             let playback: Playback
             do throws(PlaybackError) {
-                playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads)
+                playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads, speed: speed)
             } catch {
                 sink.discard()
                 throw deviceError(error)

@@ -24,31 +24,7 @@ struct SpeedTests {
         let tone: Range<Int>
 
         init() throws {
-            let dir = self.dir
-            func sox(_ name: String, _ effects: [String]) throws -> String {
-                let path = dir.file(name)
-                let made = try runTool("sox", ["-D", "-n", "-r", "48000", "-c", "1", "-b", "16", path, "synth"] + effects)
-                try #require(made.status == 0, "sox: \(made.stderr)")
-                return path
-            }
-            // `start` begins at its peak: the first frame heard is known to the frame.
-            let start = try sox("start.wav", ["0.1", "sine", "440", "0", "25", "vol", "0.5"])
-            let b1 = try sox("b1.wav", ["0.25", "sawtooth", "160", "vol", "0.4", "pad", "0.1", "0.1"])
-            let b2 = try sox("b2.wav", ["0.25", "square", "220", "vol", "0.3", "pad", "0.05", "0.1"])
-            let a440 = try sox("a440.wav", ["1", "sine", "440", "0", "25", "vol", "0.5", "pad", "0.1", "0.1"])
-            _ = dir.write("b1.txt", "0.1\t0.35\tone\n")
-            _ = dir.write("b2.txt", "0.05\t0.3\ttwo\n")
-            _ = dir.write("a440.txt", "0.1\t1.1\tla\n")
-            let path = dir.write(
-                "lesson.json",
-                """
-                {"sampleRate": 48000, "channels": 2,
-                 "clips": {"start": {"file": "\(start)"}, "b1": {"file": "\(b1)", "timings": "b1.txt"},
-                           "b2": {"file": "\(b2)", "timings": "b2.txt"}, "a440": {"file": "\(a440)", "timings": "a440.txt"}},
-                 "chains": {"x": [{"clip": "start"}, {"silence": 0.1}, {"clip": "b1"}, {"silence": 0.2}, {"clip": "b2"},
-                                  {"clip": "a440"}, {"clip": "b1"}, {"clip": "b2"}, {"silence": 0.3}, {"clip": "b1"},
-                                  {"clip": "b2"}, {"clip": "b1"}, {"clip": "b2"}]}}
-                """)
+            let path = try StretchFixture.write(in: dir)
             let lesson = try Lesson.load(path: path)
             let bank = try ClipBank.prepare(lesson: lesson, clipIDs: ["start", "b1", "b2", "a440"], decoder: SndFileDecoder())
             var draws = PoolDraws(seed: 1)
@@ -65,34 +41,7 @@ struct SpeedTests {
         }
     }
 
-    /// Onsets: the first frame whose largest sample (any channel) is at least 0.05 of full
-    /// scale after at least 50 ms below it.
-    static func onsets(_ samples: [Int16], from: Int = 0) -> [Int] {
-        var found: [Int] = []
-        var below = rate / 20
-        let threshold = Int(0.05 * 32768)
-        for f in from..<(samples.count / 2) {
-            if max(abs(Int(samples[2 * f])), abs(Int(samples[2 * f + 1]))) >= threshold {
-                if below >= rate / 20 { found.append(f - from) }
-                below = 0
-            } else {
-                below += 1
-            }
-        }
-        return found
-    }
-
-    /// The frequency of the tone in `frames` of the left channel, from its zero crossings
-    /// (upward), interpolated between samples.
-    static func frequency(_ samples: [Int16], _ frames: Range<Int>) -> Double {
-        var crossings: [Double] = []
-        for f in frames.dropFirst() {
-            let a = Double(samples[2 * (f - 1)]), b = Double(samples[2 * f])
-            if a < 0 && b >= 0 { crossings.append(Double(f - 1) + a / (a - b)) }
-        }
-        guard let first = crossings.first, let last = crossings.last, crossings.count > 2 else { return 0 }
-        return Double(crossings.count - 1) / (last - first) * Double(rate)
-    }
+    static func onsets(_ samples: [Int16], from: Int = 0) -> [Int] { StretchFixture.onsets(samples, from: from) }
 
     static func deviceFrame(_ output: VirtualOutput, heardAt time: Int64) throws -> Int {
         try #require(TransportTests.deviceFrame(output, heardAt: time))
@@ -142,7 +91,7 @@ struct SpeedTests {
 
         let toneStart = TimeStretcher.outputFrame(forInput: fixture.tone.lowerBound, speed: speed) + 2_400
         let toneEnd = TimeStretcher.outputFrame(forInput: fixture.tone.upperBound, speed: speed) - 2_400
-        let measured = Self.frequency(output, (d0 + toneStart)..<(d0 + toneEnd))
+        let measured = StretchFixture.frequency(output, (d0 + toneStart)..<(d0 + toneEnd))
         #expect(abs(measured - 440) <= 4.4, "the tone measures \(measured) Hz at \(speed)×")
         print("speed \(speed): tone \(String(format: "%.2f", measured)) Hz")
     }

@@ -1,0 +1,83 @@
+import Foundation
+import NarratorTestSupport
+import NarratorTestTraits
+import Testing
+
+/// Speed through the private PulseAudio server, measured on its recording: the audio is the
+/// offline stretched render sample for sample, each word's cue is heard within 5 ms of where
+/// an onset threshold finds its sound in the recording, a 440 Hz tone keeps its pitch, and a
+/// change while playing is heard within a period, the rewind margin and the fade.
+@Suite("Live speed", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+struct LiveSpeedTests {
+    typealias Event = LivePlaybackTests.Event
+
+    static func render(_ dir: TempDir, _ lesson: String, speed: String, name: String) throws -> [Int16] {
+        let result = try run(Repo.narrator, ["render", lesson, "--chain", "x", "--speed", speed, "--output", dir.file(name)])
+        try #require(result.status == 0, "\(result.stderr)")
+        return try WAVFile(path: dir.file(name)).int16Samples
+    }
+
+    /// Plays chain `x` through the server; returns the events and the recording.
+    static func play(_ dir: TempDir, _ lesson: String, _ extra: [String]) throws -> ([Event], Recording) {
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let played = try server.runClient(
+            Repo.narrator, ["play", lesson, "--chain", "x", "--output", "pulse", "--events", dir.file("events.jsonl")] + extra)
+        try #require(played.status == 0, "\(played.stderr)\n\(server.logTail())")
+        return (try LivePlaybackTests.events(dir.file("events.jsonl")), try server.recording())
+    }
+
+    /// Every word's cue against the onsets found in the recording (the first onset is the
+    /// `start` clip): the errors in ms, signed (positive: the cue came after its sound).
+    static func wordErrors(_ events: [Event], _ recording: Recording) throws -> [Double] {
+        let onsets = StretchFixture.onsets(recording.samples).dropFirst()
+        let words = events.filter { $0.type == "word" }
+        try #require(onsets.count == words.count, "onsets \(Array(onsets)), words \(words.count)")
+        return zip(words, onsets).map { word, onset in Double(word.heard - Int64(recording.audibleTime(ofFrame: onset))) / 1e6 }
+    }
+
+    @Test(arguments: ["0.75", "1.5"])
+    func aFixedSpeedIsTheStretchedRenderWithCuesOnTheWords(speed: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try StretchFixture.write(in: dir)
+        let reference = try Self.render(dir, lesson, speed: speed, name: "ref.wav")
+        let (events, recording) = try Self.play(dir, lesson, ["--speed", speed])
+        let alignment = try #require(recording.locate(reference, channels: 2))
+        #expect(alignment.isComplete && alignment.gaps.isEmpty, "the recording is the offline stretched render: \(alignment)")
+        let errors = try Self.wordErrors(events, recording)
+        for (k, error) in errors.enumerated() { #expect(abs(error) <= 5, "word \(k): cue \(error) ms from its sound") }
+        // The tone: a second of 440 Hz at 1×, its middle measured.
+        let la = try #require(StretchFixture.onsets(recording.samples).dropFirst(3).first)
+        let length = Int(48_000 / Double(speed)!)
+        let measured = StretchFixture.frequency(recording.samples, (la + 4_800)..<(la + length - 4_800))
+        #expect(abs(measured - 440) <= 4.4, "the tone measures \(measured) Hz")
+        print("live speed \(speed)× through PulseAudio: word cues \(errors.map { String(format: "%.2f", $0) }) ms from their onsets; tone \(String(format: "%.2f", measured)) Hz")
+    }
+
+    /// 1.5× asked for 1.6 s after frame 0 is heard, while the tone plays: the recording is the
+    /// 1× render up to where the change is heard (its fade-out), which is within a period
+    /// (12.5 ms here), the rewind margin and the fade of the request; the tone measures 440 Hz
+    /// after it too; every word's cue within 5 ms of its sound.
+    @Test func aChangeWhilePlayingIsHeardSoon() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try StretchFixture.write(in: dir)
+        let plain = try Self.render(dir, lesson, speed: "1", name: "plain.wav")
+        let (events, recording) = try Self.play(dir, lesson, ["--controls", "1.6:speed=1.5", "--verbose"])
+        let start = try #require(events.first { $0.type == "start" })
+        let alignment = try #require(recording.locate(plain, channels: 2))
+        let first = try #require(alignment.segments.first)
+        // The fade-out starts where the recording leaves the 1× render (within a frame or two:
+        // the first faded samples may round to the same values).
+        let requested = start.heard + 1_600_000_000
+        let fadeStart = Int64(recording.audibleTime(ofFrame: first.recordingEnd))
+        let latency = Double(fadeStart - requested) / 1e6 + 5
+        print("speed change heard (fade-out done) \(String(format: "%.1f", latency)) ms after the request")
+        #expect(latency > 0 && latency <= 12.5 + 12.5 + 5 + 5, "heard \(latency) ms after the request")
+        let errors = try Self.wordErrors(events, recording)
+        for (k, error) in errors.enumerated() { #expect(abs(error) <= 5, "word \(k): cue \(error) ms from its sound") }
+        let after = StretchFixture.frequency(recording.samples, (first.recordingEnd + 2_400)..<(first.recordingEnd + 12_000))
+        #expect(abs(after - 440) <= 4.4, "the tone measures \(after) Hz at 1.5×")
+    }
+}
