@@ -156,13 +156,16 @@ public struct PreparedProgram: Sendable {
     /// - Parameter speed: the speed from the first frame (0.5…2.0, pitch kept; see
     ///   `Playback.setSpeed`). Out of that range (`TimeStretcher.check`), or with a plan that
     ///   streams long files (`schedule.streamsFiles`), it is a programming error.
+    /// - Parameter releaseDeviceAfterPause: how long a pause lasts before the device is let go
+    ///   (taken again at the resume); nil: never.
     public func play(
         on output: any AudioOutput, threads: PlaybackEngine.Threads = .normal, clock: any PlaybackClock = SystemClock(),
-        gains: MixGains = MixGains(), speed: Double = 1,
+        gains: MixGains = MixGains(), speed: Double = 1, releaseDeviceAfterPause: Duration? = .seconds(10),
         onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) -> Playback {
         let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads, gains: gains)
+        engine.releaseDeviceAfterPause = releaseDeviceAfterPause
         if speed != 1 {
             do throws(NarratorError) {
                 let set = try engine.setSpeed(speed)

@@ -65,6 +65,10 @@ public final class OutputFeed: @unchecked Sendable {
     var offeredSpeedStage: SpeedStage?
     let speedStageReady = Atomic<Bool>(false)
     private var speedStage: SpeedStage?
+    /// Output frames a pause lasts before the output is asked to let the device go
+    /// (`wantsStandby`); `Int.max`: never.
+    let releaseAfterFrames = Atomic<Int>(Int.max)
+    private let standbyWanted = Atomic<Bool>(false)
     /// Length of the fades of pause, resume and seek (5 ms).
     let fadeFrames: Int
     /// How close to what is heard the output is asked to take audio back.
@@ -188,6 +192,20 @@ public final class OutputFeed: @unchecked Sendable {
 
     // MARK: What an output calls
 
+    /// Whether the output should let the device go: a pause has lasted the engine's
+    /// `releaseDeviceAfterPause`. While this holds, the output stops the device (a pull stream
+    /// corks; a push loop drops what the device holds), calls `released()` once, then no
+    /// `render`, only `standingBy()` every few milliseconds. Once it clears (a resume, a seek,
+    /// a word to say), the output starts the device again and renders; the clock settles anew
+    /// before the timeline moves.
+    public var wantsStandby: Bool {
+        standbyWanted.load(ordering: .acquiring) && pauseWanted.load(ordering: .acquiring)
+            && jumpWanted.load(ordering: .acquiring) < 0 && stopFrame.load(ordering: .acquiring) < 0
+    }
+
+    /// In standby: the device is let go on purpose (it is not lost).
+    public func standingBy() { lastProgress.store(clock.now(), ordering: .releasing) }
+
     /// Whether the output should stop: playback is over, canceled, or failed. A push output's
     /// loop checks it every turn; then it drops what the device holds and returns.
     public var shouldStop: Bool { exit.load(ordering: .acquiring) != FeedExit.running.rawValue }
@@ -207,6 +225,13 @@ public final class OutputFeed: @unchecked Sendable {
             state.gainChanges = mixer.gains?.changes ?? 0
         }
         if speedStage == nil && speedStageReady.load(ordering: .acquiring) { speedStage = offeredSpeedStage }
+        if standbyWanted.load(ordering: .relaxed) && !wantsStandby {
+            // Back from standby: the clock settles from now, and a further pause is counted
+            // from here.
+            standbyWanted.store(false, ordering: .releasing)
+            state.settlingSince = now
+            state.pausedOutput = state.rendered
+        }
         if planState.load(ordering: .relaxed) == 1,
             planState.compareExchange(expected: 1, desired: 3, ordering: .acquiringAndReleasing).exchanged
         {
@@ -230,7 +255,11 @@ public final class OutputFeed: @unchecked Sendable {
         while done < frames {
             let target = buffer + done * frameBytes
             if state.paused {
-                // The timeline waits; the device goes on playing (and reporting its clock).
+                // The timeline waits; the device goes on playing (and reporting its clock),
+                // until the pause has lasted long enough to let it go.
+                if state.heardOutput - state.pausedOutput >= releaseAfterFrames.load(ordering: .relaxed) {
+                    standbyWanted.store(true, ordering: .releasing)
+                }
                 target.initializeMemory(as: UInt8.self, repeating: 0, count: (frames - done) * frameBytes)
                 segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
                 handedOver(frames - done, now: now)
@@ -529,6 +558,14 @@ public final class OutputFeed: @unchecked Sendable {
     /// forgotten and settles again before the timeline resumes.
     public func interrupted() {
         underruns.add(1, ordering: .releasing)
+        forgetClock()
+    }
+
+    /// The output let the device go for a long pause (`wantsStandby`): like an interruption,
+    /// but on purpose, so no `underrun` is reported.
+    public func released() { forgetClock() }
+
+    private func forgetClock() {
         state.heardAt = 0
         filter.reset()
         publication.publish(anchor: nil, readingTime: 0, heardTimeline: state.heardTimeline, heardAt: 0, speed: 0)

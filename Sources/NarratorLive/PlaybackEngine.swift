@@ -78,6 +78,7 @@ public final class PlaybackEngine: @unchecked Sendable {
         feeder = StreamFeeder(schedule: schedule)
         self.gains = gains
         feed = OutputFeed(schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock, gains: gains)
+        feed.releaseAfterFrames.store(negotiated.sampleRate * 10, ordering: .relaxed)
         feed.output = output
     }
 
@@ -107,6 +108,21 @@ public final class PlaybackEngine: @unchecked Sendable {
     public func resume(from frame: Int? = nil) {
         if let frame { _ = seek(to: frame) }
         feed.pauseWanted.store(false, ordering: .releasing)
+    }
+
+    /// How long a pause lasts before the output lets the device go (a PulseAudio stream is
+    /// corked, so the server can suspend the sink; an ALSA device is stopped); a resume takes
+    /// it again, and the clock settles anew (tens of milliseconds) before the fade-in. nil:
+    /// never. Set before `start`.
+    public var releaseDeviceAfterPause: Duration? = .seconds(10) {
+        didSet {
+            let frames = releaseDeviceAfterPause.map { duration -> Int in
+                let (seconds, attoseconds) = duration.components
+                let total = Double(seconds) + Double(attoseconds) / 1e18
+                return total.isFinite && total >= 0 && total < 1e9 ? Int((total * Double(negotiated.sampleRate)).rounded()) : Int.max
+            }
+            feed.releaseAfterFrames.store(frames ?? Int.max, ordering: .releasing)
+        }
     }
 
     /// Whether a pause is asked for (it is heard a period later at most).

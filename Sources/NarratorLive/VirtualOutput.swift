@@ -45,6 +45,9 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
     /// Continuous stretches of play: the first device frame of each and when it was heard.
     public private(set) var segments: [(frame: Int, time: Int64)] = []
     public private(set) var underruns = 0
+    /// Long pauses during which the device was let go (`OutputFeed.wantsStandby`): when each
+    /// began and ended (nil: still in standby).
+    public private(set) var standbys: [(from: Int64, to: Int64?)] = []
     /// After each render: when, and how many frames had been given in all.
     public private(set) var renders: [(time: Int64, given: Int)] = []
     private var frameBytes: Int { negotiated.channels * negotiated.format.bytesPerSample }
@@ -174,6 +177,19 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
                 return
             }
         }
+        if feed.wantsStandby {
+            if standbys.last.map({ $0.to != nil }) ?? true {
+                // The device stops; what it held (the pause's silence) is dropped.
+                if playing { played = min(givenFrames, position(at: now)) }
+                playing = false
+                _ = rewind(givenFrames - played)
+                standbys.append((now, nil))
+                feed.released()
+            }
+            feed.standingBy()
+            return
+        }
+        if let last = standbys.last, last.to == nil { standbys[standbys.count - 1].to = now }
         let total = givenFrames
         // A silent pause: nothing is consumed, reported or asked for.
         if troubles.contains(where: { if case .silentPause = $0.kind { $0.covers(now) } else { false } }) {

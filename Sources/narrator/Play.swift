@@ -39,7 +39,13 @@ struct Play: ParsableCommand {
     @Option(help: "Playback speed from the first frame, 0.5 to 2.0, pitch kept (- and + change it while playing; docs/controls.md).")
     var speed: Double = 1
 
+    @Option(help: "Seconds a pause lasts before the audio device is let go (taken again at the resume).")
+    var releaseDeviceAfter: Double = 10
+
     func validate() throws {
+        guard releaseDeviceAfter.isFinite, (0.1...86_400).contains(releaseDeviceAfter) else {
+            throw ValidationError("--release-device-after must be between 0.1 and 86400 seconds, got \(releaseDeviceAfter)")
+        }
         guard speed.isFinite, TimeStretcher.speeds.contains(speed) else {
             throw ValidationError("--speed must be between 0.5 and 2.0, got \(speed)")
         }
@@ -60,7 +66,8 @@ struct Play: ParsableCommand {
             let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
             let playback: Playback
             do throws(PlaybackError) {
-                playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads, speed: speed)
+                playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads, speed: speed,
+                    releaseDeviceAfterPause: .milliseconds(Int64((releaseDeviceAfter * 1000).rounded())))
             } catch {
                 sink.discard()
                 throw deviceError(error)

@@ -81,3 +81,53 @@ struct LiveSpeedTests {
         #expect(abs(after - 440) <= 4.4, "the tone measures \(after) Hz at 1.5×")
     }
 }
+
+/// A pause longer than `--release-device-after` through the server: the stream is corked (the
+/// server may suspend its sink) until the resume; the recording is the render with one gap
+/// of silence, and every cue comes once.
+@Suite("Live long pause", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+struct LiveLongPauseTests {
+    @Test func aLongPauseCorksTheStreamUntilTheResume() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try StretchFixture.write(in: dir)
+        let plain = try LiveSpeedTests.render(dir, lesson, speed: "1", name: "plain.wav")
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let player = try server.startClient(
+            Repo.narrator,
+            ["play", lesson, "--chain", "x", "--output", "pulse", "--events", dir.file("events.jsonl"),
+             "--controls", "0.45:pause,3:resume", "--release-device-after", "1"])
+        func corked() throws -> String {
+            let listed = try server.runClient("/usr/bin/pactl", ["list", "sink-inputs"])
+            return listed.stdout.split(separator: "\n").first { $0.contains("Corked:") }.map { $0.trimmingCharacters(in: .whitespaces) } ?? "no stream"
+        }
+        Thread.sleep(forTimeInterval: 1.0)
+        let before = try corked()
+        Thread.sleep(forTimeInterval: 1.5)
+        let during = try corked()
+        player.waitUntilExit()
+        #expect(player.terminationStatus == 0, "\(server.logTail())")
+        #expect(before == "Corked: no", "0.5 s into the pause: \(before)")
+        #expect(during == "Corked: yes", "2 s into the pause: \(during)")
+        let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
+        let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "x"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
+        let cues = events.filter { !["start", "paused", "resumed"].contains($0.type) }
+        #expect(cues.map { "\($0.type) \($0.frame ?? -1)" } == expected, "every cue once, in order")
+        let recording = try server.recording()
+        let paused = try #require(events.first { $0.type == "paused" }?.frame)
+        // The render, faded out at the pause (in the first burst) and in at the resume: up to
+        // the fade-out, and from the end of that burst's clip on (its first sound, the first
+        // "two", is unique up to there), found bit for bit, the second after the pause.
+        try #require(paused < 26_400 - 240, "paused in the first burst's sound: \(paused)")
+        let later = 31_200
+        let first = try #require(recording.locate(Array(plain[0..<(paused - 240) * 2]), channels: 2))
+        #expect(first.isComplete && first.gaps.isEmpty, "\(first)")
+        let second = try #require(recording.locate(Array(plain[later * 2..<plain.count]), channels: 2))
+        #expect(second.isComplete && second.gaps.isEmpty, "\(second)")
+        let gap = second.startFrame - (first.startFrame + first.referenceFrameCount) - (later - (paused - 240))
+        #expect(gap >= 2 * 48_000, "silence for the pause's length: \(gap) frames")
+    }
+}

@@ -137,6 +137,63 @@ struct TransportTests {
         }
     }
 
+    /// A pause longer than `releaseDeviceAfterPause` (2 s here): the output lets the device go
+    /// (no render, no reports) until the resume, which takes it back; the clock settles again,
+    /// and the rest of the render plays from the paused frame, faded in, with every cue once.
+    @Test func aLongPauseLetsTheDeviceGo() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 1))
+        let engine = playback.engine
+        engine.releaseDeviceAfterPause = .seconds(2)
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
+        })
+        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        playback.output.run(for: 1_500_000_000)
+        #expect(playback.output.standbys.isEmpty, "let go after 1.5 s of a 2 s setting")
+        playback.output.run(for: 3_000_000_000)
+        let cues = playback.log.cues.count
+        try #require(playback.output.standbys.count == 1 && playback.output.standbys[0].to == nil, "\(playback.output.standbys)")
+        let rendersBefore = playback.output.renders.count
+        playback.output.run(for: 5_000_000_000)
+        #expect(playback.output.renders.count == rendersBefore, "nothing rendered in standby")
+        #expect(playback.log.cues.count == cues && playback.log.outcome == nil, "nothing delivered, nothing ended")
+        engine.resume()
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        #expect(playback.output.standbys.count == 1 && playback.output.standbys[0].to != nil)
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues, "every cue once, in order")
+        let events = playback.log.events
+        guard case .paused(let frame, let pauseHeard)? = events.first(where: { if case .paused = $0 { true } else { false } }),
+            case .resumed(let resumeFrame, let resumeHeard)? = events.first(where: { if case .resumed = $0 { true } else { false } })
+        else {
+            Issue.record("no pause and resume")
+            return
+        }
+        #expect(resumeFrame == frame)
+        let standby = playback.output.standbys[0]
+        let released = Double(standby.from - pauseHeard) / 1e9
+        #expect(released >= 2 && released <= 2.05, "let go \(released) s after the pause was heard")
+        let output = playback.output.samples
+        let reference = fixture.reference
+        let total = reference.count / 2
+        // Taking the device back is an interruption: for a second the clock is read 2 ms late
+        // (never early; see OutputFeed.recoveryMargin), so are the stamps.
+        let margin: Int64 = 2_000_000
+        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: resumeHeard - margin))
+        let f = Self.fade
+        let fadeIn = Self.compare(output, at: resumeDevice, reference, from: frame, count: f) { Double($0 + 1) / Double(f) }
+        #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
+        #expect(Self.compare(output, at: resumeDevice + f, reference, from: frame + f, count: total - frame - f) == nil)
+        for (cue, heard, delivered) in playback.log.cues where cue.frame >= frame {
+            let when = try #require(playback.output.heardTime(ofFrame: resumeDevice + cue.frame - frame))
+            let late = heard < resumeHeard + 1_000_000_000 ? margin : 0
+            #expect(abs(heard - when - late) <= 1_000 && delivered >= when && delivered <= when + late + 1_000_000, "\(cue.type) at \(cue.frame)")
+        }
+    }
+
     /// Seek back to the first word of the sentence while the third is heard: the audio goes on
     /// from exactly that frame (5 ms out, 5 ms in), and so do the cues, which come again from
     /// there.

@@ -140,6 +140,24 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
     public func play(_ feed: OutputFeed) {
         let period = negotiated.periodFrames
         while !feed.shouldStop {
+            if feed.wantsStandby {
+                // A long pause: the device stops (what it holds is silence) until the pause
+                // ends, then starts again from an empty buffer.
+                snd_pcm_drop(handle)
+                pendingFrom = 0
+                pendingTo = 0
+                feed.released()
+                while feed.wantsStandby && !feed.shouldStop {
+                    feed.standingBy()
+                    pause(nanoseconds: 5_000_000)
+                }
+                let prepared = snd_pcm_prepare(handle)
+                if prepared < 0 {
+                    feed.failed(DeviceFailure(alsa: prepared))
+                    break
+                }
+                continue
+            }
             if pendingFrom == pendingTo {
                 let room = snd_pcm_avail_update(handle)
                 if room < 0 {

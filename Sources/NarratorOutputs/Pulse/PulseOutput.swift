@@ -138,6 +138,8 @@ final class PulseConnection: @unchecked Sendable {
     /// news).
     private var playedSinceInterruption = false
     private var suspended = false
+    /// Corked for a long pause (the feed's standby): the server may suspend the sink.
+    private var corked = false
     /// Beyond the sink's block, what a rewind leaves alone: the time the seek takes to reach
     /// the server's I/O thread, and the reading's age.
     private var rewindMarginFrames = 0
@@ -368,7 +370,12 @@ final class PulseConnection: @unchecked Sendable {
 
     private func tick() {
         _ = narrator_pulse_timer_read(timer)
-        guard feed != nil, !stopped, let stream else { return }
+        guard let feed, !stopped, let stream else { return }
+        if feed.wantsStandby != corked { cork(!corked, stream) }
+        if corked {
+            feed.standingBy()
+            return
+        }
         fill()
         if !timingPending, pa_stream_get_state(stream) == PA_STREAM_READY,
             let operation = pa_stream_update_timing_info(
@@ -377,6 +384,20 @@ final class PulseConnection: @unchecked Sendable {
             timingPending = true
             pa_operation_unref(operation)
         }
+    }
+
+    /// Corks the stream for a long pause, dropping the silence the server holds (the feed
+    /// forgets its clock), or uncorks it: the next fill starts it again. Outside real time
+    /// (playback is paused): the operations allocate.
+    private func cork(_ cork: Bool, _ stream: OpaquePointer) {
+        corked = cork
+        if let operation = pa_stream_cork(stream, cork ? 1 : 0, nil, nil) { pa_operation_unref(operation) }
+        guard cork else { return }
+        if let operation = pa_stream_flush(stream, nil, nil) { pa_operation_unref(operation) }
+        pendingSeek = 0
+        playedSinceInterruption = false
+        reading = nil
+        feed?.released()
     }
 
     /// A timing snapshot arrived: report it if the stream plays.
