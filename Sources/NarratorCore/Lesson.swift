@@ -16,6 +16,9 @@ public struct Lesson: Sendable {
     public let activities: [String: Activity]
     /// How music is lowered under the voice.
     public let ducking: Ducking
+    /// The integrated loudness (LUFS, EBU R 128) each bus's clips are brought to when they load
+    /// (`"loudness"`); a bus not named keeps its clips' own levels.
+    public var loudness: [Bus: Double] = [:]
 
     public struct ClipSpec: Sendable, Equatable {
         public let id: String
@@ -51,9 +54,13 @@ public struct Lesson: Sendable {
     }
 
     /// What a clip is, for the mix: narration, a sound effect, or music kept under the voice.
-    public enum Bus: String, Sendable, Equatable {
+    public enum Bus: String, Sendable, Equatable, Hashable, CaseIterable {
         case voice, sfx, music
     }
+
+    /// The loudness targets a lesson may ask for, in LUFS: from the absolute gate of
+    /// BS.1770 (−70) to full scale.
+    public static let loudnessTargets: ClosedRange<Double> = -70...0
 
     /// Music under the voice: lowered by `gain` (a factor, from decibels) with linear ramps
     /// that start at a voice clip's first frame (`attackFrames` down) and at the frame after
@@ -97,7 +104,7 @@ public struct Lesson: Sendable {
     /// The keys each object of a lesson may have (made once: a chain of a million items checks
     /// a million objects against them).
     enum Keys {
-        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking"]
+        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness"]
         static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
         static let sprites: Set<String> = ["map", "file", "bus"]
         static let pool: Set<String> = ["clips", "noRepeat"]
@@ -241,6 +248,8 @@ public struct Lesson: Sendable {
                 releaseFrames: try seconds("release", standard.releaseFrames))
         }
 
+        let loudness = try top["loudness"].map { c throws(NarratorError) in try parseLoudness(c) } ?? [:]
+
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
             for (id, entry) in try activitiesCursor.object() {
@@ -250,7 +259,7 @@ public struct Lesson: Sendable {
 
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
-            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking)
+            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).
@@ -263,6 +272,30 @@ public struct Lesson: Sendable {
             throw cursor.fail("expected seconds between 0 and \(Int(maxRegionSeconds)) (a day), got \(JSONCursor.describe(seconds))")
         }
         return seconds
+    }
+
+    /// `"loudness"`: one target in LUFS for every bus, or an object of targets by bus.
+    private static func parseLoudness(_ cursor: JSONCursor) throws(NarratorError) -> [Bus: Double] {
+        func target(_ cursor: JSONCursor) throws(NarratorError) -> Double {
+            let lufs = try cursor.number()
+            guard loudnessTargets.contains(lufs) else {
+                throw cursor.fail(
+                    "a loudness target is between \(Int(loudnessTargets.lowerBound)) and \(Int(loudnessTargets.upperBound)) LUFS, got \(JSONCursor.describe(lufs))")
+            }
+            return lufs
+        }
+        if case .number = cursor.value {
+            let lufs = try target(cursor)
+            return Dictionary(uniqueKeysWithValues: Bus.allCases.map { ($0, lufs) })
+        }
+        guard case .object = cursor.value else {
+            throw cursor.fail("expected a target in LUFS, or an object of targets by bus (voice, sfx, music)")
+        }
+        var targets: [Bus: Double] = [:]
+        for (name, value) in try cursor.object(allowing: Set(Bus.allCases.map(\.rawValue))) {
+            targets[Bus(rawValue: name)!] = try target(value)
+        }
+        return targets
     }
 
     private static func parseBus(_ cursor: JSONCursor) throws(NarratorError) -> Bus {
