@@ -32,20 +32,30 @@ public struct Loudness: Sendable, Equatable {
     /// Shortest audio with a loudness range: one short-term block, 3 s.
     public static let shortTermSeconds = 3.0
 
-    /// Measures interleaved samples (full scale ±1). `file` names them in errors.
+    /// Measures interleaved samples (full scale ±1). With `outputChannels`, as they play in an
+    /// output of that many channels (the mixer's rule: mono on every channel, many channels
+    /// into one as their average, otherwise channel by channel, extra ones dropped). `file`
+    /// names them in errors.
     public static func measure(
-        _ samples: UnsafeBufferPointer<Float>, channels: Int, sampleRate: Int, measures: Measures = [], file: String
+        _ samples: UnsafeBufferPointer<Float>, channels: Int, sampleRate: Int, measures: Measures = [],
+        outputChannels: Int? = nil, file: String
     ) throws(NarratorError) -> Loudness {
-        let meter = try Meter(channels: channels, sampleRate: sampleRate, measures: measures, file: file)
+        let meter = try Meter(
+            channels: channels, outputChannels: outputChannels ?? channels, sampleRate: sampleRate, measures: measures, file: file)
         try meter.add(samples)
         return try meter.result()
     }
 
     /// Measures the audio file at `path`, or the frames `region` of it (in the file's own
-    /// frames), as libsndfile decodes it, at the file's own rate.
-    public static func measure(path: String, region: Range<Int>? = nil, measures: Measures = []) throws(NarratorError) -> Loudness {
+    /// frames), as libsndfile decodes it, at the file's own rate; with `outputChannels`, as it
+    /// plays in an output of that many channels.
+    public static func measure(
+        path: String, region: Range<Int>? = nil, measures: Measures = [], outputChannels: Int? = nil
+    ) throws(NarratorError) -> Loudness {
         let file = try SoundFileReader(path: path)
-        let meter = try Meter(channels: file.channels, sampleRate: file.sampleRate, measures: measures, file: path)
+        let meter = try Meter(
+            channels: file.channels, outputChannels: outputChannels ?? file.channels, sampleRate: file.sampleRate,
+            measures: measures, file: path)
         if let region {
             guard region.lowerBound >= 0, file.seek(toFrame: region.lowerBound) else {
                 throw NarratorError(file: path, "cannot seek to frame \(region.lowerBound)")
@@ -111,13 +121,18 @@ public struct Loudness: Sendable, Equatable {
 /// `NarratorError`s.
 private final class Meter {
     private var state: UnsafeMutablePointer<ebur128_state>?
+    /// The audio's channels, and the output's (what is measured).
+    private let sourceChannels: Int
     private let channels: Int
+    /// The audio laid out on the output's channels, when they differ.
+    private var scratch: [Float] = []
     private let sampleRate: Int
     private let measures: Loudness.Measures
     private let file: String
     private var frames = 0
 
-    init(channels: Int, sampleRate: Int, measures: Loudness.Measures, file: String) throws(NarratorError) {
+    init(channels sourceChannels: Int, outputChannels channels: Int, sampleRate: Int, measures: Loudness.Measures, file: String) throws(NarratorError) {
+        self.sourceChannels = sourceChannels
         self.channels = channels
         self.sampleRate = sampleRate
         self.measures = measures
@@ -127,7 +142,7 @@ private final class Meter {
         if measures.contains(.truePeak) { mode |= EBUR128_MODE_TRUE_PEAK.rawValue }
         // libebur128 takes 1…64 channels at 16 Hz…2.8224 MHz; it returns nil outside, or when
         // memory runs out.
-        guard (1...64).contains(channels), (16...2_822_400).contains(sampleRate),
+        guard (1...64).contains(channels), (1...64).contains(sourceChannels), (16...2_822_400).contains(sampleRate),
             let state = ebur128_init(UInt32(channels), UInt(sampleRate), Int32(bitPattern: mode))
         else {
             throw NarratorError(
@@ -139,9 +154,32 @@ private final class Meter {
     deinit { ebur128_destroy(&state) }
 
     func add(_ samples: UnsafeBufferPointer<Float>) throws(NarratorError) {
-        guard let base = samples.baseAddress, samples.count >= channels else { return }
-        let count = samples.count / channels
-        try check(ebur128_add_frames_float(state, base, count), "adding audio")
+        guard let base = samples.baseAddress, samples.count >= sourceChannels else { return }
+        let count = samples.count / sourceChannels
+        if sourceChannels == channels {
+            try check(ebur128_add_frames_float(state, base, count), "adding audio")
+        } else {
+            // The mixer's layout (Mixer.mix): mono on every channel; into one, the average;
+            // otherwise channel c on output c, extra source channels dropped, outputs past the
+            // source's silent.
+            scratch.removeAll(keepingCapacity: true)
+            scratch.reserveCapacity(count * channels)
+            for frame in 0..<count {
+                let first = frame * sourceChannels
+                if sourceChannels == 1 {
+                    for _ in 0..<channels { scratch.append(samples[first]) }
+                } else if channels == 1 {
+                    var sum: Float = 0
+                    for c in 0..<sourceChannels { sum += samples[first + c] }
+                    scratch.append(sum / Float(sourceChannels))
+                } else {
+                    for c in 0..<channels { scratch.append(c < sourceChannels ? samples[first + c] : 0) }
+                }
+            }
+            try scratch.withUnsafeBufferPointer { laid throws(NarratorError) in
+                try check(ebur128_add_frames_float(state, laid.baseAddress!, count), "adding audio")
+            }
+        }
         frames += count
     }
 

@@ -48,19 +48,19 @@ public struct SndFileDecoder: AudioDecoder {
 
     /// Audio in memory is measured as it plays (at the lesson rate); a streamed file is read
     /// through its region at its own rate, as libsndfile decodes it.
-    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int) throws(NarratorError) -> Double? {
+    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {
         switch audio.source {
         case .memory(let buffer):
             let range = (audio.offset * buffer.channels)..<((audio.offset + audio.frames) * buffer.channels)
             return try Loudness.measure(
                 UnsafeBufferPointer(rebasing: buffer.storage[range]), channels: buffer.channels, sampleRate: sampleRate,
-                file: "(decoded audio)"
+                outputChannels: outputChannels, file: "(decoded audio)"
             ).integrated
         case .stream(let file):
             let rate = try SoundFileReader(path: file.path).sampleRate
             let first = Frames.convert(audio.offset, from: sampleRate, to: rate)
             let last = Frames.convert(audio.offset + audio.frames, from: sampleRate, to: rate)
-            return try Loudness.measure(path: file.path, region: first..<max(first, last)).integrated
+            return try Loudness.measure(path: file.path, region: first..<max(first, last), outputChannels: outputChannels).integrated
         }
     }
 

@@ -107,15 +107,15 @@ public protocol AudioDecoder: Sendable {
     /// The file's cue markers, in frames at `sampleRate`, in the order the file lists them.
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker]
     /// The integrated loudness (LUFS, EBU R 128) of a clip's audio as it plays, at
-    /// `sampleRate`; nil when it has none (silent, or shorter than one 400 ms block). Asked
-    /// only of clips whose bus has a loudness target.
-    func integratedLoudness(of audio: ClipAudio, sampleRate: Int) throws(NarratorError) -> Double?
+    /// `sampleRate` in an output of `outputChannels`; nil when it has none (silent, or shorter
+    /// than one 400 ms block). Asked only of clips whose bus has a loudness target.
+    func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double?
 }
 
 extension AudioDecoder {
     public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? { nil }
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { [] }
-    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int) throws(NarratorError) -> Double? {
+    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {
         let path: String
         switch audio.source {
         case .memory: path = "(audio in memory)"
@@ -162,8 +162,6 @@ public struct ClipBank: Sendable {
         var sources: [String: ClipSource] = [:]
         var timings: [String: (words: [WordTiming], sentences: [SentenceTiming])] = [:]
         var markers: [String: [AudioMarker]] = [:]
-        // Clips brought to a loudness target, by file, region and target: measured and copied once.
-        var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
         var clips: [String: PreparedClip] = [:]
         for id in clipIDs {
             guard let spec = lesson.clips[id] else {
@@ -253,27 +251,46 @@ public struct ClipBank: Sendable {
                     .map { AudioMarker(label: $0.label, frame: $0.frame - first) }
                     .sorted { $0.frame < $1.frame }
                 : []
-            var audio = ClipAudio(source: source, offset: first, frames: last - first)
-            var measured: Double?
-            var gain = 0.0
-            if let target = lesson.loudness[spec.bus] {
-                let key = "\(target) \(first) \(last) \(spec.file)"
-                if let done = leveled[key] {
-                    (audio, measured, gain) = done
-                } else {
-                    measured = try decoder.integratedLoudness(of: audio, sampleRate: rate)
-                    if let measured {
-                        gain = target - measured
-                        audio = audio.scaled(by: Float(pow(10, gain / 20)))
-                    }
-                    leveled[key] = (audio, measured, gain)
-                }
-            }
             clips[id] = PreparedClip(
-                id: id, audio: audio, words: words,
-                sentences: Sentences.clip(fileSentences, to: words), pulses: pulses, loudnessGain: gain,
-                measuredLoudness: measured)
+                id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words,
+                sentences: Sentences.clip(fileSentences, to: words), pulses: pulses)
+        }
+        if !lesson.loudness.isEmpty {
+            try level(&clips, lesson: lesson, clipIDs: clipIDs, decoder: decoder)
         }
         return ClipBank(lesson: lesson, clips: clips)
+    }
+
+    /// Brings each clip on a bus with a loudness target to it: measured once as it plays (in
+    /// the output's channels: the lesson's, or the widest of its clips, as a schedule lays
+    /// them out), then every sample times one constant factor. A clip with no loudness
+    /// (silent, or under 400 ms) is left as it is. Lengths do not change, so neither do cues.
+    private static func level(
+        _ clips: inout [String: PreparedClip], lesson: Lesson, clipIDs: [String], decoder: some AudioDecoder
+    ) throws(NarratorError) {
+        let outputChannels = lesson.channels ?? clips.values.map(\.audio.channels).max() ?? 1
+        // By file, region and target: a clip many chains share is measured and copied once.
+        var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
+        for id in clipIDs {
+            guard var clip = clips[id], let spec = lesson.clips[id], let target = lesson.loudness[spec.bus] else { continue }
+            let key = "\(target) \(clip.audio.offset) \(clip.audio.frames) \(spec.file)"
+            let done: (audio: ClipAudio, measured: Double?, gain: Double)
+            if let cached = leveled[key] {
+                done = cached
+            } else {
+                let measured = try decoder.integratedLoudness(of: clip.audio, sampleRate: lesson.sampleRate, outputChannels: outputChannels)
+                if let measured {
+                    let gain = target - measured
+                    done = (clip.audio.scaled(by: Float(pow(10, gain / 20))), measured, gain)
+                } else {
+                    done = (clip.audio, nil, 0)
+                }
+                leveled[key] = done
+            }
+            clip = PreparedClip(
+                id: clip.id, audio: done.audio, words: clip.words, sentences: clip.sentences, pulses: clip.pulses,
+                loudnessGain: done.gain, measuredLoudness: done.measured)
+            clips[id] = clip
+        }
     }
 }

@@ -105,9 +105,13 @@ public struct LibraryValidator: Sendable {
 
         // Every clip as the player would prepare it, in parallel.
         let allScans = scans, failures = unreadable
+        var outputs: [String: Int] = [:]
+        for lesson in lessons { outputs[lesson.path] = outputChannels(of: lesson, scans: scans) }
+        let outputChannels = outputs
         let clipResults = parallelMap(clipWork) { work -> ClipResult in
             defer { tick() }
-            return check(clip: work.1, of: work.0, scans: allScans, unreadable: failures)
+            return check(
+                clip: work.1, of: work.0, scans: allScans, unreadable: failures, outputChannels: outputChannels[work.0.path] ?? 1)
         }
         findings += clipResults.flatMap(\.findings)
         findings += loudnessOutliers(clipResults.compactMap(\.level), lessons: lessons)
@@ -234,14 +238,22 @@ public struct LibraryValidator: Sendable {
 
     /// A clip: its audio readable, prepared as the player would (region, timings, markers),
     /// its words against its transcript, its level and its loudness.
-    private func check(clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError]) -> ClipResult {
+    private func check(
+        clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError], outputChannels: Int
+    ) -> ClipResult {
         var level: ClipLevel?
-        let findings = check(clip: id, of: lesson, scans: scans, unreadable: unreadable, level: &level)
+        let findings = check(clip: id, of: lesson, scans: scans, unreadable: unreadable, outputChannels: outputChannels, level: &level)
         return ClipResult(findings: findings, level: level)
     }
 
+    /// The channels a lesson plays on: its own, or the widest of its audio files.
+    private func outputChannels(of lesson: Lesson, scans: [String: AudioScan]) -> Int {
+        lesson.channels ?? Set(lesson.clips.values.map { canonical($0.file) }).compactMap { scans[$0]?.channels }.max() ?? 1
+    }
+
     private func check(
-        clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError], level: inout ClipLevel?
+        clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError], outputChannels: Int,
+        level: inout ClipLevel?
     ) -> [Finding] {
         let name = display(lesson.path)
         let spec = lesson.clips[id]!
@@ -292,13 +304,13 @@ public struct LibraryValidator: Sendable {
                 "clipped\(region): \(Wording.count(clips, "run")) of \(AudioScan.clipRun)+ samples at full scale"))
         }
 
-        // Loudness (EBU R 128) over the same region: its true peak as it plays (with the
-        // lesson's loudness gain, if its bus has a target), and its integrated loudness for the
-        // comparison with the lesson's other clips.
+        // Loudness (EBU R 128) over the same region, as it plays on the lesson's channels: its
+        // true peak (with the lesson's loudness gain, if its bus has a target), and its
+        // integrated loudness for the comparison with the lesson's other clips.
         guard !range.isEmpty else { return findings }
         let loudness: Loudness
         do {
-            loudness = try Loudness.measure(path: spec.file, region: range, measures: .truePeak)
+            loudness = try Loudness.measure(path: spec.file, region: range, measures: .truePeak, outputChannels: outputChannels)
         } catch {
             findings.append(Finding(
                 .warning, .loudness, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot measure loudness: \(error.message)"))
@@ -369,7 +381,7 @@ public struct LibraryValidator: Sendable {
 
         // One finding per file and lesson, however many clips cut it into regions.
         let files = Set(lesson.clips.values.map { canonical($0.file) }).sorted()
-        let outputChannels = lesson.channels ?? files.compactMap { scans[$0]?.channels }.max() ?? 1
+        let outputChannels = outputChannels(of: lesson, scans: scans)
         for file in files {
             guard let scan = scans[file] else { continue }
             if scan.sampleRate != lesson.sampleRate {
@@ -454,7 +466,7 @@ private struct ScannedDecoder: AudioDecoder {
     }
 
     /// Nothing is leveled while validating: loudness is measured by the validator itself.
-    func integratedLoudness(of audio: ClipAudio, sampleRate: Int) throws(NarratorError) -> Double? { nil }
+    func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? { nil }
 
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
         guard let scan = scans[canonicalPath(path)] else { return [] }

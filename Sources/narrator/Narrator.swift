@@ -261,7 +261,7 @@ struct Inspect: ParsableCommand {
                 "duration:    \(String(format: "%.6f", Frames.seconds(info.frames, rate: info.sampleRate))) s",
             ]
             if let loudness = info.loudness {
-                lines.append("loudness:    \(loudness.integratedText) integrated (EBU R 128)")
+                lines.append("loudness:    \(loudness.integratedText)\(loudness.integrated == nil ? "" : " integrated (EBU R 128)")")
                 lines.append("range:       \(loudness.rangeText)")
                 lines.append("true peak:   \(loudness.truePeakText)")
             }
