@@ -319,7 +319,7 @@ public struct LibraryValidator: Sendable {
         let target = lesson.loudness[spec.bus]
         let gain = target.map { loudness.gain(toReach: $0) } ?? 0
         if let peak = loudness.truePeak, peak + gain > Self.maxTruePeak {
-            let played = String(format: "%.1f dBTP", peak + gain)
+            let played = String(format: "%+.1f dBTP", peak + gain)
             let how = gain == 0
                 ? ""
                 : " with the lesson's loudness gain of \(Loudness.decibels(gain)) dB (\(String(format: "%.1f", peak)) dBTP as recorded)"

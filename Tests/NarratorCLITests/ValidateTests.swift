@@ -64,7 +64,7 @@ struct ValidateTests {
         "warning: stereo.wav: 2 channels in a 1-channel lesson: averaged into one",
         "warning: silent.wav: clips.silent: silent: peak digital silence",
         "warning: loud.wav: clips.loud: clipped: ",
-        "warning: loud.wav: clips.loud: true peak 0.1 dBTP, over -1 dBTP",
+        "warning: loud.wav: clips.loud: true peak +0.1 dBTP, over -1 dBTP",
         "warning: loud.wav: clips.loud: integrated loudness -1.6 LUFS, 8.1 LU above the median of the lesson's 6 voice clips",
         "warning: unused.wav: no lesson uses this audio file",
     ]
