@@ -272,7 +272,7 @@ public struct ClipBank: Sendable {
         // By file, region and target: a clip many chains share is measured and copied once.
         var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
         for id in clipIDs {
-            guard var clip = clips[id], let spec = lesson.clips[id], let target = lesson.loudness[spec.bus] else { continue }
+            guard var clip = clips[id], let spec = lesson.clips[id], let target = lesson.loudness[lesson.loudnessBus(of: id)] else { continue }
             let key = "\(target) \(clip.audio.offset) \(clip.audio.frames) \(spec.file)"
             let done: (audio: ClipAudio, measured: Double?, gain: Double)
             if let cached = leveled[key] {

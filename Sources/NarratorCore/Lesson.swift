@@ -19,6 +19,14 @@ public struct Lesson: Sendable {
     /// The integrated loudness (LUFS, EBU R 128) each bus's clips are brought to when they load
     /// (`"loudness"`); a bus not named keeps its clips' own levels.
     public var loudness: [Bus: Double] = [:]
+    /// Clips some chain plays as a `music` item: they play on the music bus, whatever theirs.
+    public var musicItemClips: Set<String> = []
+
+    /// The bus clip `id` plays on, for its loudness: `music` when a chain plays it as a music
+    /// item, else its own.
+    public func loudnessBus(of id: String) -> Bus {
+        musicItemClips.contains(id) ? .music : clips[id]?.bus ?? .voice
+    }
 
     public struct ClipSpec: Sendable, Equatable {
         public let id: String
@@ -215,6 +223,7 @@ public struct Lesson: Sendable {
         }
 
         var chains: [String: [ChainItem]] = [:]
+        var musicItemClips: Set<String> = []
         for (id, entry) in try top.required("chains", in: root).object() {
             let cursors = try entry.array()
             var items: [ChainItem] = []
@@ -222,6 +231,7 @@ public struct Lesson: Sendable {
             for itemCursor in cursors {
                 items.append(try parseItem(itemCursor, rate: sampleRate))
             }
+            for case .music(let clip) in items { musicItemClips.insert(clip) }
             chains[id] = items
         }
 
@@ -259,7 +269,8 @@ public struct Lesson: Sendable {
 
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
-            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness)
+            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
+            musicItemClips: musicItemClips)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).

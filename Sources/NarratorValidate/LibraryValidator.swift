@@ -316,7 +316,8 @@ public struct LibraryValidator: Sendable {
                 .warning, .loudness, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot measure loudness: \(error.message)"))
             return findings
         }
-        let target = lesson.loudness[spec.bus]
+        let bus = lesson.loudnessBus(of: id)
+        let target = lesson.loudness[bus]
         let gain = target.map { loudness.gain(toReach: $0) } ?? 0
         if let peak = loudness.truePeak, peak + gain > Self.maxTruePeak {
             let played = String(format: "%+.1f dBTP", peak + gain)
@@ -328,7 +329,7 @@ public struct LibraryValidator: Sendable {
                 "true peak \(played)\(region)\(how), over \(String(format: "%.0f", Self.maxTruePeak)) dBTP: it may clip once encoded or resampled"))
         }
         if let integrated = loudness.integrated {
-            level = ClipLevel(lesson: lesson.path, id: id, file: spec.file, bus: spec.bus, integrated: integrated)
+            level = ClipLevel(lesson: lesson.path, id: id, file: spec.file, bus: bus, integrated: integrated)
         }
         return findings
     }

@@ -250,6 +250,22 @@ struct LoudnessTests {
         }
     }
 
+    /// A clip a chain plays as a `music` item plays on the music bus, whatever its own: it is
+    /// leveled to the music target, not the voice one.
+    @Test func aMusicItemTakesTheMusicTarget() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Self.speechAtLevels([20], in: dir)
+        let lesson = dir.write(
+            "lesson.json",
+            #"{"sampleRate": 48000, "loudness": {"voice": -18, "music": -33}, "clips": {"bed": {"file": "c20.wav"}}, "chains": {"x": [{"music": "bed"}, {"silence": 2.5}]}}"#)
+        let out = dir.file("x.wav")
+        let result = try run(Repo.narrator, ["render", lesson, "--chain", "x", "--format", "f32", "--output", out])
+        try #require(result.status == 0, "\(result.stderr)")
+        let measured = try Self.ffmpeg(out).integrated
+        #expect(abs(measured - -33) <= 0.5, "\(measured) LUFS, music target -33")
+    }
+
     /// The key's values are range-checked and its buses named; one line each, exit 1.
     @Test func badTargetsAreRefusedInOneLine() throws {
         let dir = TempDir()
