@@ -151,7 +151,10 @@ private final class Meter {
         self.state = state
     }
 
-    deinit { ebur128_destroy(&state) }
+    deinit {
+        // A refused init leaves no state, and libebur128 does not take a null one.
+        if state != nil { ebur128_destroy(&state) }
+    }
 
     func add(_ samples: UnsafeBufferPointer<Float>) throws(NarratorError) {
         guard let base = samples.baseAddress, samples.count >= sourceChannels else { return }
