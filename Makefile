@@ -4,9 +4,10 @@
 APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libasound2-dev libpulse-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
-	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev
+	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev
 # libsonic-dev: the time stretcher (render --speed, TimeStretcher); SoundTouch and Rubber Band are
 # only measured by scripts/compare-stretchers.py, which skips them when absent (docs/time-stretch.md).
+# libebur128-dev: loudness (inspect, validate, a lesson's "loudness" target; docs/loudness.md).
 # libpulse-dev: `--output pulse` (Sources/NarratorOutputs/Pulse), the native PulseAudio output.
 # tmux: the terminal view's tests run narrator in a tmux pane (TerminalViewTests).
 # lame, vorbis-tools (oggenc), opus-tools (opusenc) and flac: the encoders whose files the decoder is

@@ -44,14 +44,18 @@ let package = Package(
         .systemLibrary(
             name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
+        // libebur128 (MIT): EBU R 128 loudness, loudness range and true peak (docs/loudness.md).
+        .systemLibrary(
+            name: "CEbur128", path: "Sources/CEbur128", pkgConfig: "libebur128",
+            providers: [.apt(["libebur128-dev"])]),
         .systemLibrary(
             name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
             providers: [.apt(["librsvg2-dev"])]),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
-        // Clip decoding, resampling, time stretching (pitch kept) and file output.
-        .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic"]),
+        // Clip decoding, resampling, time stretching (pitch kept), loudness and file output.
+        .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic", "CEbur128"]),
         // Live playback: the engine (plan, mixer, audio clock, cue delivery when heard), the
         // `AudioOutput` protocol every backend fits, and the virtual output tests advance.
         // No C module: an app on another platform brings its own output.

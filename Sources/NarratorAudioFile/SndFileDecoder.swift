@@ -46,6 +46,24 @@ public struct SndFileDecoder: AudioDecoder {
             audioFrames: Frames.convert(info.frames, from: info.sampleRate, to: sampleRate), path: path)
     }
 
+    /// Audio in memory is measured as it plays (at the lesson rate); a streamed file is read
+    /// through its region at its own rate, as libsndfile decodes it.
+    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {
+        switch audio.source {
+        case .memory(let buffer):
+            let range = (audio.offset * buffer.channels)..<((audio.offset + audio.frames) * buffer.channels)
+            return try Loudness.measure(
+                UnsafeBufferPointer(rebasing: buffer.storage[range]), channels: buffer.channels, sampleRate: sampleRate,
+                outputChannels: outputChannels, file: "(decoded audio)"
+            ).integrated
+        case .stream(let file):
+            let rate = try SoundFileReader(path: file.path).sampleRate
+            let first = Frames.convert(audio.offset, from: sampleRate, to: rate)
+            let last = Frames.convert(audio.offset + audio.frames, from: sampleRate, to: rate)
+            return try Loudness.measure(path: file.path, region: first..<max(first, last), outputChannels: outputChannels).integrated
+        }
+    }
+
     public func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
         let file = try SoundFileReader(path: path)
         // The cap holds at both rates, so a converted clip is never larger than maxSeconds.
@@ -64,14 +82,22 @@ public struct AudioFileInfo: Sendable {
     public let sampleRate: Int
     public let channels: Int
     public let frames: Int
+    /// Its EBU R 128 figures (integrated, range, true peak), when asked for.
+    public let loudness: Loudness?
 
-    /// Reads the header and decodes the whole file, so that `frames` is what it really holds.
-    public init(path: String) throws(NarratorError) {
+    /// Reads the header and decodes the whole file, so that `frames` is what it really holds;
+    /// with `loudness`, measures it too.
+    public init(path: String, loudness measure: Bool = false) throws(NarratorError) {
         let file = try SoundFileReader(path: path)
         let samples = try file.readAll(maxFrames: SndFileDecoder.defaultMaxSeconds * file.sampleRate)
         format = file.formatDescription
         sampleRate = file.sampleRate
         channels = file.channels
         frames = samples.count / file.channels
+        loudness = measure
+            ? try samples.withUnsafeBufferPointer { samples throws(NarratorError) in
+                try Loudness.measure(samples, channels: file.channels, sampleRate: file.sampleRate, measures: .all, file: path)
+            }
+            : nil
     }
 }

@@ -189,6 +189,14 @@ private final class LaneReader {
                 }
             }
         }
+        // A lesson's loudness target: a constant factor (this thread feeds the ring, ahead of
+        // the real-time mixer).
+        if case .stream(let streamed) = voices[voiceIndex].audio.source, streamed.gain != 1 {
+            let gain = streamed.gain
+            converted.withUnsafeMutableBufferPointer { samples in
+                for index in samples.indices { samples[index] *= gain }
+            }
+        }
         if converted.count < frames * channels {
             converted.append(contentsOf: repeatElement(0, count: frames * channels - converted.count))
         }

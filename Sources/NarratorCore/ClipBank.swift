@@ -1,3 +1,5 @@
+import Foundation
+
 /// Decoded audio at the lesson's rate: interleaved samples, shared by every clip cut from the
 /// same file so that a file is decoded once however many regions and repeats play it.
 ///
@@ -32,11 +34,14 @@ public struct StreamedFile: Sendable, Hashable {
     public let channels: Int
     /// Its length at the lesson rate.
     public let frames: Int
+    /// A constant factor on every sample read (a lesson's loudness target); 1 leaves them be.
+    public var gain: Float = 1
 
-    public init(path: String, channels: Int, frames: Int) {
+    public init(path: String, channels: Int, frames: Int, gain: Float = 1) {
         self.path = path
         self.channels = channels
         self.frames = frames
+        self.gain = gain
     }
 }
 
@@ -75,6 +80,21 @@ public struct ClipAudio: Sendable {
         self.offset = offset
         self.frames = frames
     }
+
+    /// The same frames with every sample times `factor`: a buffer of its own for audio in
+    /// memory, a gain on the read for a streamed file. Lengths, and so every frame of a
+    /// schedule, stay as they were.
+    public func scaled(by factor: Float) -> ClipAudio {
+        switch source {
+        case .memory(let buffer):
+            let range = (offset * buffer.channels)..<((offset + frames) * buffer.channels)
+            let samples = buffer.storage[range].map { $0 * factor }
+            return ClipAudio(source: .memory(AudioBuffer(channels: buffer.channels, samples: samples)), offset: 0, frames: frames)
+        case .stream(var file):
+            file.gain *= factor
+            return ClipAudio(source: .stream(file), offset: offset, frames: frames)
+        }
+    }
 }
 
 /// Turns an audio file into samples at a given rate. Implemented with libsndfile and a real
@@ -86,11 +106,23 @@ public protocol AudioDecoder: Sendable {
     func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile?
     /// The file's cue markers, in frames at `sampleRate`, in the order the file lists them.
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker]
+    /// The integrated loudness (LUFS, EBU R 128) of a clip's audio as it plays, at
+    /// `sampleRate` in an output of `outputChannels`; nil when it has none (silent, or shorter
+    /// than one 400 ms block). Asked only of clips whose bus has a loudness target.
+    func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double?
 }
 
 extension AudioDecoder {
     public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? { nil }
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { [] }
+    public func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {
+        let path: String
+        switch audio.source {
+        case .memory: path = "(audio in memory)"
+        case .stream(let file): path = file.path
+        }
+        throw NarratorError(file: path, "this decoder cannot measure loudness (a lesson's \"loudness\" target needs it)")
+    }
 }
 
 /// A clip ready to schedule: its audio and its words, in frames from the clip's first frame.
@@ -104,6 +136,10 @@ public struct PreparedClip: Sendable {
     /// Pulses from the file's cue markers (`"markers": "pulses"`), in frames from the clip's
     /// first frame.
     public var pulses: [AudioMarker] = []
+    /// The gain in dB its audio got at load to reach its bus's loudness target (0 without one,
+    /// or when the clip is silent or too short to measure), and its loudness before (LUFS).
+    public var loudnessGain: Double = 0
+    public var measuredLoudness: Double? = nil
 }
 
 /// The clips of a lesson that a chain can reach, decoded and with their timings checked
@@ -219,6 +255,42 @@ public struct ClipBank: Sendable {
                 id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words,
                 sentences: Sentences.clip(fileSentences, to: words), pulses: pulses)
         }
+        if !lesson.loudness.isEmpty {
+            try level(&clips, lesson: lesson, clipIDs: clipIDs, decoder: decoder)
+        }
         return ClipBank(lesson: lesson, clips: clips)
+    }
+
+    /// Brings each clip on a bus with a loudness target to it: measured once as it plays (in
+    /// the output's channels: the lesson's, or the widest of its clips, as a schedule lays
+    /// them out), then every sample times one constant factor. A clip with no loudness
+    /// (silent, or under 400 ms) is left as it is. Lengths do not change, so neither do cues.
+    private static func level(
+        _ clips: inout [String: PreparedClip], lesson: Lesson, clipIDs: [String], decoder: some AudioDecoder
+    ) throws(NarratorError) {
+        let outputChannels = lesson.channels ?? clips.values.map(\.audio.channels).max() ?? 1
+        // By file, region and target: a clip many chains share is measured and copied once.
+        var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
+        for id in clipIDs {
+            guard var clip = clips[id], let spec = lesson.clips[id], let target = lesson.loudness[lesson.loudnessBus(of: id)] else { continue }
+            let key = "\(target) \(clip.audio.offset) \(clip.audio.frames) \(spec.file)"
+            let done: (audio: ClipAudio, measured: Double?, gain: Double)
+            if let cached = leveled[key] {
+                done = cached
+            } else {
+                let measured = try decoder.integratedLoudness(of: clip.audio, sampleRate: lesson.sampleRate, outputChannels: outputChannels)
+                if let measured {
+                    let gain = target - measured
+                    done = (clip.audio.scaled(by: Float(pow(10, gain / 20))), measured, gain)
+                } else {
+                    done = (clip.audio, nil, 0)
+                }
+                leveled[key] = done
+            }
+            clip = PreparedClip(
+                id: clip.id, audio: done.audio, words: clip.words, sentences: clip.sentences, pulses: clip.pulses,
+                loudnessGain: done.gain, measuredLoudness: done.measured)
+            clips[id] = clip
+        }
     }
 }

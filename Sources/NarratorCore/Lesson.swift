@@ -16,6 +16,17 @@ public struct Lesson: Sendable {
     public let activities: [String: Activity]
     /// How music is lowered under the voice.
     public let ducking: Ducking
+    /// The integrated loudness (LUFS, EBU R 128) each bus's clips are brought to when they load
+    /// (`"loudness"`); a bus not named keeps its clips' own levels.
+    public var loudness: [Bus: Double] = [:]
+    /// Clips some chain plays as a `music` item: they play on the music bus, whatever theirs.
+    public var musicItemClips: Set<String> = []
+
+    /// The bus clip `id` plays on, for its loudness: `music` when a chain plays it as a music
+    /// item, else its own.
+    public func loudnessBus(of id: String) -> Bus {
+        musicItemClips.contains(id) ? .music : clips[id]?.bus ?? .voice
+    }
 
     public struct ClipSpec: Sendable, Equatable {
         public let id: String
@@ -51,9 +62,13 @@ public struct Lesson: Sendable {
     }
 
     /// What a clip is, for the mix: narration, a sound effect, or music kept under the voice.
-    public enum Bus: String, Sendable, Equatable {
+    public enum Bus: String, Sendable, Equatable, Hashable, CaseIterable {
         case voice, sfx, music
     }
+
+    /// The loudness targets a lesson may ask for, in LUFS: from the absolute gate of
+    /// BS.1770 (−70) to full scale.
+    public static let loudnessTargets: ClosedRange<Double> = -70...0
 
     /// Music under the voice: lowered by `gain` (a factor, from decibels) with linear ramps
     /// that start at a voice clip's first frame (`attackFrames` down) and at the frame after
@@ -97,7 +112,7 @@ public struct Lesson: Sendable {
     /// The keys each object of a lesson may have (made once: a chain of a million items checks
     /// a million objects against them).
     enum Keys {
-        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking"]
+        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness"]
         static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
         static let sprites: Set<String> = ["map", "file", "bus"]
         static let pool: Set<String> = ["clips", "noRepeat"]
@@ -208,6 +223,7 @@ public struct Lesson: Sendable {
         }
 
         var chains: [String: [ChainItem]] = [:]
+        var musicItemClips: Set<String> = []
         for (id, entry) in try top.required("chains", in: root).object() {
             let cursors = try entry.array()
             var items: [ChainItem] = []
@@ -215,6 +231,7 @@ public struct Lesson: Sendable {
             for itemCursor in cursors {
                 items.append(try parseItem(itemCursor, rate: sampleRate))
             }
+            for case .music(let clip) in items { musicItemClips.insert(clip) }
             chains[id] = items
         }
 
@@ -241,6 +258,8 @@ public struct Lesson: Sendable {
                 releaseFrames: try seconds("release", standard.releaseFrames))
         }
 
+        let loudness = try top["loudness"].map { c throws(NarratorError) in try parseLoudness(c) } ?? [:]
+
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
             for (id, entry) in try activitiesCursor.object() {
@@ -250,7 +269,8 @@ public struct Lesson: Sendable {
 
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
-            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking)
+            clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
+            musicItemClips: musicItemClips)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).
@@ -263,6 +283,30 @@ public struct Lesson: Sendable {
             throw cursor.fail("expected seconds between 0 and \(Int(maxRegionSeconds)) (a day), got \(JSONCursor.describe(seconds))")
         }
         return seconds
+    }
+
+    /// `"loudness"`: one target in LUFS for every bus, or an object of targets by bus.
+    private static func parseLoudness(_ cursor: JSONCursor) throws(NarratorError) -> [Bus: Double] {
+        func target(_ cursor: JSONCursor) throws(NarratorError) -> Double {
+            let lufs = try cursor.number()
+            guard loudnessTargets.contains(lufs) else {
+                throw cursor.fail(
+                    "a loudness target is between \(Int(loudnessTargets.lowerBound)) and \(Int(loudnessTargets.upperBound)) LUFS, got \(JSONCursor.describe(lufs))")
+            }
+            return lufs
+        }
+        if case .number = cursor.value {
+            let lufs = try target(cursor)
+            return Dictionary(uniqueKeysWithValues: Bus.allCases.map { ($0, lufs) })
+        }
+        guard case .object = cursor.value else {
+            throw cursor.fail("expected a target in LUFS, or an object of targets by bus (voice, sfx, music)")
+        }
+        var targets: [Bus: Double] = [:]
+        for (name, value) in try cursor.object(allowing: Set(Bus.allCases.map(\.rawValue))) {
+            targets[Bus(rawValue: name)!] = try target(value)
+        }
+        return targets
     }
 
     private static func parseBus(_ cursor: JSONCursor) throws(NarratorError) -> Bus {

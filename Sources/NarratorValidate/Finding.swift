@@ -27,6 +27,12 @@ public struct Finding: Sendable, Equatable, Encodable {
         case transcript
         case silent
         case clipped
+        /// A clip whose integrated loudness (EBU R 128) is far from its lesson's other clips on
+        /// the same bus: a child hears the jump.
+        case loudness
+        /// A clip whose true peak, as it plays, is over −1 dBTP: it may clip once encoded or
+        /// resampled.
+        case truePeak = "true-peak"
         /// An MP3 without gapless information (no Xing/Info or VBRI header): it plays its
         /// encoder's delay and padding, silence before and after the sound.
         case gapless

@@ -13,9 +13,21 @@ public struct LibraryValidator: Sendable {
 
     /// Where the report's paths are relative to.
     public let base: String
+    /// How far, in LU, a clip's integrated loudness may be from the median of its lesson's
+    /// clips on the same bus before it is a warning.
+    public let loudnessTolerance: Double
 
-    public init(base: String = FileManager.default.currentDirectoryPath) {
+    /// The tolerance unless one is given: 3 LU, about what a listener notices between
+    /// consecutive clips.
+    public static let defaultLoudnessTolerance = 3.0
+    /// The tolerances accepted.
+    public static let loudnessTolerances: ClosedRange<Double> = 0.1...40
+    /// True peak over this, in dBTP, is a warning (EBU R 128's maximum for production).
+    public static let maxTruePeak = -1.0
+
+    public init(base: String = FileManager.default.currentDirectoryPath, loudnessTolerance: Double = defaultLoudnessTolerance) {
         self.base = base
+        self.loudnessTolerance = loudnessTolerance
     }
 
     /// What a run found, and what it looked at.
@@ -93,11 +105,16 @@ public struct LibraryValidator: Sendable {
 
         // Every clip as the player would prepare it, in parallel.
         let allScans = scans, failures = unreadable
-        let clipFindings = parallelMap(clipWork) { work -> [Finding] in
+        var outputs: [String: Int] = [:]
+        for lesson in lessons { outputs[lesson.path] = outputChannels(of: lesson, scans: scans) }
+        let outputChannels = outputs
+        let clipResults = parallelMap(clipWork) { work -> ClipResult in
             defer { tick() }
-            return check(clip: work.1, of: work.0, scans: allScans, unreadable: failures)
+            return check(
+                clip: work.1, of: work.0, scans: allScans, unreadable: failures, outputChannels: outputChannels[work.0.path] ?? 1)
         }
-        findings += clipFindings.flatMap { $0 }
+        findings += clipResults.flatMap(\.findings)
+        findings += loudnessOutliers(clipResults.compactMap(\.level), lessons: lessons)
 
         // Per lesson: references, rates and channels, clips nothing plays.
         var used: Set<String> = []
@@ -204,9 +221,40 @@ public struct LibraryValidator: Sendable {
 
     // MARK: - Checks
 
+    /// What the check of one clip found, and its loudness for the lesson-wide comparison.
+    private struct ClipResult: Sendable {
+        var findings: [Finding]
+        var level: ClipLevel? = nil
+    }
+
+    /// A clip's integrated loudness, for comparing it with the other clips of its lesson and bus.
+    private struct ClipLevel: Sendable {
+        let lesson: String
+        let id: String
+        let file: String
+        let bus: Lesson.Bus
+        let integrated: Double
+    }
+
     /// A clip: its audio readable, prepared as the player would (region, timings, markers),
-    /// its words against its transcript, its level.
-    private func check(clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError]) -> [Finding] {
+    /// its words against its transcript, its level and its loudness.
+    private func check(
+        clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError], outputChannels: Int
+    ) -> ClipResult {
+        var level: ClipLevel?
+        let findings = check(clip: id, of: lesson, scans: scans, unreadable: unreadable, outputChannels: outputChannels, level: &level)
+        return ClipResult(findings: findings, level: level)
+    }
+
+    /// The channels a lesson plays on: its own, or the widest of its audio files.
+    private func outputChannels(of lesson: Lesson, scans: [String: AudioScan]) -> Int {
+        lesson.channels ?? Set(lesson.clips.values.map { canonical($0.file) }).compactMap { scans[$0]?.channels }.max() ?? 1
+    }
+
+    private func check(
+        clip id: String, of lesson: Lesson, scans: [String: AudioScan], unreadable: [String: NarratorError], outputChannels: Int,
+        level: inout ClipLevel?
+    ) -> [Finding] {
         let name = display(lesson.path)
         let spec = lesson.clips[id]!
         let file = canonical(spec.file)
@@ -255,6 +303,60 @@ public struct LibraryValidator: Sendable {
                 .warning, .clipped, lesson: name, file: display(spec.file), place: "clips.\(id)",
                 "clipped\(region): \(Wording.count(clips, "run")) of \(AudioScan.clipRun)+ samples at full scale"))
         }
+
+        // Loudness (EBU R 128) over the same region, as it plays on the lesson's channels: its
+        // true peak (with the lesson's loudness gain, if its bus has a target), and its
+        // integrated loudness for the comparison with the lesson's other clips.
+        guard !range.isEmpty else { return findings }
+        let loudness: Loudness
+        do {
+            loudness = try Loudness.measure(path: spec.file, region: range, measures: .truePeak, outputChannels: outputChannels)
+        } catch {
+            findings.append(Finding(
+                .warning, .loudness, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot measure loudness: \(error.message)"))
+            return findings
+        }
+        let bus = lesson.loudnessBus(of: id)
+        let target = lesson.loudness[bus]
+        let gain = target.map { loudness.gain(toReach: $0) } ?? 0
+        if let peak = loudness.truePeak, peak + gain > Self.maxTruePeak {
+            let played = String(format: "%+.1f dBTP", peak + gain)
+            let how = gain == 0
+                ? ""
+                : " with the lesson's loudness gain of \(Loudness.decibels(gain)) dB (\(String(format: "%.1f", peak)) dBTP as recorded)"
+            findings.append(Finding(
+                .warning, .truePeak, lesson: name, file: display(spec.file), place: "clips.\(id)",
+                "true peak \(played)\(region)\(how), over \(String(format: "%.0f", Self.maxTruePeak)) dBTP: it may clip once encoded or resampled"))
+        }
+        if let integrated = loudness.integrated {
+            level = ClipLevel(lesson: lesson.path, id: id, file: spec.file, bus: bus, integrated: integrated)
+        }
+        return findings
+    }
+
+    /// Clips whose integrated loudness is more than `loudnessTolerance` from the median of
+    /// their lesson's clips on the same bus. A bus with a loudness target is left out: its
+    /// clips are brought to the target when they load.
+    private func loudnessOutliers(_ levels: [ClipLevel], lessons: [Lesson]) -> [Finding] {
+        var findings: [Finding] = []
+        let targets = Dictionary(lessons.map { ($0.path, $0.loudness) }, uniquingKeysWith: { a, _ in a })
+        let groups = Dictionary(grouping: levels) { "\($0.lesson)\u{0}\($0.bus.rawValue)" }
+        for key in groups.keys.sorted() {
+            let group = groups[key]!.sorted { $0.id < $1.id }
+            guard let first = group.first, targets[first.lesson]?[first.bus] == nil else { continue }
+            let sorted = group.map(\.integrated).sorted()
+            let middle = sorted.count / 2
+            let median = sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+            for clip in group where abs(clip.integrated - median) > loudnessTolerance {
+                let distance = clip.integrated - median
+                findings.append(Finding(
+                    .warning, .loudness, lesson: display(clip.lesson), file: display(clip.file), place: "clips.\(clip.id)",
+                    String(
+                        format: "integrated loudness %.1f LUFS, %.1f LU %@ the median of the lesson's %d %@ clips (%.1f LUFS; tolerance %@ LU)",
+                        clip.integrated, abs(distance), distance > 0 ? "above" : "below", group.count, clip.bus.rawValue, median,
+                        JSONCursor.describe(loudnessTolerance))))
+            }
+        }
         return findings
     }
 
@@ -280,7 +382,7 @@ public struct LibraryValidator: Sendable {
 
         // One finding per file and lesson, however many clips cut it into regions.
         let files = Set(lesson.clips.values.map { canonical($0.file) }).sorted()
-        let outputChannels = lesson.channels ?? files.compactMap { scans[$0]?.channels }.max() ?? 1
+        let outputChannels = outputChannels(of: lesson, scans: scans)
         for file in files {
             guard let scan = scans[file] else { continue }
             if scan.sampleRate != lesson.sampleRate {
@@ -363,6 +465,9 @@ private struct ScannedDecoder: AudioDecoder {
         return StreamedFile(
             path: path, channels: scan.channels, frames: Frames.convert(scan.frames, from: scan.sampleRate, to: sampleRate))
     }
+
+    /// Nothing is leveled while validating: loudness is measured by the validator itself.
+    func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? { nil }
 
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] {
         guard let scan = scans[canonicalPath(path)] else { return [] }

@@ -233,8 +233,12 @@ struct Cues: ParsableCommand {
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print an audio file's format, rate, channels, frames and duration, and its word timings in frames.",
+        abstract: "Print an audio file's format, rate, channels, frames, duration and loudness, and its word timings in frames.",
         discussion: """
+            Loudness is EBU R 128 (libebur128): integrated loudness in LUFS, loudness range in \
+            LU, true peak in dBTP; "n/a" for audio shorter than a 400 ms block (3 s for the \
+            range), "-inf" for silence.
+
             Example:
               narrator inspect Audio/fixtures/sentence.wav --timings Timings/fixtures/sentence.txt
             """)
@@ -247,7 +251,7 @@ struct Inspect: ParsableCommand {
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            let info = try AudioFileInfo(path: file)
+            let info = try AudioFileInfo(path: file, loudness: true)
             var lines = [
                 "file:        \(file)",
                 "format:      \(info.format)",
@@ -256,6 +260,11 @@ struct Inspect: ParsableCommand {
                 "frames:      \(info.frames)",
                 "duration:    \(String(format: "%.6f", Frames.seconds(info.frames, rate: info.sampleRate))) s",
             ]
+            if let loudness = info.loudness {
+                lines.append("loudness:    \(loudness.integratedText)\(loudness.integrated == nil ? "" : " integrated (EBU R 128)")")
+                lines.append("range:       \(loudness.rangeText)")
+                lines.append("true peak:   \(loudness.truePeakText)")
+            }
             if let timings {
                 let words = try WordTimings.load(path: timings, rate: info.sampleRate)
                 if let late = words.first(where: { $0.endFrame > info.frames }) {

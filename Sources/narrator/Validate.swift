@@ -13,8 +13,11 @@ struct Validate: ParsableCommand {
             files, unreadable audio or JSON, lesson keys and references, timings that overlap or \
             run past their audio, timing words that differ from a clip's "transcript". Warnings: \
             audio at another rate or channel count than its lesson, silent clips (peak under \
-            -60 dBFS), clipped ones (runs of 3 samples at full scale), clips no chain plays, \
-            audio files no lesson uses.
+            -60 dBFS), clipped ones (runs of 3 samples at full scale), clips whose integrated \
+            loudness (EBU R 128) is more than --loudness-tolerance LU from the median of their \
+            lesson's clips on the same bus (unless the lesson sets a "loudness" target for it), \
+            clips whose true peak as they play is over -1 dBTP, clips no chain plays, audio \
+            files no lesson uses.
             Exit status: 1 when there are errors, 0 with warnings only.
 
             Example:
@@ -30,14 +33,20 @@ struct Validate: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Draw a progress bar on stderr (default: when stderr is a terminal).")
     var progress: Bool?
 
+    @Option(help: "Warn when a clip's integrated loudness is more than this many LU from the median of its lesson's clips on the same bus (0.1 to 40; default 3).")
+    var loudnessTolerance: Double = LibraryValidator.defaultLoudnessTolerance
+
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one lesson file or folder") }
+        guard loudnessTolerance.isFinite, LibraryValidator.loudnessTolerances.contains(loudnessTolerance) else {
+            throw ValidationError("--loudness-tolerance must be between 0.1 and 40 LU, got \(loudnessTolerance)")
+        }
     }
 
     func run() throws {
         let started = ContinuousClock.now
         let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
-        let report = LibraryValidator().validate(paths: paths) { done, total in bar.draw(done, total) }
+        let report = LibraryValidator(loudnessTolerance: loudnessTolerance).validate(paths: paths) { done, total in bar.draw(done, total) }
         bar.finish()
         let elapsed = ContinuousClock.now - started
 

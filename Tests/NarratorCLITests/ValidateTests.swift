@@ -64,6 +64,8 @@ struct ValidateTests {
         "warning: stereo.wav: 2 channels in a 1-channel lesson: averaged into one",
         "warning: silent.wav: clips.silent: silent: peak digital silence",
         "warning: loud.wav: clips.loud: clipped: ",
+        "warning: loud.wav: clips.loud: true peak +0.1 dBTP, over -1 dBTP",
+        "warning: loud.wav: clips.loud: integrated loudness -1.6 LUFS, 8.1 LU above the median of the lesson's 6 voice clips",
         "warning: unused.wav: no lesson uses this audio file",
     ]
 
@@ -78,14 +80,15 @@ struct ValidateTests {
         for expected in Self.expectedLines {
             #expect(lines.contains { $0.hasPrefix(expected) }, "missing: \(expected)\n\(result.stdout)")
         }
-        // Only what was planted: 7 errors (the misheard transcript, not the good one), 6 warnings.
+        // Only what was planted: 7 errors (the misheard transcript, not the good one), 8 warnings
+        // (the clipped clip is also too loud and peaks over -1 dBTP).
         #expect(lines.filter { $0.hasPrefix("error: ") }.count == 7, "\(result.stdout)")
-        #expect(lines.filter { $0.hasPrefix("warning: ") }.count == 6, "\(result.stdout)")
+        #expect(lines.filter { $0.hasPrefix("warning: ") }.count == 8, "\(result.stdout)")
         #expect(!result.stdout.contains("clips.good:"), "the good clip has no finding")
-        #expect(lines.contains { $0.hasPrefix("lesson.json ") && $0.split(separator: " ").suffix(4) == ["11", "7", "6", "5"] }, "\(result.stdout)")
+        #expect(lines.contains { $0.hasPrefix("lesson.json ") && $0.split(separator: " ").suffix(4) == ["11", "7", "6", "7"] }, "\(result.stdout)")
         #expect(lines.contains { $0.split(separator: " ") == ["transcript", "1", "0"] })
         #expect(lines.contains { $0.split(separator: " ") == ["unreferenced", "0", "2"] })
-        #expect(lines.last?.hasPrefix("7 errors, 6 warnings: 1 lesson, 8 audio files in ") == true, "\(lines.last ?? "")")
+        #expect(lines.last?.hasPrefix("7 errors, 8 warnings: 1 lesson, 8 audio files in ") == true, "\(lines.last ?? "")")
     }
 
     @Test func jsonForMachines() throws {
@@ -95,13 +98,13 @@ struct ValidateTests {
         let result = try run(Repo.narrator, ["validate", "--json", "."], cwd: dir.path)
         #expect(result.status == 1)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect(report["errors"] as? Int == 7 && report["warnings"] as? Int == 6)
+        #expect(report["errors"] as? Int == 7 && report["warnings"] as? Int == 8)
         let findings = try #require(report["findings"] as? [[String: Any]])
         let checks = findings.map { "\($0["severity"]!) \($0["check"]!)" }.sorted()
         #expect(checks == [
             "error lesson", "error missing", "error timings", "error timings", "error transcript", "error unreadable",
-            "error unreadable", "warning channels", "warning clipped", "warning sample-rate", "warning silent",
-            "warning unreferenced", "warning unreferenced",
+            "error unreadable", "warning channels", "warning clipped", "warning loudness", "warning sample-rate",
+            "warning silent", "warning true-peak", "warning unreferenced", "warning unreferenced",
         ])
         let misheard = try #require(findings.first { $0["check"] as? String == "transcript" })
         #expect(misheard["lesson"] as? String == "lesson.json" && misheard["place"] as? String == "clips.misheard")
