@@ -169,7 +169,7 @@ struct Render: ParsableCommand {
     @Option(help: "Sample format of a .wav: s16 (16-bit integer, the default) or f32 (32-bit float). A .flac is 16-bit; lossy codecs take none.")
     var format: OutputFormat?
 
-    @Option(help: "For .ogg, .opus and .mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's (about 0.4 to 0.5).")
+    @Option(help: "For .ogg, .opus and .mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's for each codec (docs/formats.md lists sizes).")
     var quality: Double?
 
     @Option(help: "Playback speed, 0.5 to 2.0, pitch kept (with --chain).")
