@@ -116,8 +116,12 @@ struct Packer {
         let everything = lessonPaths.map(canonical) + audioOrder + others.sorted()
         let base = commonFolder(everything)
         let out = URL(fileURLWithPath: destination).standardizedFileURL.path
-        if out == base || out.hasPrefix(base + "/") && everything.contains(where: { $0.hasPrefix(out + "/") }) || base.hasPrefix(out + "/") {
-            throw NarratorError(file: destination, "holds the library's own files (\(base)): choose a folder outside it")
+        // Outside the library (a second pack would take the first's lessons for its own) and
+        // outside every folder the lessons' files are in.
+        if out == root || out.hasPrefix(root + "/") || out == base || base.hasPrefix(out + "/")
+            || everything.contains(where: { $0.hasPrefix(out + "/") })
+        {
+            throw NarratorError(file: destination, "holds the library or its files (\(base)): choose a folder outside it")
         }
         func mirrored(_ path: String) -> String { out + String(path.dropFirst(base.count)) }
 
@@ -151,7 +155,14 @@ struct Packer {
             jobs.append(AudioJob(source: file, target: target, rate: rate, copy: false))
         }
         var targets: [String: String] = [:]
-        for job in jobs { targets[job.source] = job.target }
+        var sources: [String: String] = [:]
+        for job in jobs {
+            if let other = sources[job.target] {
+                throw NarratorError(file: job.source, "and \(other) would both become \(job.target): rename one")
+            }
+            sources[job.target] = job.source
+            targets[job.source] = job.target
+        }
 
         // Folders, then the audio in parallel on every core.
         for path in jobs.map(\.target) + others.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
