@@ -201,25 +201,36 @@ struct Packer {
             try AtomicFile.write(try InputFile.read(path: path, limit: 1 << 40), to: mirrored(path))
         }
 
-        // The lessons, pointing at the new files; then every chain's cue sheet compared.
-        var lines: [(String, Int, Int)] = []
-        for (path, lesson) in zip(lessonPaths, lessons) {
-            let newPath = mirrored(canonical(path))
+        // The lessons, pointing at the new files; then every chain's cue sheet compared, the
+        // lessons in parallel (each loads its clips twice: the original and the packed).
+        let newPaths = lessonPaths.map { mirrored(canonical($0)) }
+        for (path, newPath) in zip(lessonPaths, newPaths) {
             try rewrite(lesson: path, to: newPath, targets: targets, mirrored: mirrored)
-            let before = NarratorLesson(lesson)
-            let after = try NarratorLesson(path: newPath)
-            for chain in lesson.chains.keys.sorted() {
-                let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
-                let new = try after.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
-                guard old == new else {
-                    throw NarratorError(file: newPath, place: "chains.\(chain)", "its cue sheet differs from the original's after packing")
+        }
+        let seed = seed
+        let checks = parallel(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
+            defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
+            do throws(NarratorError) {
+                let before = NarratorLesson(lesson)
+                let after = try NarratorLesson(path: newPath)
+                for chain in lesson.chains.keys.sorted() {
+                    let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                    let new = try after.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                    guard old == new else {
+                        return NarratorError(file: newPath, place: "chains.\(chain)", "its cue sheet differs from the original's after packing")
+                    }
                 }
+                return nil
+            } catch {
+                return error
             }
+        }
+        if let failure = checks.compactMap({ $0 }).first { throw failure }
+        let lines = zip(lessonPaths, lessons).map { path, lesson in
             let files = Set(lesson.clips.values.map { canonical($0.file) })
-            lines.append((
+            return (
                 String(path.dropFirst(root.count).drop { $0 == "/" }),
-                files.map { size($0) }.reduce(0, +), files.map { size(targets[$0]!) }.reduce(0, +)))
-            progress(done.add(1, ordering: .relaxed).newValue, total)
+                files.map { size($0) }.reduce(0, +), files.map { size(targets[$0]!) }.reduce(0, +))
         }
         let allBefore = jobs.map { size($0.source) }.reduce(0, +)
         let allAfter = jobs.map { size($0.target) }.reduce(0, +)
