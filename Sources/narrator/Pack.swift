@@ -63,7 +63,7 @@ struct Pack: ParsableCommand {
             } catch {
                 throw NarratorError(file: "--quality", error.message)
             }
-            let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
+            let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1), label: "packing")
             let report = try Packer(library: library, destination: to, type: format.type, quality: quality, seed: seed)
                 .run { done, total in bar.draw(done, total) }
             bar.finish()
