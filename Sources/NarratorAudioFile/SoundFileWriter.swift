@@ -11,39 +11,165 @@ public enum OutputFormat: String, Sendable, CaseIterable {
     case f32
 }
 
-/// Writes a WAV file that appears under its name only when complete (through `AtomicFile`):
-/// samples go to a hidden file beside it, which is renamed over the target at `finish()` and
-/// removed on failure. It installs no signal handler: the executable removes what
-/// `PartialFiles` lists when a signal ends it.
+/// The kinds of file Narrator writes, named by the output's extension (letter case ignored:
+/// `.MP3` is `.mp3`). Anything else is refused before a file is opened, so a name never gets
+/// audio of a kind its extension does not say.
+public enum AudioFileType: String, Sendable, CaseIterable {
+    /// RIFF WAVE (RF64 past 4 GiB), 16-bit integer or 32-bit float.
+    case wav
+    /// FLAC, 16-bit: lossless, the samples of the 16-bit WAV.
+    case flac
+    /// Ogg Vorbis (`.ogg`).
+    case vorbis = "ogg"
+    /// Ogg Opus (`.opus`), at 8, 12, 16, 24 or 48 kHz only.
+    case opus
+    /// MPEG-1/2 Layer III (`.mp3`), with a Xing/LAME header giving its exact length.
+    case mp3
+
+    /// The rates an Opus stream can be encoded at (RFC 6716).
+    public static let opusRates = [8000, 12000, 16000, 24000, 48000]
+    /// The rates MPEG audio has (MPEG-1, 2 and 2.5).
+    public static let mp3Rates = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000]
+
+    /// The type `path`'s extension names.
+    public init(path: String) throws(NarratorError) {
+        let ext = URL(fileURLWithPath: path).pathExtension
+        guard let type = AudioFileType(rawValue: ext.lowercased()) else {
+            let what = ext.isEmpty ? "has no extension" : "has the extension '.\(ext)'"
+            throw NarratorError(
+                file: path, "\(what): the extension chooses what is written: .wav, .flac, .ogg (Vorbis), .opus or .mp3")
+        }
+        self = type
+    }
+
+    /// "Ogg Vorbis".
+    public var name: String {
+        switch self {
+        case .wav: "WAV"
+        case .flac: "FLAC"
+        case .vorbis: "Ogg Vorbis"
+        case .opus: "Ogg Opus"
+        case .mp3: "MP3"
+        }
+    }
+
+    /// Lossy codecs take the mixer's floats as they are, and a quality.
+    public var isLossy: Bool { self == .vorbis || self == .opus || self == .mp3 }
+
+    /// Checks what can be checked before anything is rendered: `format` (FLAC holds integers;
+    /// a lossy codec is given the mixer's floats, whatever `format` says) and `quality`
+    /// (0…1, lossy codecs only).
+    public func check(format: OutputFormat, quality: Double?, path: String) throws(NarratorError) {
+        if self == .flac && format == .f32 {
+            throw NarratorError(file: path, "FLAC holds integer samples: it is written 16-bit (s16), not f32")
+        }
+        guard let quality else { return }
+        guard isLossy else {
+            throw NarratorError(
+                file: path, "\(name) is lossless and takes no quality setting (only .ogg, .opus and .mp3 do)")
+        }
+        guard quality.isFinite, (0...1).contains(quality) else {
+            throw NarratorError(file: path, "quality \(quality) is out of range: from 0 (smallest file) to 1 (best sound)")
+        }
+    }
+
+    /// Checks that the type can hold audio at `sampleRate` with `channels`.
+    public func check(sampleRate: Int, channels: Int, path: String) throws(NarratorError) {
+        switch self {
+        case .opus where !Self.opusRates.contains(sampleRate):
+            throw NarratorError(
+                file: path,
+                "Opus is encoded at 8000, 12000, 16000, 24000 or 48000 Hz, and this audio is \(sampleRate) Hz: write .ogg, .mp3 or .flac, or give the lesson one of those rates")
+        case .mp3 where !Self.mp3Rates.contains(sampleRate):
+            throw NarratorError(
+                file: path, "MP3 has no \(sampleRate) Hz (it has 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 and 48000 Hz)")
+        case .mp3 where channels > 2:
+            throw NarratorError(file: path, "MP3 holds one or two channels, this audio has \(channels)")
+        case .flac where channels > 8:
+            throw NarratorError(file: path, "FLAC holds at most 8 channels, this audio has \(channels)")
+        default: return
+        }
+    }
+
+    /// libsndfile's format code.
+    func libsndfileFormat(_ format: OutputFormat) -> Int32 {
+        switch self {
+        // RF64 that libsndfile turns back into a plain WAV header when the file stays under
+        // 4 GiB: every usual render is an ordinary WAV, and a longer one is still correct.
+        case .wav: Int32(SF_FORMAT_RF64) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
+        case .flac: Int32(SF_FORMAT_FLAC) | Int32(SF_FORMAT_PCM_16)
+        case .vorbis: Int32(SF_FORMAT_OGG) | Int32(SF_FORMAT_VORBIS)
+        case .opus: Int32(SF_FORMAT_OGG) | Int32(SF_FORMAT_OPUS)
+        case .mp3: Int32(SF_FORMAT_MPEG) | Int32(SF_FORMAT_MPEG_LAYER_III)
+        }
+    }
+}
+
+/// Writes an audio file of the type its extension names (`AudioFileType`) that appears under
+/// its name only when complete (through `AtomicFile`): samples go to a hidden file beside it,
+/// which is renamed over the target at `finish()` and removed on failure. It installs no
+/// signal handler: the executable removes what `PartialFiles` lists when a signal ends it.
+///
+/// What is written decodes to exactly the frames given, at their places: libsndfile writes
+/// the codec's delay and the end's padding into each container (Opus pre-skip and the final
+/// granule position, Vorbis's final granule position, the LAME header's delay and padding in
+/// MP3's Xing frame), which libsndfile and ffmpeg both trim (docs/formats.md has the figures).
 public final class SoundFileWriter {
     public let path: String
+    public let type: AudioFileType
     private let output: AtomicFile
     private var handle: OpaquePointer?
     private let channels: Int
-    private let format: OutputFormat
+    /// Whether samples go to libsndfile as 16-bit integers (WAV and FLAC s16) or as floats.
+    private let writesInt16: Bool
     /// Scratch for float → int16 conversion, sized for `maxFrames` per write.
     private var scratch: [Int16]
 
-    public init(path: String, sampleRate: Int, channels: Int, format: OutputFormat, maxFrames: Int = 8192) throws(NarratorError) {
+    /// Opens `path` for audio at `sampleRate` with `channels`, of the type its extension
+    /// names. `format` is the sample format of WAV (FLAC is always 16-bit; lossy codecs are
+    /// given floats); `quality`, 0 (smallest) to 1 (best), is for Vorbis, Opus and MP3 only
+    /// (nil: libsndfile's default). Every check is made before the file is created.
+    public init(
+        path: String, sampleRate: Int, channels: Int, format: OutputFormat, quality: Double? = nil, maxFrames: Int = 8192
+    ) throws(NarratorError) {
+        let type = try AudioFileType(path: path)
+        try type.check(format: format, quality: quality, path: path)
+        try type.check(sampleRate: sampleRate, channels: channels, path: path)
         self.path = path
+        self.type = type
         self.channels = channels
-        self.format = format
-        scratch = format == .s16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
+        writesInt16 = !type.isLossy && format == .s16
+        scratch = writesInt16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
         output = try AtomicFile(path: path)
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
-        // RF64 that libsndfile turns back into a plain WAV header when the file stays under
-        // 4 GiB: every usual render is an ordinary WAV, and a longer one is still correct.
-        info.format = Int32(SF_FORMAT_RF64) | Int32(format == .s16 ? SF_FORMAT_PCM_16 : SF_FORMAT_FLOAT)
+        info.format = type.libsndfileFormat(format)
         // libsndfile writes to the hidden file's descriptor, which stays AtomicFile's to close.
         guard let handle = sf_open_fd(output.descriptor, Int32(SFM_WRITE), &info, 0) else {
-            let reason = String(cString: sf_strerror(nil))
+            let failure = Self.failure(path, "cannot write", nil)
             output.discard()
-            throw NarratorError(file: path, "cannot write (libsndfile: \(reason))")
+            throw failure
         }
-        sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE))
         self.handle = handle
+        switch type {
+        case .wav:
+            sf_command(handle, Int32(SFC_RF64_AUTO_DOWNGRADE), nil, Int32(SF_TRUE))
+        case .flac:
+            break
+        case .vorbis, .opus, .mp3:
+            if var quality {
+                // libsndfile maps it to each codec's own scale (Vorbis quality, Opus bitrate,
+                // LAME's VBR quality). Its result is no success flag for MP3 (SF_FALSE at
+                // quality 0, which still takes effect); the tests check that it does.
+                sf_command(handle, Int32(SFC_SET_VBR_ENCODING_QUALITY), &quality, Int32(MemoryLayout<Double>.size))
+            }
+        }
+    }
+
+    /// The one place libsndfile's errors become Narrator's: `what` failed, and why.
+    private static func failure(_ path: String, _ what: String, _ handle: OpaquePointer?) -> NarratorError {
+        NarratorError(file: path, "\(what) (libsndfile: \(String(cString: sf_strerror(handle))))")
     }
 
     deinit { abandon() }
@@ -52,24 +178,24 @@ public final class SoundFileWriter {
     public func write(_ samples: UnsafeBufferPointer<Float>, frames: Int) throws(NarratorError) {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         let written: Int
-        switch format {
-        case .f32:
-            written = Int(sf_writef_float(handle, samples.baseAddress, sf_count_t(frames)))
-        case .s16:
+        if writesInt16 {
             precondition(frames * channels <= scratch.count)
             written = scratch.withUnsafeMutableBufferPointer { out in
                 SampleConversion.toInt16(samples.baseAddress!, out.baseAddress!, count: frames * channels)
                 return Int(sf_writef_short(handle, out.baseAddress, sf_count_t(frames)))
             }
+        } else {
+            written = Int(sf_writef_float(handle, samples.baseAddress, sf_count_t(frames)))
         }
         if written != frames {
-            let reason = String(cString: sf_strerror(handle))
+            let failure = Self.failure(path, "write failed", handle)
             abandon()
-            throw NarratorError(file: path, "write failed (libsndfile: \(reason))")
+            throw failure
         }
     }
 
-    /// Closes the file and moves it into place.
+    /// Closes the file (the encoder writes its last packets and the length headers) and
+    /// moves it into place.
     public func finish() throws(NarratorError) {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         self.handle = nil
@@ -95,9 +221,10 @@ public final class SoundFileWriter {
 public enum OfflineRenderer {
     public static let blockFrames = 4096
 
-    public static func render(_ schedule: Schedule, to path: String, format: OutputFormat) throws(NarratorError) {
+    /// Renders `schedule` to `path`, of the type its extension names (`SoundFileWriter`).
+    public static func render(_ schedule: Schedule, to path: String, format: OutputFormat, quality: Double? = nil) throws(NarratorError) {
         let writer = try SoundFileWriter(
-            path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format,
+            path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format, quality: quality,
             maxFrames: blockFrames)
         do throws(NarratorError) {
             try render(schedule) { samples, frames throws(NarratorError) in try writer.write(samples, frames: frames) }
@@ -113,15 +240,18 @@ public enum OfflineRenderer {
     /// (Sonic's last few frames past that are cut, or silence added to it), and timeline frame
     /// `f` is heard at its frame `TimeStretcher.outputFrame(forInput: f, speed: speed)`. At
     /// speed 1 this is `render(_:to:format:)`, sample for sample.
-    public static func render(_ schedule: Schedule, to path: String, format: OutputFormat, speed: Double) throws(NarratorError) {
+    public static func render(
+        _ schedule: Schedule, to path: String, format: OutputFormat, quality: Double? = nil, speed: Double
+    ) throws(NarratorError) {
         try TimeStretcher.check(speed)
-        if speed == 1 { return try render(schedule, to: path, format: format) }
+        if speed == 1 { return try render(schedule, to: path, format: format, quality: quality) }
         let channels = schedule.channels
         let total = TimeStretcher.outputFrame(forInput: schedule.frames, speed: speed)
         let stretcher = try TimeStretcher(
             rate: schedule.sampleRate, channels: channels, speed: speed, maxFeedFrames: blockFrames)
         let writer = try SoundFileWriter(
-            path: path, sampleRate: schedule.sampleRate, channels: channels, format: format, maxFrames: blockFrames)
+            path: path, sampleRate: schedule.sampleRate, channels: channels, format: format, quality: quality,
+            maxFrames: blockFrames)
         let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * channels)
         defer { block.deallocate() }
         var written = 0

@@ -111,15 +111,18 @@ public struct PreparedProgram: Sendable {
     /// The cues, in order: what the app shows and when (frames at the lesson's rate).
     public var cues: [Cue] { schedule.cues }
 
-    /// Renders to a WAV file (complete or absent, never partial).
-    public func render(to path: String, format: OutputFormat = .s16) throws(NarratorError) {
-        try OfflineRenderer.render(schedule, to: path, format: format)
+    /// Renders to an audio file (complete or absent, never partial) of the type its extension
+    /// names: .wav, .flac, .ogg (Vorbis), .opus or .mp3 (`AudioFileType`; anything else is
+    /// refused before rendering). `format` is WAV's sample format; `quality` (0…1) is for the
+    /// lossy codecs. Each decodes to exactly the schedule's frames (docs/formats.md).
+    public func render(to path: String, format: OutputFormat = .s16, quality: Double? = nil) throws(NarratorError) {
+        try OfflineRenderer.render(schedule, to: path, format: format, quality: quality)
     }
 
-    /// Renders to a WAV file at `speed` (0.5…2.0) with the pitch kept (a `TimeStretcher`):
-    /// `cueSheet(speed:)` says where each cue is in it. Speed 1 is `render(to:format:)`.
-    public func render(to path: String, format: OutputFormat = .s16, speed: Double) throws(NarratorError) {
-        try OfflineRenderer.render(schedule, to: path, format: format, speed: speed)
+    /// Renders at `speed` (0.5…2.0) with the pitch kept (a `TimeStretcher`):
+    /// `cueSheet(speed:)` says where each cue is in it. Speed 1 is `render(to:format:quality:)`.
+    public func render(to path: String, format: OutputFormat = .s16, quality: Double? = nil, speed: Double) throws(NarratorError) {
+        try OfflineRenderer.render(schedule, to: path, format: format, quality: quality, speed: speed)
     }
 
     /// The cue sheet (JSON) of the audio `render(to:format:speed:)` writes: every frame (a

@@ -9,7 +9,7 @@ struct Narrator: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
-        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Timings.self, Synth.self, Validate.self, Plot.self])
+        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Timings.self, Synth.self, Validate.self, Plot.self, Pack.self])
 
     /// Usage errors, like bad input, exit with status 1 and one line; --help exits 0.
     static func main() {
@@ -142,14 +142,17 @@ extension InterruptionPolicy: ExpressibleByArgument {
 
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Render a chain to an audio file, and optionally its cue sheet.",
+        abstract: "Render a chain to an audio file (.wav, .flac, .ogg, .opus or .mp3), and optionally its cue sheet.",
         discussion: """
             Clips play back to back with no gap; every offset is exact to the frame. The output \
-            appears only once it is complete.
+            appears only once it is complete. Its extension chooses what is written: .wav, \
+            .flac (lossless, 16-bit), .ogg (Vorbis), .opus (at 8, 12, 16, 24 or 48 kHz) or .mp3; \
+            each decodes to exactly the rendered frames, so the cue sheet holds for all of them.
 
             Example:
               narrator render Timings/lessons/sample.json --chain correct --output correct.wav \\
                 --cues correct.cues.json --seed 7
+              narrator render Timings/lessons/sample.json --chain correct --output correct.opus --quality 0.6
 
             With --speed, the chain is stretched with its pitch kept (Sonic), and the cue sheet's \
             frames are where each cue is heard in the stretched audio.
@@ -157,14 +160,17 @@ struct Render: ParsableCommand {
 
     @OptionGroup var chainOptions: ChainOptions
 
-    @Option(name: .shortAndLong, help: "The audio file to write (WAV).")
+    @Option(name: .shortAndLong, help: "The audio file to write; its extension chooses the format: .wav, .flac, .ogg (Vorbis), .opus or .mp3.")
     var output: String
 
     @Option(help: "Also write the cue sheet (JSON) here.")
     var cues: String?
 
-    @Option(help: "Sample format: s16 (16-bit integer) or f32 (32-bit float).")
-    var format: OutputFormat = .s16
+    @Option(help: "Sample format of a .wav: s16 (16-bit integer, the default) or f32 (32-bit float). A .flac is 16-bit; lossy codecs take none.")
+    var format: OutputFormat?
+
+    @Option(help: "For .ogg, .opus and .mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's for each codec (docs/formats.md lists sizes).")
+    var quality: Double?
 
     @Option(help: "Playback speed, 0.5 to 2.0, pitch kept (with --chain).")
     var speed: Double = 1
@@ -178,8 +184,27 @@ struct Render: ParsableCommand {
         }
     }
 
+    /// What --output, --format and --quality ask for, checked before the lesson is loaded:
+    /// one line naming the file and the option.
+    func checkOutput() throws(NarratorError) {
+        func option<T>(_ name: String, _ check: () throws(NarratorError) -> T) throws(NarratorError) -> T {
+            do throws(NarratorError) { return try check() } catch { throw NarratorError(file: output, place: name, error.message) }
+        }
+        let type = try option("--output") { () throws(NarratorError) in try AudioFileType(path: output) }
+        if let format {
+            try option("--format") { () throws(NarratorError) in
+                if type.isLossy {
+                    throw NarratorError(file: output, "\(type.name) takes no sample format (--format is for .wav, and s16 for .flac)")
+                }
+                try type.check(format: format, quality: nil, path: output)
+            }
+        }
+        try option("--quality") { () throws(NarratorError) in try type.check(format: .s16, quality: quality, path: output) }
+    }
+
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
+            try checkOutput()
             let prepared = try chainOptions.prepare()
             // The cue sheet is written first, beside its target; both files are moved into
             // place only once both are complete, and neither is left when either fails.
@@ -194,7 +219,7 @@ struct Render: ParsableCommand {
                 }
             }
             do throws(NarratorError) {
-                try prepared.render(to: output, format: format, speed: speed)
+                try prepared.render(to: output, format: format ?? .s16, quality: quality, speed: speed)
                 try cueSheet?.commit()
             } catch {
                 cueSheet?.discard()

@@ -8,7 +8,8 @@ struct Synth: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Scratch narration: speak a text with libespeak-ng, with word timings from its word events.",
         discussion: """
-            Writes the speech (mono, 16-bit WAV at --rate) and its word timings (by the extension: \
+            Writes the speech (mono at --rate: a 16-bit WAV, or by the extension .flac, .ogg, .opus \
+            or .mp3) and its word timings (by the extension: \
             .json, .vtt, .srt or .smil), one timed word per word of the text (or per pair espeak-ng \
             speaks as one), each starting where its sound starts (for a word that begins with a \
             stop, at its burst) and ending where its sound ends, so that a lesson can be built and tested before the \
@@ -21,7 +22,7 @@ struct Synth: ParsableCommand {
     @Argument(help: "What to say.")
     var text: String
 
-    @Option(help: "The WAV file to write.")
+    @Option(help: "The audio file to write: .wav (16-bit), .flac, .ogg (Vorbis), .opus or .mp3.")
     var output: String
 
     @Option(help: "The word timings to write (.json, .vtt, .srt or .smil).")

@@ -106,10 +106,15 @@ extension String {
 /// `[#########...........]  12/40` on stderr, redrawn in place; at most 20 redraws a second.
 final class ProgressBar: Sendable {
     private let enabled: Bool
+    /// What the bar is doing ("validating", "packing").
+    private let label: String
     private let lastDraw = Mutex<ContinuousClock.Instant?>(nil)
     private let lastTotal = Atomic<Int>(0)
 
-    init(enabled: Bool) { self.enabled = enabled }
+    init(enabled: Bool, label: String = "validating") {
+        self.enabled = enabled
+        self.label = label
+    }
 
     func draw(_ done: Int, _ total: Int) {
         guard enabled, total > 0 else { return }
@@ -128,7 +133,7 @@ final class ProgressBar: Sendable {
         let width = 30
         let filled = width * min(done, total) / total
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        Output.write("\rvalidating [\(bar)] \(done)/\(total)", to: STDERR_FILENO)
+        Output.write("\r\(label) [\(bar)] \(done)/\(total)", to: STDERR_FILENO)
     }
 
     /// Draws the bar full (a thread may have drawn an older count last) and ends its line.

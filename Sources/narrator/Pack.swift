@@ -1,0 +1,357 @@
+import ArgumentParser
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+import NarratorKit
+import Synchronization
+
+/// The codecs `pack` converts to, by name.
+enum PackFormat: String, ExpressibleByArgument, CaseIterable {
+    case opus, vorbis, mp3, flac
+
+    var type: AudioFileType {
+        switch self {
+        case .opus: .opus
+        case .vorbis: .vorbis
+        case .mp3: .mp3
+        case .flac: .flac
+        }
+    }
+}
+
+struct Pack: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Convert the clips a library's lessons use to a compressed format, and write the lessons pointing at them.",
+        discussion: """
+            Every lesson (JSON with "sampleRate" and "chains") under LIBRARY, every audio file \
+            its clips and sprites use, and the timing and sprite-map files they name are written \
+            under --to, laid out as they were (relative to the folder that holds them all), the \
+            audio converted (in parallel) and the lessons pointing at the new files. Then it \
+            verifies: each new file decodes to the frames of its source, and the cue sheet of \
+            every chain of every lesson is the same before and after. Clips that take words or \
+            pulses from their file's cue markers keep their file as it is (compressed formats \
+            carry no markers). Opus takes 8, 12, 16, 24 or 48 kHz: a file at another rate is \
+            converted to its lesson's rate (as loading the lesson would). Prints the sizes \
+            before and after, per lesson and in total.
+
+            Example:
+              narrator pack Timings/lessons --to packed --format opus --quality 0.5
+            """)
+
+    @Argument(help: "The library: a folder searched for lessons.")
+    var library: String
+
+    @Option(help: "The folder to write to (created if missing; must not hold the library).")
+    var to: String
+
+    @Option(help: "opus, vorbis, mp3 or flac.")
+    var format: PackFormat
+
+    @Option(help: "For opus, vorbis and mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's.")
+    var quality: Double?
+
+    @Option(help: "Seed for pool draws when comparing cue sheets before and after.")
+    var seed: UInt64 = 1
+
+    @Flag(inversion: .prefixedNo, help: "Draw a progress bar on stderr (default: when stderr is a terminal).")
+    var progress: Bool?
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            do throws(NarratorError) {
+                try format.type.check(format: .s16, quality: quality, path: "x.\(format.type.rawValue)")
+            } catch {
+                throw NarratorError(file: "--quality", error.message)
+            }
+            let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1), label: "packing")
+            let report = try Packer(library: library, destination: to, type: format.type, quality: quality, seed: seed)
+                .run { done, total in bar.draw(done, total) }
+            bar.finish()
+            print(report)
+        }
+    }
+}
+
+/// What `narrator pack` does, step by step.
+struct Packer {
+    let library: String
+    let destination: String
+    let type: AudioFileType
+    let quality: Double?
+    let seed: UInt64
+
+    /// An audio file to convert (or copy, for a clip that reads its markers).
+    struct AudioJob: Sendable {
+        let source: String
+        let target: String
+        let rate: Int?
+        let copy: Bool
+    }
+
+    func run(progress: @escaping @Sendable (Int, Int) -> Void) throws(NarratorError) -> String {
+        let root = URL(fileURLWithPath: library).standardizedFileURL.path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+            throw NarratorError(file: library, "not a folder")
+        }
+        let lessonPaths = try findLessons(root)
+        guard !lessonPaths.isEmpty else { throw NarratorError(file: library, "holds no lesson (JSON with \"sampleRate\" and \"chains\")") }
+        let lessons = try lessonPaths.map { path throws(NarratorError) in try Lesson.load(path: path) }
+
+        // Every file the lessons name, and the folder that holds them all.
+        var audio: [String: AudioJob] = [:]
+        var others: Set<String> = []
+        var audioOrder: [String] = []
+        for lesson in lessons {
+            for id in lesson.clips.keys.sorted() {
+                let clip = lesson.clips[id]!
+                let file = canonical(clip.file)
+                if let timings = clip.timings { others.insert(canonical(timings)) }
+                if let map = clip.spriteMap { others.insert(canonical(map)) }
+                if audio[file] == nil { audioOrder.append(file) }
+                let copy = clip.markers != nil || (audio[file]?.copy ?? false)
+                audio[file] = AudioJob(source: file, target: "", rate: nil, copy: copy)
+            }
+        }
+        let everything = lessonPaths.map(canonical) + audioOrder + others.sorted()
+        let base = commonFolder(everything)
+        let out = URL(fileURLWithPath: destination).standardizedFileURL.path
+        // Outside the library (a second pack would take the first's lessons for its own) and
+        // outside every folder the lessons' files are in.
+        if out == root || out.hasPrefix(root + "/") || out == base || base.hasPrefix(out + "/")
+            || everything.contains(where: { $0.hasPrefix(out + "/") })
+        {
+            throw NarratorError(file: destination, "holds the library or its files (\(base)): choose a folder outside it")
+        }
+        func mirrored(_ path: String) -> String { out + String(path.dropFirst(base.count)) }
+
+        // Opus: a file at a rate Opus lacks goes to its lesson's rate.
+        var lessonRate: [String: Int] = [:]
+        for lesson in lessons {
+            for clip in lesson.clips.values where lessonRate[canonical(clip.file)] == nil {
+                lessonRate[canonical(clip.file)] = lesson.sampleRate
+            }
+        }
+        var jobs: [AudioJob] = []
+        for file in audioOrder {
+            let job = audio[file]!
+            if job.copy {
+                jobs.append(AudioJob(source: file, target: mirrored(file), rate: nil, copy: true))
+                continue
+            }
+            let target = URL(fileURLWithPath: mirrored(file)).deletingPathExtension().appendingPathExtension(type.rawValue).path
+            var rate: Int?
+            if type == .opus {
+                let scan = try AudioScan(path: file)
+                if !AudioFileType.opusRates.contains(scan.sampleRate) {
+                    let wanted = lessonRate[file]!
+                    guard AudioFileType.opusRates.contains(wanted) else {
+                        throw NarratorError(
+                            file: file, "is \(scan.sampleRate) Hz and its lesson \(wanted) Hz, neither a rate Opus has (8, 12, 16, 24, 48 kHz): pack to vorbis, mp3 or flac")
+                    }
+                    rate = wanted
+                }
+            }
+            jobs.append(AudioJob(source: file, target: target, rate: rate, copy: false))
+        }
+        var targets: [String: String] = [:]
+        var sources: [String: String] = [:]
+        for job in jobs {
+            if let other = sources[job.target] {
+                throw NarratorError(file: job.source, "and \(other) would both become \(job.target): rename one")
+            }
+            sources[job.target] = job.source
+            targets[job.source] = job.target
+        }
+
+        // Folders, then the audio in parallel on every core.
+        for path in jobs.map(\.target) + others.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw NarratorError(file: folder, "cannot create the folder")
+            }
+        }
+        let total = jobs.count + lessons.count
+        let done = Atomic<Int>(0)
+        progress(0, total)
+        let results = parallel(jobs) { job -> Swift.Result<Transcoder.Result?, NarratorError> in
+            defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
+            do throws(NarratorError) {
+                if job.copy {
+                    try AtomicFile.write(try InputFile.read(path: job.source, limit: 1 << 40), to: job.target)
+                    return .success(nil)
+                }
+                let result = try Transcoder.convert(job.source, to: job.target, quality: quality, rate: job.rate)
+                // Verified by decoding the new file afresh.
+                let scan = try AudioScan(path: job.target)
+                let expected = Frames.convert(result.sourceFrames, from: result.sourceRate, to: scan.sampleRate)
+                guard scan.frames == expected, scan.sampleRate == result.rate else {
+                    return .failure(NarratorError(
+                        file: job.target, "decodes to \(scan.frames) frames at \(scan.sampleRate) Hz, its source \(job.source) to \(expected)"))
+                }
+                return .success(result)
+            } catch {
+                return .failure(error)
+            }
+        }
+        for result in results { if case .failure(let error) = result { throw error } }
+        for path in others.sorted() {
+            try AtomicFile.write(try InputFile.read(path: path, limit: 1 << 40), to: mirrored(path))
+        }
+
+        // The lessons, pointing at the new files; then every chain's cue sheet compared, the
+        // lessons in parallel (each loads its clips twice: the original and the packed).
+        let newPaths = lessonPaths.map { mirrored(canonical($0)) }
+        for (path, newPath) in zip(lessonPaths, newPaths) {
+            try rewrite(lesson: path, to: newPath, targets: targets, mirrored: mirrored)
+        }
+        let seed = seed
+        let checks = parallel(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
+            defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
+            do throws(NarratorError) {
+                let before = NarratorLesson(lesson)
+                let after = try NarratorLesson(path: newPath)
+                for chain in lesson.chains.keys.sorted() {
+                    let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                    let new = try after.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                    guard old == new else {
+                        return NarratorError(file: newPath, place: "chains.\(chain)", "its cue sheet differs from the original's after packing")
+                    }
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure = checks.compactMap({ $0 }).first { throw failure }
+        let lines = zip(lessonPaths, lessons).map { path, lesson in
+            let files = Set(lesson.clips.values.map { canonical($0.file) })
+            return (
+                String(path.dropFirst(root.count).drop { $0 == "/" }),
+                files.map { size($0) }.reduce(0, +), files.map { size(targets[$0]!) }.reduce(0, +))
+        }
+        let allBefore = jobs.map { size($0.source) }.reduce(0, +)
+        let allAfter = jobs.map { size($0.target) }.reduce(0, +)
+        let width = max(6, lines.map(\.0.count).max() ?? 0)
+        func row(_ name: String, _ a: String, _ b: String, _ c: String) -> String {
+            name.padding(toLength: width, withPad: " ", startingAt: 0) + [a, b, c].map { String(repeating: " ", count: max(1, 12 - $0.count)) + $0 }.joined()
+        }
+        func percent(_ a: Int, _ b: Int) -> String { a == 0 ? "-" : String(format: "%.1f%%", Double(b) * 100 / Double(a)) }
+        var text = [row("lesson", "before", "after", "after/before")]
+        for (name, a, b) in lines { text.append(row(name, String(a), String(b), percent(a, b))) }
+        text.append(row("total (each file once)", String(allBefore), String(allAfter), percent(allBefore, allAfter)))
+        let copied = jobs.filter(\.copy).count
+        text.append("")
+        text.append(
+            "\(Wording.count(lessons.count, "lesson")), \(Wording.count(jobs.count - copied, "audio file")) converted to \(type.name)"
+                + (copied > 0 ? ", \(copied) copied (their clips read cue markers)" : "")
+                + " under \(out); every file decodes to its source's frames, every chain's cues are unchanged")
+        return text.joined(separator: "\n")
+    }
+
+    /// Every .json under `root` whose top level is an object with "sampleRate" and "chains".
+    func findLessons(_ root: String) throws(NarratorError) -> [String] {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { throw NarratorError(file: root, "cannot be read") }
+        var found: [String] = []
+        while let name = walker.nextObject() as? String {
+            guard name.lowercased().hasSuffix(".json") else { continue }
+            let path = root + "/" + name
+            guard let data = try? InputFile.read(path: path, limit: InputFile.documentLimit),
+                case .object(let top)? = try? JSONValue.parse(data, file: path),
+                top["sampleRate"] != nil, top["chains"] != nil
+            else { continue }
+            found.append(path)
+        }
+        return found.sorted()
+    }
+
+    /// Writes the lesson at `path` to `newPath` with its file names pointing at the packed
+    /// files (relative to the new lesson, as the library is laid out the same way).
+    func rewrite(lesson path: String, to newPath: String, targets: [String: String], mirrored: (String) -> String) throws(NarratorError) {
+        let data = try InputFile.read(path: path, limit: InputFile.documentLimit)
+        guard var top = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw NarratorError(file: path, "cannot be rewritten (not a JSON object)")
+        }
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let newFolder = URL(fileURLWithPath: newPath).deletingLastPathComponent().path
+        func resolved(_ name: String) -> String {
+            canonical(name.hasPrefix("/") ? name : folder.appendingPathComponent(name).path)
+        }
+        func pointing(_ name: String, audio: Bool) -> String {
+            let source = resolved(name)
+            return relative(audio ? (targets[source] ?? mirrored(source)) : mirrored(source), from: newFolder)
+        }
+        if var clips = top["clips"] as? [String: Any] {
+            for (id, value) in clips {
+                guard var clip = value as? [String: Any] else { continue }
+                if let file = clip["file"] as? String { clip["file"] = pointing(file, audio: true) }
+                if let timings = clip["timings"] as? String { clip["timings"] = pointing(timings, audio: false) }
+                clips[id] = clip
+            }
+            top["clips"] = clips
+        }
+        if var sprites = top["sprites"] as? [String: Any] {
+            for (prefix, value) in sprites {
+                guard var sprite = value as? [String: Any], let map = sprite["map"] as? String else { continue }
+                let audioFile: String
+                if let file = sprite["file"] as? String {
+                    audioFile = resolved(file)
+                } else {
+                    audioFile = canonical(try SpriteMap.load(path: resolved(map)).audioFile())
+                }
+                sprite["map"] = pointing(map, audio: false)
+                sprite["file"] = relative(targets[audioFile] ?? mirrored(audioFile), from: newFolder)
+                sprites[prefix] = sprite
+            }
+            top["sprites"] = sprites
+        }
+        guard let output = try? JSONSerialization.data(withJSONObject: top, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {
+            throw NarratorError(file: newPath, "cannot be written as JSON")
+        }
+        try AtomicFile.write(output + Data("\n".utf8), to: newPath)
+    }
+}
+
+private func canonical(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path }
+
+private func size(_ path: String) -> Int { ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? 0 }
+
+/// The deepest folder holding every path.
+private func commonFolder(_ paths: [String]) -> String {
+    var common = URL(fileURLWithPath: paths[0]).deletingLastPathComponent().pathComponents
+    for path in paths.dropFirst() {
+        let parts = URL(fileURLWithPath: path).deletingLastPathComponent().pathComponents
+        var n = 0
+        while n < common.count, n < parts.count, common[n] == parts[n] { n += 1 }
+        common = Array(common.prefix(n))
+    }
+    let joined = common.dropFirst().joined(separator: "/")
+    return "/" + joined
+}
+
+/// `path` relative to the folder `from` (both absolute).
+private func relative(_ path: String, from folder: String) -> String {
+    let a = URL(fileURLWithPath: path).pathComponents
+    let b = URL(fileURLWithPath: folder).pathComponents
+    var n = 0
+    while n < a.count, n < b.count, a[n] == b[n] { n += 1 }
+    return (Array(repeating: "..", count: b.count - n) + a[n...]).joined(separator: "/")
+}
+
+/// `transform` of each item on every core, in the items' order.
+private func parallel<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
+    let results = Mutex<[R?]>(Array(repeating: nil, count: items.count))
+    let next = Atomic<Int>(0)
+    let workers = max(1, min(items.count, ProcessInfo.processInfo.activeProcessorCount))
+    DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        while true {
+            let index = next.add(1, ordering: .relaxed).oldValue
+            if index >= items.count { return }
+            let result = transform(items[index])
+            results.withLock { $0[index] = result }
+        }
+    }
+    return results.withLock { $0.map { $0! } }
+}
