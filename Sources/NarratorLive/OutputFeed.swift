@@ -141,12 +141,14 @@ public final class OutputFeed: @unchecked Sendable {
         var fadeInLeft = 0
         /// The fade-out under way ends a stop (`stopFrame`).
         var stopping = false
-        /// The output frame where the latest jump began, and where timeline frame 0 was
+        /// The output frame where the latest jump (or resume) began, and where timeline frame 0 was
         /// rendered: no rewind goes back to them (see `rewindFloor`).
         var jumpOutput = -1
         var startOutput = -1
-        /// The output frame where the latest pause's silence began.
+        /// The output frame where the latest pause's silence began, and where the latest
+        /// fade-in began.
         var pausedOutput = 0
+        var fadeInOutput = Int.min
         /// The gains' change count last seen.
         var gainChanges = 0
         /// The speed being rendered, and whether the stretcher renders it (at speed 1 once a
@@ -382,7 +384,9 @@ public final class OutputFeed: @unchecked Sendable {
                 applySpeed()
                 state.paused = false
                 pausedTimeline.store(-1, ordering: .releasing)
-                state.fadeInLeft = fadeFrames
+                startFadeIn()
+                // No rewind goes back past the resume: it would void the `resumed` mark.
+                state.jumpOutput = state.rendered
                 marks.push(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
             }
             return
@@ -456,8 +460,21 @@ public final class OutputFeed: @unchecked Sendable {
             marks.push(RenderedMark(kind: .paused, timelineFrame: mixer.position, outputFrame: state.rendered))
         } else {
             applySpeed()
-            state.fadeInLeft = fadeFrames
+            startFadeIn()
         }
+    }
+
+    private func startFadeIn() {
+        state.fadeInLeft = fadeFrames
+        state.fadeInOutput = state.rendered
+    }
+
+    /// After a rewind: a fade-in that had begun by the frame rewound to goes on from the level
+    /// it had there (not from where the frames taken back had brought it).
+    private func restoreFadeIn() {
+        guard !fadingOut, state.fadeInOutput != Int.min else { return }
+        let done = state.rendered - state.fadeInOutput
+        if done >= 0 && done < fadeFrames { state.fadeInLeft = fadeFrames - done }
     }
 
     /// Moves the timeline to the frame asked for (clamped to the plan): the mixer and the cue
@@ -489,6 +506,7 @@ public final class OutputFeed: @unchecked Sendable {
         state.rendered -= back
         segments.truncate(at: state.rendered)
         marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+        restoreFadeIn()
         moveMixer(to: segments.timeline(atOutput: state.rendered).frame)
         if state.stretching { speedStage!.restart(speed: state.speed) }
     }
@@ -650,6 +668,7 @@ public final class OutputFeed: @unchecked Sendable {
                 state.rendered -= back
                 segments.truncate(at: state.rendered)
                 marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+                restoreFadeIn()
             }
         }
         if state.stretching {

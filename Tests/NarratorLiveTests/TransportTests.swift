@@ -137,6 +137,41 @@ struct TransportTests {
         }
     }
 
+    /// A gain set right after a resume makes the output take back what it holds, into the
+    /// resume's fade-in: the frames rendered again go on with the fade from where it was there
+    /// (not at full level: a click), and the resume stays where it was (`resumed` once).
+    @Test func aRewindDuringTheFadeInKeepsItWhole() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        // A 2 ms period: the take-back keeps only the 5 ms margin past what is heard, which
+        // a callback after the resume's lies inside its fade-in.
+        let playback = VirtualPlayback(fixture.schedule, periodFrames: 96, bufferFrames: 960)
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 1))
+        let engine = playback.engine
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
+        })
+        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        playback.output.run(for: 200_000_000)
+        engine.resume()
+        playback.output.run(for: 3_000_000)
+        // The same level: only the take-back is tested (the mixer stays on its exact path).
+        engine.gains.set(.sfx, gain: 1)
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+        let resumes = playback.log.events.compactMap { if case .resumed(let frame, let at) = $0 { (frame, at) } else { nil } }
+        try #require(resumes.count == 1)
+        let (frame, heard) = resumes[0]
+        let output = playback.output.samples
+        let reference = fixture.reference
+        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        let f = Self.fade
+        let fadeIn = Self.compare(output, at: resumeDevice, reference, from: frame, count: f) { Double($0 + 1) / Double(f) }
+        #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
+        #expect(Self.compare(output, at: resumeDevice + f, reference, from: frame + f, count: reference.count / 2 - frame - f) == nil)
+    }
+
     /// A pause longer than `releaseDeviceAfterPause` (2 s here): the output lets the device go
     /// (no render, no reports) until the resume, which takes it back; the clock settles again,
     /// and the rest of the render plays from the paused frame, faded in, with every cue once.
