@@ -72,6 +72,46 @@ struct ControlsAPITests {
         #expect(words.first == "I" && words.filter { $0 == "can" }.count == 2 && words.suffix(2) == ["red", "hat"], "\(words)")
     }
 
+    /// An activity's idle wait is on the timeline: sought back into its prompt two seconds into
+    /// the wait, the prompt plays again and the idle prompt comes a whole wait (4 s, 192000
+    /// frames, the cue sheet's) after the replayed prompt ends, not early; then an answer is
+    /// still taken as the step's.
+    @Test func aSeekBackIntoAPromptRearmsTheIdleWaitFromItsEnd() throws {
+        let lesson = try NarratorLesson(path: Repo.path("Timings/lessons/homer-sight-words.json"))
+        let prepared = try lesson.prepare(.activity("sight-words"), seed: 7)
+        let output = VirtualOutput(clock: VirtualClock(), sampleRate: 48000, channels: 2, periodFrames: 480, bufferFrames: 1920)
+        let log = Log()
+        let playback = prepared.play(on: output, clock: output.clock, onEvents: { log.events += $0 })
+        func cues(_ type: String) -> [(frame: Int, heard: Int64)] {
+            log.events.compactMap { if case .cue(let cue, let heard, _) = $0, cue.type == type { (cue.frame, heard) } else { nil } }
+        }
+        try Self.run(output, log) { _ in !cues("chainEnd").isEmpty }
+        output.run(for: 2_000_000_000)
+        #expect(cues("idlePrompt").isEmpty)
+        try playback.seek(to: .clip("p1"))
+        try Self.run(output, log) { _ in !cues("idlePrompt").isEmpty }
+        let ends = cues("chainEnd")
+        try #require(ends.count == 2, "the prompt's end heard twice: \(ends)")
+        let idle = try #require(cues("idlePrompt").first)
+        #expect(idle.frame == 313_255, "the idle prompt at its frame in the cue sheet")
+        #expect(idle.heard - ends[1].heard == 4_000_000_000, "a whole wait after the replayed prompt: \(Double(idle.heard - ends[1].heard) / 1e9) s")
+        let seeks = log.events.compactMap { if case .seeked(_, let to, _) = $0 { to } else { nil } }
+        #expect(seeks == [61_256])
+        playback.tap("see")
+        try Self.run(output, log) { _ in !cues("tap").isEmpty }
+        playback.close()
+        #expect(output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.waitUntilFinished() == .finished)
+        let taps = log.events.compactMap { event -> String? in
+            if case .cue(let cue, _, _) = event, case .activity(.tap, let fields) = cue.kind, case .string(let result)? = fields["result"] {
+                result
+            } else {
+                nil
+            }
+        }
+        #expect(taps.first == "correct", "\(taps)")
+    }
+
     @Test func sayAWordThenGoOnAndGains() throws {
         let sheet = try Self.sheet()
         let hat = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 3 })
