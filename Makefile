@@ -63,11 +63,12 @@ test: deps
 	done
 
 
-## bench: render benchmark against sox, and live playback figures (prints figures; not a test)
+## bench: render benchmark against sox, live playback, daemon and speed figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
 	bash scripts/bench-daemon.sh
+	bash scripts/bench-speed.sh
 
 ## fuzz: fuzz every parser with libFuzzer and AddressSanitizer (docs/fuzzing.md), FUZZ_SECONDS each
 ## (default 600), FUZZ_JOBS targets at a time; FUZZ_TARGET=textgrid runs one. Not part of `test`.
