@@ -440,8 +440,8 @@ struct DaemonLiveTests {
 
     /// The read-along page's controls in headless Chromium: Pause pauses (no word red while
     /// paused), a tap on the last word says it (red while heard) and pauses again where it was,
-    /// Play goes on, the music slider sets the connection's music gain; every control gets its
-    /// `finished`, and the popup plays to its end.
+    /// Play goes on, the music slider sets the connection's music gain, the speed menu slows the
+    /// rest to 0.75×; every control gets its `finished`, and the popup plays to its end.
     @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
     func browserControlsPauseSayAWordAndVolume() throws {
         let dir = TempDir()
@@ -470,7 +470,8 @@ struct DaemonLiveTests {
         #expect(after[jump...].contains("word@\(wordFrame)"), "\(log)")
         #expect(after.filter { $0.hasPrefix("paused@") }.first == log[firstPause], "paused again where it was: \(log)")
         let replies = try #require(report["replies"] as? [String: String])
-        #expect(replies.values.allSatisfy { $0 == "finished" } && replies.count >= 4, "\(replies)")
+        #expect(replies.values.allSatisfy { $0 == "finished" } && replies.count >= 5, "\(replies)")
+        #expect(report["speedReply"] as? String == "finished", "the speed menu's request: \(report)")
         #expect(report["pausedRed"] is NSNull, "no word red while paused")
         #expect(!(report["sayRed"] is NSNull), "the said word is red while heard")
     }

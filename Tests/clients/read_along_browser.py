@@ -19,9 +19,10 @@ whether the popup was still drawn). Screenshots are saved as OUT_DIR/shot-NN.png
 
 With --controls it uses the page's controls instead: once the second word is heard it clicks
 Pause; once paused, it waits 0.5 s and clicks the last word (said on its own, then paused
-again); then Play; then it moves the music slider to 0.25. It prints "said" (the word
-clicked), "states" (the page's state after each step), "log" (the playback's events as the
-page saw them, type@frame), "replies" (each control request's terminal event), "pausedRed"
+again); then Play; then it moves the music slider to 0.25 and picks 0.75x in the speed menu.
+It prints "said" (the word clicked), "states" (the page's state after each step), "log" (the
+playback's events as the page saw them, type@frame), "replies" (each control request's terminal
+event), "speedReply" (the speed request's), "pausedRed"
 (the red box in a screenshot while paused) and "sayRed" (while the word was being said).
 """
 
@@ -224,6 +225,9 @@ async def drive_controls(url, out_dir, devtools_url, timeout):
         states.append(await tools.evaluate("window.readAlong.state"))
         await tools.evaluate("(() => { const v = document.getElementById('volume'); v.value = '0.25'; v.dispatchEvent(new Event('change')); })()")
         await tools.wait_for("window.readAlong.volumeRequest && window.readAlong.replies[window.readAlong.volumeRequest]", timeout)
+        await tools.evaluate("(() => { const s = document.getElementById('speed'); s.value = '0.75'; s.dispatchEvent(new Event('change')); })()")
+        await tools.wait_for("window.readAlong.speedRequest && window.readAlong.replies[window.readAlong.speedRequest]", timeout)
+        speed_reply = await tools.evaluate("window.readAlong.replies[window.readAlong.speedRequest]")
         await tools.wait_for("window.readAlong.state === 'ended'", timeout * 2)
         states.append(await tools.evaluate("window.readAlong.state"))
         log = await tools.evaluate("window.readAlong.log")
@@ -231,7 +235,7 @@ async def drive_controls(url, out_dir, devtools_url, timeout):
     for name, png in (("paused.png", paused_shot), ("say.png", say_shot)):
         with open(os.path.join(out_dir, name), "wb") as file:
             file.write(png)
-    return {"said": said, "states": states, "log": log, "replies": replies,
+    return {"said": said, "states": states, "log": log, "replies": replies, "speedReply": speed_reply,
             "pausedRed": red_box(paused_shot), "sayRed": red_box(say_shot)}
 
 
