@@ -12,6 +12,10 @@ import Synchronization
 /// hidden file is removed. While it exists it is listed in `PartialFiles`, which the
 /// executable empties when a signal ends it.
 ///
+/// A target that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
+/// written in place instead: renaming over it would replace a device with a file, and there is
+/// nothing there to keep whole.
+///
 /// Writers that produce the bytes themselves (libsndfile through `sf_open_fd`) write to
 /// `descriptor`; the rest use `write(_:)`.
 public final class AtomicFile {
@@ -22,12 +26,24 @@ public final class AtomicFile {
     /// Open for writing until `commit()` or `discard()`; -1 after.
     public private(set) var descriptor: Int32
     private var registration: Int?
+    /// Written in place (the target is a device, a FIFO or a socket): no hidden file.
+    private let inPlace: Bool
 
     private static let counter = Atomic<Int>(0)
 
-    /// Creates the hidden file beside `path` (never following or replacing anything there).
+    /// Creates the hidden file beside `path` (never following or replacing anything there), or
+    /// opens `path` itself when it is not a regular file (`isSpecial`).
     public init(path: String) throws(NarratorError) {
         self.path = path
+        inPlace = Self.isSpecial(path)
+        if inPlace {
+            temporaryPath = path
+            descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw NarratorError(file: path, "cannot write: \(String(cString: strerror(errno)))")
+            }
+            return
+        }
         let url = URL(fileURLWithPath: path)
         let number = Self.counter.add(1, ordering: .relaxed).newValue
         temporaryPath = url.deletingLastPathComponent()
@@ -82,6 +98,10 @@ public final class AtomicFile {
         }
         if close(descriptor) != 0 && failure == 0 && errno != EINTR { failure = errno }
         descriptor = -1
+        if inPlace {
+            if failure != 0 { throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))") }
+            return
+        }
         if failure == 0 && rename(temporaryPath, path) != 0 { failure = errno }
         guard failure == 0 else {
             discard()
@@ -111,6 +131,24 @@ public final class AtomicFile {
     private func unregister() {
         if let registration { PartialFiles.unregister(registration) }
         registration = nil
+    }
+
+    /// Whether `path` exists and is not a regular file or a folder (a device, a FIFO, a socket;
+    /// symbolic links followed): what is written there cannot be taken back, and it must not be
+    /// replaced or removed.
+    public static func isSpecial(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        let type = info.st_mode & S_IFMT
+        return type != S_IFREG && type != S_IFDIR
+    }
+
+    /// Removes `path` when it is a regular file (what a failed command wrote there); a device,
+    /// a FIFO or anything else is left alone.
+    public static func removeWritten(_ path: String) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        unlink(path)
     }
 
     /// Writes `bytes` to `path` atomically.

@@ -55,7 +55,12 @@ struct UnixSocketServer: Service {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         if answered == 0 { throw NarratorError(file: path, "another daemon is listening on this socket") }
-        unlink(path)
+        // A stale socket is removed; anything else at that name is not ours to remove.
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            guard existing.st_mode & S_IFMT == S_IFSOCK else { throw NarratorError(file: path, "exists and is not a socket: choose another --socket") }
+            unlink(path)
+        }
     }
 
     /// Accepts connections until graceful shutdown, then removes the socket file.

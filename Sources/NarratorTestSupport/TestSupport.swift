@@ -193,3 +193,21 @@ public func soundSpans(_ samples: [Float], channels: Int = 1, minGap: Int = 200)
     if let s = start { spans.append(s..<(lastSound + 1)) }
     return spans
 }
+
+/// Everything readable from `path` until its end (a FIFO: until its writer closes), with
+/// open(2) and read(2); empty when it cannot be opened.
+public func readAll(_ path: String) -> Data {
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return Data() }
+    defer { close(descriptor) }
+    var data = Data()
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if count > 0 {
+            data.append(contentsOf: chunk[0..<count])
+        } else if count == 0 || errno != EINTR {
+            return data
+        }
+    }
+}

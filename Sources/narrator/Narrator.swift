@@ -223,7 +223,7 @@ struct Render: ParsableCommand {
                 try cueSheet?.commit()
             } catch {
                 cueSheet?.discard()
-                if error.file == cues { unlink(output) }
+                if error.file == cues { AtomicFile.removeWritten(output) }
                 throw error
             }
         }

@@ -206,12 +206,15 @@ final class Interrupts {
 final class EventSink: @unchecked Sendable {
     private let handle: FileHandle?
     private let path: String?
+    /// Whether the events file was created here (only then does `discard` remove it).
+    private let created: Bool
     /// The view on a terminal, when stdout is one.
     let display: ReadAlong?
 
     private let lastCue: Cue?
     /// The errno of the first failed write of an event, or 0.
     private var writeFailure: Int32 = 0
+    private var emptied = false
 
     /// `live`: an activity answered live, whose length is not known before it plays.
     init(path: String?, schedule: Schedule, live: Bool = false) throws(NarratorError) {
@@ -219,16 +222,27 @@ final class EventSink: @unchecked Sendable {
         lastCue = schedule.cues.last
         let total = live ? nil : schedule.cues.last?.frame
         if let path {
-            guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            // Written as heard, line by line (not atomically: a reader follows it); a device
+            // or a FIFO (`/dev/null`, a pipe to a consumer) is written in place, never replaced.
+            // A file already there is emptied only once playback starts (`send`): a device that
+            // cannot be opened leaves it as it was.
+            var descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            created = descriptor >= 0
+            if descriptor < 0 && errno == EEXIST { descriptor = open(path, O_WRONLY | O_CLOEXEC) }
+            guard descriptor >= 0 else {
+                let code = errno
                 let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-                throw NarratorError(file: path, "cannot write the events: \(FileProblem.describe(path: directory))")
+                let why = code == ENOENT ? FileProblem.describe(path: directory) : String(cString: strerror(code))
+                throw NarratorError(file: path, "cannot write the events: \(why)")
             }
-            self.handle = handle
+            self.handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total) : nil
         } else if isatty(STDOUT_FILENO) != 0 {
+            created = false
             handle = nil
             display = ReadAlong(schedule: schedule, total: total)
         } else {
+            created = false
             handle = FileHandle.standardOutput
             display = nil
         }
@@ -236,6 +250,11 @@ final class EventSink: @unchecked Sendable {
 
     func send(_ event: PlaybackEvent, startTime: Int64) {
         if let handle {
+            if !emptied {
+                emptied = true
+                // A regular file's old lines go (a device or a FIFO has none to lose).
+                if path != nil { _ = ftruncate(handle.fileDescriptor, 0) }
+            }
             let final = Self.isFinal(event, lastCue: lastCue)
             // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
             if writeFailure == 0 {
@@ -265,8 +284,8 @@ final class EventSink: @unchecked Sendable {
         return event.jsonLine(envelope)
     }
 
-    /// The device could not be opened: leave no empty events file behind.
+    /// The device could not be opened: leave no empty events file behind (one this run made).
     func discard() {
-        if let path { unlink(path) }
+        if let path, created { AtomicFile.removeWritten(path) }
     }
 }

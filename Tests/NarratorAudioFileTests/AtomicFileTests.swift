@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NarratorCore
 import NarratorTestSupport
 import Testing
@@ -22,6 +23,29 @@ import Testing
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "new")
         #expect(dir.contents() == ["t.json"])
         #expect(!PartialFiles.listed.contains(file.temporaryPath))
+    }
+
+    /// A FIFO (like /dev/null or /dev/stdout, not a regular file) is written in place: it is
+    /// still a FIFO afterwards (a rename would have put a file there), its reader gets the
+    /// bytes, and `removeWritten` leaves it.
+    @Test func aFIFOIsWrittenInPlaceNeverReplaced() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fifo = dir.file("pipe")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let received = Mutex<Data?>(nil)
+        let reader = Thread { received.withLock { $0 = readAll(fifo) } }
+        reader.start()
+        #expect(AtomicFile.isSpecial(fifo) && !AtomicFile.isSpecial(dir.path) && !AtomicFile.isSpecial(dir.file("none")))
+        try AtomicFile.write("through the pipe", to: fifo)
+        // (Were the FIFO replaced, its reader would wait forever: the test gives up after 10 s.)
+        let end = Date().addingTimeInterval(10)
+        while received.withLock({ $0 }) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(received.withLock { $0 } == Data("through the pipe".utf8))
+        AtomicFile.removeWritten(fifo)
+        var info = stat()
+        #expect(lstat(fifo, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "still a FIFO")
+        #expect(dir.contents() == ["pipe"], "no hidden file left beside it")
     }
 
     @Test func failureAndDiscardLeaveNothing() throws {

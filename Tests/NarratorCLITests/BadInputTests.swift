@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NarratorTestSupport
 import Testing
 
@@ -155,6 +156,50 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr.contains("missing/c.json: cannot write the cue sheet"))
         #expect(dir.contents().isEmpty)
+    }
+
+    /// Targets that are not regular files (a FIFO here, like `/dev/null` or `/dev/stdout`) are
+    /// written in place, never replaced by a file nor removed; a regular events file already
+    /// there is kept as it was when the device cannot be opened. (`--events /dev/null` once
+    /// replaced the machine's /dev/null with a file.)
+    @Test func specialTargetsAreWrittenInPlaceAndKept() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        func fifo(_ name: String) throws -> (path: String, read: () -> String) {
+            let path = dir.file(name)
+            try #require(mkfifo(path, 0o600) == 0)
+            let got = Mutex<String?>(nil)
+            Thread { got.withLock { $0 = String(decoding: readAll(path), as: UTF8.self) } }.start()
+            return (path, {
+                let end = Date().addingTimeInterval(10)
+                while got.withLock({ $0 }) == nil && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+                return got.withLock { $0 } ?? ""
+            })
+        }
+        func isFIFO(_ path: String) -> Bool {
+            var info = stat()
+            return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
+        }
+        let lesson = Repo.path("Timings/lessons/sample.json")
+        let cues = try fifo("cues")
+        let rendered = try run(Repo.narrator, ["render", lesson, "--chain", "popup", "--output", dir.file("o.wav"), "--cues", cues.path])
+        #expect(rendered.status == 0, "\(rendered.stderr)")
+        let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "popup"])
+        #expect(cues.read() == sheet.stdout, "the cue sheet came through the FIFO")
+        #expect(isFIFO(cues.path))
+        // A device that cannot be opened: the events FIFO stays, and so does an events file.
+        let events = try fifo("events")
+        let failed = try run(Repo.narrator, ["play", lesson, "--chain", "popup", "--output", "alsa", "--device", "no-such-device", "--events", events.path])
+        #expect(failed.status == 1)
+        _ = events.read()
+        #expect(isFIFO(events.path), "the events FIFO is still a FIFO")
+        let kept = dir.write("old.jsonl", "an earlier run's events\n")
+        let again = try run(Repo.narrator, ["play", lesson, "--chain", "popup", "--output", "alsa", "--device", "no-such-device", "--events", kept])
+        #expect(again.status == 1)
+        #expect((try? String(contentsOfFile: kept, encoding: .utf8)) == "an earlier run's events\n")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("new.jsonl")))
+        let fresh = try run(Repo.narrator, ["play", lesson, "--chain", "popup", "--output", "alsa", "--device", "no-such-device", "--events", dir.file("new.jsonl")])
+        #expect(fresh.status == 1 && !FileManager.default.fileExists(atPath: dir.file("new.jsonl")), "an events file made by the failed run is removed")
     }
 
     @Test func interruptedRenderLeavesNoPartialFile() throws {
