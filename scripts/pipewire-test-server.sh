@@ -44,6 +44,7 @@ export LC_ALL=C
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 timeout_s=${PULSE_TEST_TIMEOUT:-15}
 debug=${PIPEWIRE_TEST_DEBUG:-2}
+quantum=${PIPEWIRE_TEST_QUANTUM:-512}
 sink_name=narrator_test
 
 die() { echo "pipewire-test-server: $*" >&2; exit 1; }
@@ -100,7 +101,7 @@ daemon_vars() {
 }
 
 write_configs() {
-  local dir=$1 rate=$2 channels=$3 position
+  local dir=$1 rate=$2 channels=$3 position quantum=$quantum
   case $channels in
     1) position="[ MONO ]" ;;
     2) position="[ FL FR ]" ;;
@@ -114,6 +115,9 @@ context.properties = {
     core.name = pipewire-0
     default.clock.rate = $rate
     default.clock.allowed-rates = [ $rate ]
+    default.clock.quantum = $quantum
+    default.clock.min-quantum = $quantum
+    default.clock.max-quantum = $quantum
     link.max-buffers = 16
     mem.allow-mlock = false
     support.dbus = false
@@ -123,6 +127,11 @@ context.spa-libs = {
     support.*       = support/libspa-support
 }
 context.modules = [
+    # Real-time data threads (SCHED_FIFO directly as root, else through RTKit if it answers):
+    # a cycle that does not finish in time is skipped, and the FIFO loses a quantum of time.
+    { name = libpipewire-module-rt
+      args = { nice.level = -11 rt.prio = 88 }
+      flags = [ ifexists nofail ] }
     { name = libpipewire-module-protocol-native }
     { name = libpipewire-module-profiler }
     { name = libpipewire-module-metadata }
@@ -171,6 +180,9 @@ context.spa-libs = {
     support.*       = support/libspa-support
 }
 context.modules = [
+    { name = libpipewire-module-rt
+      args = { nice.level = -11 rt.prio = 88 }
+      flags = [ ifexists nofail ] }
     { name = libpipewire-module-protocol-native }
     { name = libpipewire-module-client-node }
     { name = libpipewire-module-adapter }
