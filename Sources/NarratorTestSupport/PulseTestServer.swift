@@ -12,10 +12,55 @@ import Synchronization
 
 // MARK: - Server
 
-/// A private PulseAudio server with a pipe sink, recording everything it plays.
+/// Which sound server the live tests start: the one place that chooses. PulseAudio unless
+/// `NARRATOR_TEST_SOUND_SERVER` says `pipewire` (PipeWire with its pulse server and WirePlumber,
+/// scripts/pipewire-test-server.sh); the clients see the same `PULSE_SERVER`, ALSA devices and
+/// recording either way.
+public enum TestSoundServer: String, Sendable, CaseIterable {
+    case pulseaudio
+    case pipewire
+
+    /// The variable that chooses.
+    public static let variable = "NARRATOR_TEST_SOUND_SERVER"
+
+    /// The chosen server: `.pulseaudio` when the variable is unset or empty, nil when it names
+    /// neither (``PulseTestServer/missingRequirements`` then says so, and `init` throws).
+    public static var selected: TestSoundServer? {
+        let value = ProcessInfo.processInfo.environment[variable] ?? ""
+        return value.isEmpty ? .pulseaudio : TestSoundServer(rawValue: value)
+    }
+
+    /// The script that starts, records and stops it.
+    public var script: String {
+        switch self {
+        case .pulseaudio: Repo.path("scripts/pulse-test-server.sh")
+        case .pipewire: Repo.path("scripts/pipewire-test-server.sh")
+        }
+    }
+
+    /// The log of the daemon the clients talk to (in the server's directory).
+    var serverLog: String {
+        switch self {
+        case .pulseaudio: "pulse.log"
+        case .pipewire: "pipewire-pulse.log"
+        }
+    }
+
+    /// Every daemon log the script writes, for error messages.
+    var logs: [String] {
+        switch self {
+        case .pulseaudio: ["pulse.log"]
+        case .pipewire: ["pipewire.log", "pipewire-pulse.log", "wireplumber.log"]
+        }
+    }
+}
+
+/// A private PulseAudio server (or PipeWire's pulse server, ``TestSoundServer``) with a pipe
+/// sink, recording everything it plays.
 ///
 /// `init` starts the daemon (`scripts/pulse-test-server.sh start`) in a fresh directory under
-/// `/tmp` and the FIFO recorder beside it, and returns once the recorder is reading. Launch ALSA
+/// `/tmp` (`scripts/pipewire-test-server.sh start` when ``TestSoundServer/selected`` is PipeWire)
+/// and the FIFO recorder beside it, and returns once the recorder is reading. Launch ALSA
 /// clients (the `narrator` CLI, `aplay`) with ``environment``: their `default` device is this
 /// server's sink. Afterwards ``recording(settle:)`` returns what was played, with the audible
 /// clock fitted.
@@ -41,7 +86,10 @@ public final class PulseTestServer: Sendable {
     public let rate: Int
     /// The sink's channel count.
     public let channels: Int
-    /// The pulseaudio daemon's process id.
+    /// Which server this is.
+    public let kind: TestSoundServer
+    /// The process id of the daemon the clients talk to: pulseaudio, or pipewire-pulse (the
+    /// PipeWire graph and WirePlumber run beside it; ``stop()`` ends them too).
     public let daemonPID: pid_t
     /// Only the variables the script wrote to `DIR/env` (`ALSA_CONFIG_PATH`, `PULSE_SERVER`,
     /// `PULSE_CLIENTCONFIG`, `PULSE_COOKIE`, `NARRATOR_PULSE_*`).
@@ -54,11 +102,12 @@ public final class PulseTestServer: Sendable {
     public var rawPath: String { directory + "/rec.raw" }
     /// One line per read of the FIFO: `bytes_so_far<TAB>monotonic_ns`.
     public var timesPath: String { directory + "/rec.times.tsv" }
-    /// The daemon's log.
-    public var logPath: String { directory + "/pulse.log" }
+    /// The log of the daemon the clients talk to.
+    public var logPath: String { directory + "/" + kind.serverLog }
 
-    /// `scripts/pulse-test-server.sh`.
-    public static var script: String { Repo.path("scripts/pulse-test-server.sh") }
+    /// The selected server's script: `scripts/pulse-test-server.sh` or
+    /// `scripts/pipewire-test-server.sh`.
+    public static var script: String { (TestSoundServer.selected ?? .pulseaudio).script }
 
     private let keepFiles: Bool
     private let state: Mutex<State>
@@ -68,23 +117,36 @@ public final class PulseTestServer: Sendable {
         var stopped = false
     }
 
-    /// Whether this machine has what the server needs: `pulseaudio`, `pactl` and `python3` on
-    /// PATH and ALSA's pulse plugin (libasound2-plugins).
+    /// Whether this machine has what the selected server needs: `pulseaudio` (or `pipewire`,
+    /// `wireplumber`, `pw-metadata` and PipeWire's pulse module), `pactl` and `python3` on PATH
+    /// and ALSA's pulse plugin (libasound2-plugins).
     public static var isAvailable: Bool { missingRequirements.isEmpty }
 
     /// What is missing for ``isAvailable``, by package, for a skip message.
     public static var missingRequirements: [String] {
         var missing: [String] = []
-        if findExecutable("pulseaudio") == nil { missing.append("pulseaudio") }
+        switch TestSoundServer.selected {
+        case .pulseaudio:
+            if findExecutable("pulseaudio") == nil { missing.append("pulseaudio") }
+        case .pipewire:
+            if findExecutable("pipewire") == nil { missing.append("pipewire") }
+            if findExecutable("wireplumber") == nil { missing.append("wireplumber") }
+            if findExecutable("pw-metadata") == nil { missing.append("pipewire-bin (pw-metadata)") }
+            if !libraryExists("pipewire-0.3/libpipewire-module-protocol-pulse.so") { missing.append("pipewire-pulse") }
+        case nil:
+            missing.append("\(TestSoundServer.variable) must be pulseaudio or pipewire (or unset)")
+        }
         if findExecutable("pactl") == nil { missing.append("pulseaudio-utils (pactl)") }
         if findExecutable("python3") == nil { missing.append("python3") }
-        let plugin = "alsa-lib/libasound_module_pcm_pulse.so"
+        if !libraryExists("alsa-lib/libasound_module_pcm_pulse.so") { missing.append("libasound2-plugins (ALSA pulse plugin)") }
+        return missing
+    }
+
+    /// Whether `/usr/lib/*/path` or `/usr/lib/path` exists.
+    private static func libraryExists(_ path: String) -> Bool {
         let libDirs = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? [])
             .map { "/usr/lib/\($0)" } + ["/usr/lib"]
-        if !libDirs.contains(where: { FileManager.default.fileExists(atPath: "\($0)/\(plugin)") }) {
-            missing.append("libasound2-plugins (ALSA pulse plugin)")
-        }
-        return missing
+        return libDirs.contains { FileManager.default.fileExists(atPath: "\($0)/\(path)") }
     }
 
     /// The full path of `name` on PATH, if any.
@@ -109,23 +171,27 @@ public final class PulseTestServer: Sendable {
     public init(rate: Int = 48000, channels: Int = 2, keepFiles: Bool = false,
                 readyTimeout: TimeInterval = 10) throws {
         precondition(rate > 0 && channels > 0, "rate and channels must be positive")
+        guard let kind = TestSoundServer.selected else {
+            throw PulseTestServerError("\(TestSoundServer.variable) must be pulseaudio or pipewire (or unset)")
+        }
         let dir = try Self.makeDirectory()
         let start: ProcessResult
         do {
-            start = try run("/bin/bash", [Self.script, "start", dir, String(rate), String(channels)])
+            start = try run("/bin/bash", [kind.script, "start", dir, String(rate), String(channels)])
         } catch {
             try? FileManager.default.removeItem(atPath: dir)
-            throw PulseTestServerError("cannot run \(Self.script): \(error)")
+            throw PulseTestServerError("cannot run \(kind.script): \(error)")
         }
         guard start.status == 0 else {
             // The script has already stopped what it started and put the log tail on stderr.
             let message = start.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
             if !keepFiles { try? FileManager.default.removeItem(atPath: dir) }
-            throw PulseTestServerError("pulse-test-server.sh start \(dir) failed (status \(start.status)):\n\(message)")
+            throw PulseTestServerError("\(kind.script) start \(dir) failed (status \(start.status)):\n\(message)")
         }
         let pidText = (try? String(contentsOfFile: dir + "/pid", encoding: .utf8)) ?? ""
         let variables = Self.parseEnvFile(dir + "/env")
         directory = dir
+        self.kind = kind
         self.rate = rate
         self.channels = channels
         self.keepFiles = keepFiles
@@ -135,7 +201,7 @@ public final class PulseTestServer: Sendable {
         state = Mutex(State())
         // From here on a throw runs deinit, which stops the daemon (and the recorder).
         guard daemonPID > 0, variables["PULSE_SERVER"] != nil, variables["ALSA_CONFIG_PATH"] != nil else {
-            throw PulseTestServerError("pulse-test-server.sh start left no usable \(dir)/pid or \(dir)/env\n\(logTail())")
+            throw PulseTestServerError("\(kind.script) start left no usable \(dir)/pid or \(dir)/env\n\(logTail())")
         }
         try startRecorder(timeout: readyTimeout)
     }
@@ -157,19 +223,21 @@ public final class PulseTestServer: Sendable {
     }
 
     /// Kills the daemon with SIGKILL, as a crash would (the "server dies mid-playback" test).
-    /// The pipe sink's FIFO then reaches EOF and the recorder ends; the recording stays.
+    /// On PulseAudio the pipe sink's FIFO then reaches EOF and the recorder ends; on PipeWire
+    /// only pipewire-pulse dies (the clients' server) and the graph's sink goes on recording
+    /// silence. The recording stays.
     public func killDaemon() {
         guard isDaemonRunning else { return }
         _ = kill(daemonPID, SIGKILL)
     }
 
-    /// Stops the daemon and the recorder (`pulse-test-server.sh stop`). Idempotent; `deinit`
+    /// Stops the daemons and the recorder (the script's `stop`). Idempotent; `deinit`
     /// calls it. The recording and the logs stay until `deinit`.
     public func stop() {
         state.withLock { state in
             guard !state.stopped else { return }
             state.stopped = true
-            _ = try? run("/bin/bash", [Self.script, "stop", directory])
+            _ = try? run("/bin/bash", [kind.script, "stop", directory])
             if let recorder = state.recorder {
                 // The script has ended it (or it saw EOF); make sure, then reap it.
                 let deadline = Date().addingTimeInterval(5)
@@ -223,10 +291,10 @@ public final class PulseTestServer: Sendable {
             + [executable] + arguments)
     }
 
-    /// The last `lines` lines of `pulse.log` and `recorder.log`, for error messages.
+    /// The last `lines` lines of the daemons' logs and `recorder.log`, for error messages.
     public func logTail(lines: Int = 30) -> String {
         var out = ""
-        for name in ["pulse.log", "recorder.log"] {
+        for name in kind.logs + ["recorder.log"] {
             guard let text = try? String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8) else { continue }
             let tail = text.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines)
             out += "--- \(directory)/\(name) (tail) ---\n" + tail.joined(separator: "\n") + "\n"
@@ -244,7 +312,7 @@ public final class PulseTestServer: Sendable {
         }
         let recorder = Process()
         recorder.executableURL = URL(fileURLWithPath: "/bin/bash")
-        recorder.arguments = [Self.script, "record", directory, rawPath, timesPath]
+        recorder.arguments = [kind.script, "record", directory, rawPath, timesPath]
         recorder.standardInput = FileHandle.nullDevice
         recorder.standardOutput = log
         recorder.standardError = log

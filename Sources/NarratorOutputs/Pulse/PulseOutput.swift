@@ -45,7 +45,8 @@ extension DeviceFailure {
 /// - Clock: the server's timing snapshots (`pa_stream_update_timing_info`), requested every
 ///   `tick` (1 ms) from a timerfd in the mainloop: heard = read index − the sink's latency,
 ///   at the snapshot's own timestamp (taken by the server as it answered, on CLOCK_REALTIME,
-///   converted to CLOCK_MONOTONIC). Neither `AUTO_TIMING_UPDATE` (libpulse's own requests, at
+///   converted to CLOCK_MONOTONIC). PipeWire's pulse server moves that frame once per graph
+///   cycle only: `SteppedTimingReports` places its steps and reads the clock between them. Neither `AUTO_TIMING_UPDATE` (libpulse's own requests, at
 ///   10 ms to 1.5 s) nor `INTERPOLATE_TIMING` (a smoother answering "now" from a fitted line,
 ///   which would hide a stalled server from the engine's freshness check): every report is a
 ///   fresh reading, made only while the server says the stream plays. (Not after each write:
@@ -145,6 +146,13 @@ final class PulseConnection: @unchecked Sendable {
     private var rewindMarginFrames = 0
     /// The server's `minreq`, in frames.
     private var periodFrames = 0
+    /// Readings from a server whose reports move in steps (PipeWire's pulse server); others'
+    /// pass through. Made for the stream's rate when it opens.
+    private var steps = SteppedTimingReports(rate: 48000)
+    /// Ticks while the reports step: the index of the next dithered period.
+    private var ticks = 0
+    /// Whether the named sink was found while opening: 0 not yet known, 1 found, −1 missing.
+    private var sinkLookup = 0
 
     init(policy: ThreadPolicy) {
         self.policy = policy
@@ -178,6 +186,7 @@ final class PulseConnection: @unchecked Sendable {
             throw .unsupported(device: device, reason: "\(rate) Hz, \(channels) channels", listedBy: PulseOutput.lister)
         }
         self.rate = rate
+        steps = SteppedTimingReports(rate: rate)
         frameBytes = channels * 2
         rewindMarginFrames = rate * 2 / 1000
 
@@ -201,6 +210,27 @@ final class PulseConnection: @unchecked Sendable {
         try waitUntil(device: device) {
             let state = pa_context_get_state(context)
             return state == PA_CONTEXT_READY ? true : PA_CONTEXT_IS_GOOD(state) != 0 ? false : nil
+        }
+
+        if let sink {
+            // Named sinks are looked up first: PulseAudio fails a stream to a sink it lacks,
+            // but PipeWire's pulse server (0.3.65) accepts it and plays it to no sink at all.
+            sinkLookup = 0
+            guard let lookup = pa_context_get_sink_info_by_name(context, sink, { _, info, eol, userdata in
+                let connection = PulseConnection.from(userdata)
+                if info != nil {
+                    connection.sinkLookup = 1
+                } else if eol != 0, connection.sinkLookup == 0 {
+                    connection.sinkLookup = -1
+                }
+            }, me) else {
+                throw .pulseOpening(DeviceFailure(pulse: pa_context_errno(context)), device: device)
+            }
+            pa_operation_unref(lookup)
+            try waitUntil(device: device) {
+                sinkLookup != 0 ? true : PA_CONTEXT_IS_GOOD(pa_context_get_state(context)) != 0 ? false : nil
+            }
+            guard sinkLookup == 1 else { throw .pulseOpening(DeviceFailure(errno: ENOENT), device: device) }
         }
 
         var map = pa_channel_map()
@@ -376,6 +406,10 @@ final class PulseConnection: @unchecked Sendable {
             feed.standingBy()
             return
         }
+        if steps.stepping {
+            ticks &+= 1
+            _ = narrator_pulse_timer_arm(timer, SteppedTimingReports.ditheredTick(ticks & 0xFFFF, tick: Self.tick, spread: Self.tick / 2))
+        }
         fill()
         if !timingPending, pa_stream_get_state(stream) == PA_STREAM_READY,
             let operation = pa_stream_update_timing_info(
@@ -397,6 +431,7 @@ final class PulseConnection: @unchecked Sendable {
         pendingSeek = 0
         playedSinceInterruption = false
         reading = nil
+        steps.reset()
         feed?.released()
     }
 
@@ -406,9 +441,8 @@ final class PulseConnection: @unchecked Sendable {
         guard success, let feed, !stopped, !suspended, let stream, let info = pa_stream_get_timing_info(stream)?.pointee,
             info.read_index_corrupt == 0, info.playing != 0
         else { return }
-        let heard = Int(info.read_index) / frameBytes - frames(microseconds: info.sink_usec)
-        guard heard > 0 else { return }
-        let time = Self.monotonic(info.timestamp)
+        let reported = Int(info.read_index) / frameBytes - frames(microseconds: info.sink_usec)
+        guard reported > 0, let (heard, time) = steps.reading(heard: reported, at: Self.monotonic(info.timestamp)) else { return }
         reading = (heard, time, frames(microseconds: info.configured_sink_usec))
         playedSinceInterruption = true
         feed.report(delay: written - heard, at: time)
@@ -418,6 +452,7 @@ final class PulseConnection: @unchecked Sendable {
         guard let feed, !stopped, playedSinceInterruption else { return }
         playedSinceInterruption = false
         reading = nil
+        steps.reset()
         feed.interrupted()
     }
 
