@@ -185,9 +185,10 @@ struct Render: ParsableCommand {
             each decodes to exactly the rendered frames, so the cue sheet holds for all of them.
 
             Example:
-              narrator render Timings/lessons/sample.json --chain correct --output correct.wav \\
-                --cues correct.cues.json --seed 7
-              narrator render Timings/lessons/sample.json --chain correct --output correct.opus --quality 0.6
+              narrator render Timings/lessons/sample.json --chain correct \\
+                --output correct.wav --cues correct.cues.json --seed 7
+              narrator render Timings/lessons/sample.json --chain correct \\
+                --output correct.opus --quality 0.6
 
             With --speed, the chain is stretched with its pitch kept (Sonic), and the cue sheet's \
             frames are where each cue is heard in the stretched audio.
@@ -273,7 +274,8 @@ struct Cues: ParsableCommand {
             chainEnd.
 
             Example:
-              narrator cues Timings/lessons/sample.json --chain correct --seed 7 --repeat 2
+              narrator cues Timings/lessons/sample.json --chain correct \\
+                --seed 7 --repeat 2
             """)
 
     @OptionGroup var chainOptions: ChainOptions
@@ -300,7 +302,8 @@ struct Inspect: ParsableCommand {
             range), "-inf" for silence.
 
             Example:
-              narrator inspect Audio/fixtures/sentence.wav --timings Timings/fixtures/sentence.txt
+              narrator inspect Audio/fixtures/sentence.wav \\
+                --timings Timings/fixtures/sentence.txt
             """)
 
     @Argument(help: "An audio file libsndfile can read.")

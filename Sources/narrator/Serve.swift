@@ -15,8 +15,8 @@ struct Serve: ParsableCommand {
             the page's address with its token). SIGTERM or SIGINT ends every request with \
             "stopped" and exits 0. The protocol is in docs/daemon.md.
 
-            Example:
-              narrator serve --library Timings/lessons --listen 127.0.0.1:8700
+            Example (port 0 takes a free port; the line on stdout gives the page's address):
+              narrator serve --library Timings/lessons --listen 127.0.0.1:0
             """)
 
     @Option(help: "The folder of lessons that requests may name (paths outside it are refused).")

@@ -180,8 +180,9 @@ struct ActivityTests {
             .replacingOccurrences(of: #""../../Audio/"#, with: "\"" + Repo.path("Audio") + "/")
             .replacingOccurrences(of: #""timings": ""#, with: #""timings": ""# + Repo.path("Timings/lessons") + "/"))
         let idleStart = try promptEnd + Self.idle
+        let idleEnd = try idleStart + Self.frames("see-tap-see")
         let tap = 7 * Self.rate
-        try #require(tap > idleStart && tap < idleStart + Self.frames("see-tap-see"), "the tap falls inside the idle prompt")
+        try #require(tap > idleStart && tap < idleEnd, "the tap falls inside the idle prompt")
 
         let interrupting = try Self.simulate("7:see", until: 12)
         let cut = interrupting.filter { ["idlePrompt", "canceled", "tap", "feedback"].contains($0.type) }.map { "\($0.type)@\($0.frame)" }
@@ -191,7 +192,6 @@ struct ActivityTests {
 
         let ignored = try Self.simulate("7:see", until: 12, lesson: ignoring)
         let heardOut = ignored.filter { ["idlePrompt", "canceled", "tap", "feedback"].contains($0.type) }.map { "\($0.type)@\($0.frame)" }
-        let idleEnd = try idleStart + Self.frames("see-tap-see")
         let again = idleEnd + Self.idle
         #expect(heardOut == ["idlePrompt@\(idleStart)", "tap@\(tap)", "idlePrompt@\(again)", "canceled@\(12 * Self.rate)"])
         let swallowed = try #require(ignored.first { $0.type == "tap" })
