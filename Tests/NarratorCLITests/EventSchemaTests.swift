@@ -182,5 +182,14 @@ struct EventSchemaTests {
         ] {
             #expect(try EventSchema.problems(bad, as: "daemonLine") != nil, "\(bad)")
         }
+        // An ignored tap says why; a tap taken has no reason.
+        #expect(try EventSchema.problems(#"{"answer":"see","frame":9,"reason":"narration playing","result":"ignored","type":"tap"}"#, as: "cueLine") == nil)
+        for bad in [
+            #"{"answer":"see","frame":9,"result":"ignored","type":"tap"}"#,
+            #"{"answer":"see","frame":9,"reason":"narration playing","result":"correct","type":"tap"}"#,
+            #"{"answer":"see","frame":9,"reason":"busy","result":"ignored","type":"tap"}"#,
+        ] {
+            #expect(try EventSchema.problems(bad, as: "cueLine") != nil, "\(bad)")
+        }
     }
 }
