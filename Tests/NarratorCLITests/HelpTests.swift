@@ -213,8 +213,8 @@ import Testing
     static func serveUntilListening(_ arguments: [String], variables: [String: String], cwd: String, command: String) throws {
         let out = cwd + "/serve.out"
         let err = cwd + "/serve.err"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+        _ = FileManager.default.createFile(atPath: out, contents: nil)
+        _ = FileManager.default.createFile(atPath: err, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = variables.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" } + [Repo.narrator] + arguments
