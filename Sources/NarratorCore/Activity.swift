@@ -26,7 +26,7 @@ public struct Activity: Sendable, Equatable {
     /// Played once the last step is answered; `advance` follows when it ends.
     public let final: String?
     /// What a tap does while narration plays (a prompt, an idle prompt, wrong-answer feedback).
-    /// Taps during the right answer's feedback are always ignored.
+    /// Taps during the intro, the right answer's feedback and the final are always ignored.
     public let taps: TapPolicy
     /// The intro was written as one chain's id, not as an object of chains by state.
     var introIsOneChain = false
@@ -183,7 +183,9 @@ public struct Activity: Sendable, Equatable {
     private static func idleFrames(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Int {
         let seconds = try cursor.number()
         guard seconds > 0, seconds <= 3600, let frames = Frames.from(seconds: seconds, rate: rate), frames >= 1 else {
-            throw cursor.fail("idle wait must be between 0 and 3600 seconds (at least one frame)")
+            // 0 is refused (the idle prompt would start as the narration ends): the range says so.
+            throw cursor.fail(
+                "idle wait must be more than 0 (at least one frame, 1/\(rate) s) and at most 3600 seconds, got \(Frames.describe(seconds: seconds))")
         }
         return frames
     }

@@ -106,6 +106,32 @@ public struct ActivityMachine {
         case intro, prompt, idle, correct, wrong, final
     }
 
+    /// Why a tap was ignored: the `reason` of a `tap` whose `result` is `ignored`.
+    public enum IgnoredTap: String, Sendable, CaseIterable {
+        /// A prompt, an idle prompt or wrong-answer feedback plays and the activity's `taps` is
+        /// `ignore` (the default): the child hears it out, then answers.
+        case narrationPlaying = "narration playing"
+        /// The intro plays: answers count once the steps begin, whatever `taps` says.
+        case introPlaying = "intro playing"
+        /// The right answer's feedback plays: the step is answered.
+        case correctFeedbackPlaying = "correct feedback playing"
+        /// The final chain plays: every step is answered.
+        case finalPlaying = "final playing"
+        /// `replay` while the child thinks, before anything played.
+        case nothingToReplay = "nothing to replay"
+
+        /// Why an answer is not taken while a narration in `role` plays (the ignore policy, or
+        /// a role that never takes answers).
+        init(role: Role) {
+            switch role {
+            case .intro: self = .introPlaying
+            case .correct: self = .correctFeedbackPlaying
+            case .final: self = .finalPlaying
+            case .prompt, .idle, .wrong: self = .narrationPlaying
+            }
+        }
+    }
+
     /// A chain playing on the activity's timeline.
     public struct Narration: Sendable, Equatable {
         public let chain: String
@@ -273,7 +299,7 @@ public struct ActivityMachine {
                 try answer(tap, step: progress.step, attempt: progress.attempt)
             } else {
                 emitNarrationCues(through: tap.frame, inclusive: true)
-                note(tap.frame, .tap, ["answer": .string(tap.answer), "result": .string("ignored")])
+                ignore(tap, because: IgnoredTap(role: narration.role))
             }
         }
         return take()
@@ -431,7 +457,7 @@ public struct ActivityMachine {
                 state = .replaying(step: step, attempt: attempt, last)
                 state.narration = replay(last, at: tap.frame)
             } else {
-                note(tap.frame, .tap, ["answer": .string(tap.answer), "result": .string("ignored")])
+                ignore(tap, because: .nothingToReplay)
             }
         case current.answer:
             note(tap.frame, .tap, ["answer": .string(tap.answer), "result": .string("correct"), "step": .int(step)])
@@ -446,6 +472,12 @@ public struct ActivityMachine {
             state = .wrongFeedback(
                 step: step, attempt: attempt, try play(feedback.chain, role: .wrong, at: tap.frame, step: step, pulse: feedback.pulse))
         }
+    }
+
+    /// A tap that changes nothing: noted with why, so that an app (and the person reading the
+    /// trace) can tell a child's answer swallowed by `taps: ignore` from one that came too early.
+    private mutating func ignore(_ tap: Tap, because reason: IgnoredTap) {
+        note(tap.frame, .tap, ["answer": .string(tap.answer), "result": .string("ignored"), "reason": .string(reason.rawValue)])
     }
 
     /// Cuts the narration playing at `frame`: its cues before `frame`, its audio until there,

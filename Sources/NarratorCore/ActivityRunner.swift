@@ -111,7 +111,8 @@ extension Cue {
 ///   attempt (the last entry repeats), then `feedbackEnd` ("animate the image back now") and
 ///   the wait begins again.
 /// - While narration plays, taps are ignored or interrupt it (`Activity.taps`); during the
-///   right answer's feedback and the final chain they are always ignored.
+///   intro, the right answer's feedback and the final chain they are always ignored. An
+///   ignored tap's trace says why (`reason`, `ActivityMachine.IgnoredTap`).
 /// - `replay` restarts the chain playing (or the last one played) from its start; `close`
 ///   cancels what plays and ends the activity. Every chain that starts ends with exactly one
 ///   `chainEnd` or `canceled`; the activity with exactly one `activityEnd` or `stop`.

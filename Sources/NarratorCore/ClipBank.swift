@@ -170,11 +170,16 @@ public struct ClipBank: Sendable {
             let source: ClipSource
             if let cached = sources[spec.file] {
                 source = cached
-            } else if let streamed = try decoder.streamedFile(path: spec.file, sampleRate: rate) {
-                source = .stream(streamed)
-                sources[spec.file] = source
             } else {
-                source = .memory(try decoder.decode(path: spec.file, sampleRate: rate))
+                do throws(NarratorError) {
+                    if let streamed = try decoder.streamedFile(path: spec.file, sampleRate: rate) {
+                        source = .stream(streamed)
+                    } else {
+                        source = .memory(try decoder.decode(path: spec.file, sampleRate: rate))
+                    }
+                } catch {
+                    throw naming(error, spec: spec, file: spec.file, key: "")
+                }
                 sources[spec.file] = source
             }
 
@@ -221,14 +226,20 @@ public struct ClipBank: Sendable {
                 if let cached = timings[timingPath] {
                     (fileWords, fileSentences) = cached
                 } else {
-                    let imported = try WordTimings.read(path: timingPath, rate: rate)
+                    let imported: TimingImport
+                    do throws(NarratorError) {
+                        imported = try WordTimings.read(path: timingPath, rate: rate)
+                    } catch {
+                        throw naming(error, spec: spec, file: timingPath, key: ".timings")
+                    }
                     (fileWords, fileSentences) = (imported.words, imported.sentences)
                     timings[timingPath] = (fileWords, fileSentences)
                 }
                 if let late = fileWords.first(where: { $0.endFrame > source.frames }) {
                     throw NarratorError(
                         file: timingPath, place: "word \(late.index) '\(late.text)'",
-                        "ends at \(Frames.describe(late.endFrame, rate: rate)), past the end of its audio \(spec.file) (\(Frames.describe(source.frames, rate: rate)))")
+                        "ends at \(Frames.describe(late.endFrame, rate: rate)), past the end of its audio \(spec.file) (\(Frames.describe(source.frames, rate: rate)))"
+                            + WordTimings.millisecondsHint(fileWords, audioFrames: source.frames, rate: rate))
                 }
             } else if spec.markers == .words {
                 fileWords = try WordTimings.fromMarkers(fileMarkers, audioFrames: source.frames, path: spec.file)
@@ -259,6 +270,16 @@ public struct ClipBank: Sendable {
             try level(&clips, lesson: lesson, clipIDs: clipIDs, decoder: decoder)
         }
         return ClipBank(lesson: lesson, clips: clips)
+    }
+
+    /// An error about a whole file of clip `spec` (its audio, or its timings: `key`) with the
+    /// clip's key added, as `narrator validate` says it: "a.wav: no such file (clips.a)". An
+    /// error with a place in the file already says where.
+    private static func naming(_ error: NarratorError, spec: Lesson.ClipSpec, file: String, key: String) -> NarratorError {
+        guard error.file == file, error.place == nil else { return error }
+        var named = error
+        named.message += spec.spriteMap == nil ? " (clips.\(spec.id)\(key))" : " (clip \(spec.id), from its sprite map)"
+        return named
     }
 
     /// Brings each clip on a bus with a loudness target to it: measured once as it plays (in

@@ -345,7 +345,7 @@ public struct Lesson: Sendable {
     /// The chain `id`, or an error naming the lesson and the missing key.
     public func chain(_ id: String) throws(NarratorError) -> [ChainItem] {
         guard let chain = chains[id] else {
-            throw NarratorError(file: path, place: "chains.\(id)", "unknown chain (the lesson has: \(Self.list(chains.keys)))")
+            throw NarratorError(file: path, place: "chains.\(id)", "unknown chain \(known("chains", chains.keys))")
         }
         return chain
     }
@@ -354,12 +354,18 @@ public struct Lesson: Sendable {
     /// by its key path (`activities.x.steps[1].correct`).
     public func activity(_ id: String) throws(NarratorError) -> Activity {
         guard let activity = activities[id] else {
-            throw NarratorError(file: path, place: "activities.\(id)", "unknown activity (the lesson has: \(Self.list(activities.keys)))")
+            throw NarratorError(file: path, place: "activities.\(id)", "unknown activity \(known("activities", activities.keys))")
         }
         if let (chain, place) = activity.firstChain(where: { chains[$0] == nil }) {
-            throw NarratorError(file: path, place: "activities.\(id).\(place)", "unknown chain '\(chain)'")
+            throw NarratorError(file: path, place: "activities.\(id).\(place)", "unknown chain '\(chain)' \(known("chains", chains.keys))")
         }
         return activity
+    }
+
+    /// What the lesson has of a kind, for a message about a name it does not have: "(the
+    /// lesson has: a, b)", or "(the lesson has no pools)".
+    public func known(_ kind: String, _ names: some Collection<String>) -> String {
+        names.isEmpty ? "(the lesson has no \(kind))" : "(the lesson has: \(Self.list(names)))"
     }
 
     /// Names for a one-line message: sorted, at most 20, then how many more.
@@ -379,7 +385,7 @@ public struct Lesson: Sendable {
         var ids: [String] = []
         var poolsSeen: Set<String> = []
         func add(_ clip: String, place: @autoclosure () -> String) throws(NarratorError) {
-            guard clips[clip] != nil else { throw NarratorError(file: path, place: place(), "unknown clip '\(clip)'") }
+            guard clips[clip] != nil else { throw NarratorError(file: path, place: place(), "unknown clip '\(clip)' \(known("clips", clips.keys))") }
             if seen.insert(clip).inserted { ids.append(clip) }
         }
         for (index, item) in items.enumerated() {
@@ -390,7 +396,7 @@ public struct Lesson: Sendable {
                 try add(clip, place: "chains.\(id)[\(index)].music")
             case .pool(let poolID):
                 guard let pool = pools[poolID] else {
-                    throw NarratorError(file: path, place: "chains.\(id)[\(index)].pool", "unknown pool '\(poolID)'")
+                    throw NarratorError(file: path, place: "chains.\(id)[\(index)].pool", "unknown pool '\(poolID)' \(known("pools", pools.keys))")
                 }
                 // A pool drawn from a million times is checked once.
                 guard poolsSeen.insert(poolID).inserted else { continue }

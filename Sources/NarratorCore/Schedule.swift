@@ -288,7 +288,7 @@ public enum Scheduler {
                     try play(id, pool: nil)
                 case .pool(let id):
                     guard let pool = lesson.pools[id] else {
-                        throw NarratorError(file: lesson.path, place: "pools.\(id)", "unknown pool")
+                        throw NarratorError(file: lesson.path, place: "pools.\(id)", "unknown pool \(lesson.known("pools", lesson.pools.keys))")
                     }
                     try play(draws.draw(from: pool), pool: id)
                 case .silence(let frames):

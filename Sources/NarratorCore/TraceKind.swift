@@ -15,7 +15,8 @@ public enum TraceKind: String, Sendable, CaseIterable {
     case pulse
     /// No answer came in time: the idle prompt starts (`step`, `waited` frames).
     case idlePrompt
-    /// A tap and what it did (`answer`, `result`: correct, wrong, sound, replay, close, ignored).
+    /// A tap and what it did (`answer`, `result`: correct, wrong, sound, replay, close, ignored;
+    /// `reason` when ignored, `ActivityMachine.IgnoredTap`).
     case tap
     /// Feedback for an answer begins (`kind`, `step`, `attempt`).
     case feedback

@@ -39,6 +39,17 @@ public enum WordTimings {
         try read(data, path: path, rate: rate).words
     }
 
+    /// For words that run past the end of their audio (`audioFrames` long): a hint when the
+    /// file's times look like milliseconds, "" otherwise. They do when the last word ends over
+    /// ten times the audio's length as written, and within it once divided by 1000 (a word a
+    /// little past the end is a timing slip, not a unit).
+    public static func millisecondsHint(_ words: [WordTiming], audioFrames: Int, rate: Int) -> String {
+        guard audioFrames > 0, let last = words.map(\.endFrame).max(), last / 10 > audioFrames, last / 1000 <= audioFrames else {
+            return ""
+        }
+        return "; the times look like milliseconds (\(Frames.describe(last, rate: rate)) would be \(Frames.describe(last / 1000, rate: rate))): timing files give seconds"
+    }
+
     /// Converts to frames and checks: each word ends at or after its start, starts at or after
     /// the previous word's start, and does not overlap it.
     static func frames(_ entries: [Entry], path: String, rate: Int) throws(NarratorError) -> [WordTiming] {

@@ -9,25 +9,60 @@ struct Narrator: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
+        version: NarratorVersion.current,
         subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Timings.self, Synth.self, Validate.self, Plot.self, Pack.self])
 
-    /// Usage errors, like bad input, exit with status 1 and one line; --help exits 0.
+    /// Usage errors, like bad input, exit with status 1 and one line, which points to the help
+    /// of the command at fault (`narrator play --help`); --help and --version exit 0.
     static func main() {
+        let parsed: any ParsableCommand
         do {
-            var command = try parseAsRoot()
+            parsed = try parseAsRoot()
+        } catch {
+            fail(error, help: helpPointer(parsing: error))
+        }
+        var command = parsed
+        do {
             // Commands that write files remove their partial output when a signal ends them;
             // play and serve handle their signals themselves (cancel, drain).
             if !(command is Play || command is Serve) { SignalCleanup.install() }
             try command.run()
-        } catch let code as ExitCode {
-            exit(withError: code)
         } catch {
-            if exitCode(for: error) == .success { exit(withError: error) }
-            var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
-            if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-            printError("\(message) (see 'narrator --help')")
-            exit(withError: ExitCode(1))
+            fail(error, help: (commandPath(of: type(of: parsed)) ?? ["narrator"]).joined(separator: " ") + " --help")
         }
+    }
+
+    /// Ends the process for `error`: its own exit for an `ExitCode` or a clean exit (help,
+    /// version), else its first line on stderr with where to read more, and status 1.
+    static func fail(_ error: any Error, help: String) -> Never {
+        if let code = error as? ExitCode { exit(withError: code) }
+        if exitCode(for: error) == .success { exit(withError: error) }
+        var message = fullMessage(for: error).split(separator: "\n").first.map(String.init) ?? "\(error)"
+        if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
+        printError("\(message) (see '\(help)')")
+        exit(withError: ExitCode(1))
+    }
+
+    /// The help to point to for a parse error: the subcommand's that was being parsed, which
+    /// the parser names in its full message ("See 'narrator play --help' for more information.").
+    static func helpPointer(parsing error: any Error) -> String {
+        for line in fullMessage(for: error).split(separator: "\n") {
+            let text = line.trimmingCharacters(in: .whitespaces)
+            guard text.hasPrefix("See '"), text.hasSuffix("' for more information.") else { continue }
+            return String(text.dropFirst("See '".count).dropLast("' for more information.".count))
+        }
+        return "narrator --help"
+    }
+
+    /// The words that run `command`: ["narrator", "timings", "convert"]; nil when it is not one
+    /// of ours.
+    static func commandPath(of command: any ParsableCommand.Type, from root: any ParsableCommand.Type = Narrator.self) -> [String]? {
+        let name = root._commandName
+        if ObjectIdentifier(root) == ObjectIdentifier(command) { return [name] }
+        for sub in root.configuration.subcommands {
+            if let path = commandPath(of: command, from: sub) { return [name] + path }
+        }
+        return nil
     }
 }
 
@@ -150,9 +185,10 @@ struct Render: ParsableCommand {
             each decodes to exactly the rendered frames, so the cue sheet holds for all of them.
 
             Example:
-              narrator render Timings/lessons/sample.json --chain correct --output correct.wav \\
-                --cues correct.cues.json --seed 7
-              narrator render Timings/lessons/sample.json --chain correct --output correct.opus --quality 0.6
+              narrator render Timings/lessons/sample.json --chain correct \\
+                --output correct.wav --cues correct.cues.json --seed 7
+              narrator render Timings/lessons/sample.json --chain correct \\
+                --output correct.opus --quality 0.6
 
             With --speed, the chain is stretched with its pitch kept (Sonic), and the cue sheet's \
             frames are where each cue is heard in the stretched audio.
@@ -238,7 +274,8 @@ struct Cues: ParsableCommand {
             chainEnd.
 
             Example:
-              narrator cues Timings/lessons/sample.json --chain correct --seed 7 --repeat 2
+              narrator cues Timings/lessons/sample.json --chain correct \\
+                --seed 7 --repeat 2
             """)
 
     @OptionGroup var chainOptions: ChainOptions
@@ -265,7 +302,8 @@ struct Inspect: ParsableCommand {
             range), "-inf" for silence.
 
             Example:
-              narrator inspect Audio/fixtures/sentence.wav --timings Timings/fixtures/sentence.txt
+              narrator inspect Audio/fixtures/sentence.wav \\
+                --timings Timings/fixtures/sentence.txt
             """)
 
     @Argument(help: "An audio file libsndfile can read.")
@@ -295,7 +333,8 @@ struct Inspect: ParsableCommand {
                 if let late = words.first(where: { $0.endFrame > info.frames }) {
                     throw NarratorError(
                         file: timings, place: "word \(late.index) '\(late.text)'",
-                        "ends at frame \(late.endFrame), past the end of \(file) (\(info.frames) frames)")
+                        "ends at frame \(late.endFrame), past the end of \(file) (\(info.frames) frames)"
+                            + WordTimings.millisecondsHint(words, audioFrames: info.frames, rate: info.sampleRate))
                 }
                 lines.append("words:       \(words.count) (frames at \(info.sampleRate) Hz; end is exclusive)")
                 lines.append("  index      start        end  text")

@@ -23,7 +23,8 @@ struct Play: ParsableCommand {
             terminal, it shows in the view and Enter sends it.
 
             Example:
-              narrator play Timings/lessons/sample.json --chain correct --seed 7 --events events.jsonl
+              narrator play Timings/lessons/sample.json --chain correct --seed 7 \\
+                --events events.jsonl
             """)
 
     @OptionGroup var chainOptions: ChainOptions

@@ -17,7 +17,8 @@ struct Plot: ParsableCommand {
             SVG drawn by librsvg. The file appears only once complete.
 
             Example:
-              narrator plot Timings/lessons/sample.json --chain correct --seed 7 --output correct.png
+              narrator plot Timings/lessons/sample.json --chain correct --seed 7 \\
+                --output correct.png
             """)
 
     @OptionGroup var chainOptions: ChainOptions

@@ -15,8 +15,8 @@ struct Serve: ParsableCommand {
             the page's address with its token). SIGTERM or SIGINT ends every request with \
             "stopped" and exits 0. The protocol is in docs/daemon.md.
 
-            Example:
-              narrator serve --library Timings/lessons --listen 127.0.0.1:8700
+            Example (port 0 takes a free port; the line on stdout gives the page's address):
+              narrator serve --library Timings/lessons --listen 127.0.0.1:0
             """)
 
     @Option(help: "The folder of lessons that requests may name (paths outside it are refused).")
@@ -57,6 +57,15 @@ struct Serve: ParsableCommand {
         return (host.isEmpty ? "127.0.0.1" : host, port)
     }
 
+    /// The library's folder missing says where it was looked for and how to give another: the
+    /// default is relative to the current folder, so `serve` run outside the repository finds none.
+    static func explained(_ error: NarratorError, library: String) -> String {
+        guard error.file == library else { return error.description }
+        let resolved = URL(fileURLWithPath: library).standardizedFileURL.path
+        let looked = resolved == library ? "" : " (looked for at \(resolved))"
+        return "\(error.description)\(looked); give the folder of your lessons with --library FOLDER"
+    }
+
     static var defaultSocket: String {
         if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return runtime + "/narrator.sock" }
         return "/tmp/narrator-\(getuid()).sock"
@@ -91,7 +100,7 @@ struct Serve: ParsableCommand {
                     Output.write(line + "\n", to: STDOUT_FILENO)
                 }
             } catch let error as NarratorError {
-                failure.withLock { $0 = error.description }
+                failure.withLock { $0 = Self.explained(error, library: library) }
             } catch {
                 failure.withLock { $0 = "\(error)" }
             }

@@ -17,8 +17,8 @@ struct Simulate: ParsableCommand {
             --requests: request, begin, the cues, end or canceled. The same taps and seed give the same trace.
 
             Example:
-              narrator simulate Timings/lessons/homer.json --activity sight-words \\
-                --taps 3.2:the,9.0:wig,12.5:on --seed 7
+              narrator simulate Timings/lessons/homer-sight-words.json \\
+                --activity sight-words --taps 3:cat,4.5:see,9.5:hat --seed 7
 
             With --controls, it plays on a virtual output instead (period 10 ms, buffer 40 ms) \
             and prints the events as `play` writes them, "t" being seconds since frame 0 was \

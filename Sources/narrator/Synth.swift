@@ -16,7 +16,8 @@ struct Synth: ParsableCommand {
             voice is recorded.
 
             Example:
-              narrator synth "A round fruit that grows on trees." --output apple.wav --timings apple.json
+              narrator synth "A round fruit that grows on trees." \\
+                --output apple.wav --timings apple.json
             """)
 
     @Argument(help: "What to say.")

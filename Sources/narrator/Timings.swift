@@ -24,7 +24,8 @@ struct Timings: ParsableCommand {
                 checked (order, overlap) on the way.
 
                 Example:
-                  narrator timings convert aligned.TextGrid Timings/lessons/clip.json
+                  narrator timings convert Timings/fixtures/formats/sentence.TextGrid \\
+                    sentence.vtt
                 """)
 
         @Argument(help: "The timing file to read.")

@@ -27,7 +27,7 @@ struct ActivityTests {
         subscript(_ key: String) -> String? { fields[key].map { "\($0)" } }
     }
 
-    static func simulate(_ taps: String?, seed: Int = 7, until: Double? = nil) throws -> [Event] {
+    static func simulate(_ taps: String?, seed: Int = 7, until: Double? = nil, lesson: String = lesson) throws -> [Event] {
         var arguments = ["simulate", lesson, "--activity", "sight-words", "--seed", "\(seed)"]
         if let taps { arguments += ["--taps", taps] }
         if let until { arguments += ["--until", "\(until)"] }
@@ -164,6 +164,39 @@ struct ActivityTests {
         let start = try promptEnd + 10_000
         let trace = try Self.simulate("\(Self.seconds(start)):cat,\(Self.seconds(start + 9_600)):dog", until: 20)
         #expect(trace.contains { $0.type == "feedbackEnd" && $0["attempt"] == "1" && $0["canceled"] == "1" && $0.frame == start + 9_600 })
+    }
+
+    /// The two tap settings, as docs/lessons.md shows them: the right answer tapped while the
+    /// idle prompt plays cuts it and is taken (`interrupt`, as the lesson says), or is noted as
+    /// ignored with its reason while the prompt plays on and comes again 4 s after its end
+    /// (`ignore`, the same lesson with that one key changed).
+    @Test func aTapDuringTheIdlePromptUnderBothSettings() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let original = try String(contentsOfFile: Self.lesson, encoding: .utf8)
+        #expect(original.contains(#""taps": "interrupt""#))
+        let ignoring = dir.write("ignore.json", original
+            .replacingOccurrences(of: #""taps": "interrupt""#, with: #""taps": "ignore""#)
+            .replacingOccurrences(of: #""../../Audio/"#, with: "\"" + Repo.path("Audio") + "/")
+            .replacingOccurrences(of: #""timings": ""#, with: #""timings": ""# + Repo.path("Timings/lessons") + "/"))
+        let idleStart = try promptEnd + Self.idle
+        let idleEnd = try idleStart + Self.frames("see-tap-see")
+        let tap = 7 * Self.rate
+        try #require(tap > idleStart && tap < idleEnd, "the tap falls inside the idle prompt")
+
+        let interrupting = try Self.simulate("7:see", until: 12)
+        let cut = interrupting.filter { ["idlePrompt", "canceled", "tap", "feedback"].contains($0.type) }.map { "\($0.type)@\($0.frame)" }
+        #expect(cut == ["idlePrompt@\(idleStart)", "canceled@\(tap)", "tap@\(tap)", "feedback@\(tap)"])
+        #expect(interrupting.first { $0.type == "tap" }?["result"] == "correct")
+        #expect(interrupting.first { $0.type == "tap" }?["reason"] == nil)
+
+        let ignored = try Self.simulate("7:see", until: 12, lesson: ignoring)
+        let heardOut = ignored.filter { ["idlePrompt", "canceled", "tap", "feedback"].contains($0.type) }.map { "\($0.type)@\($0.frame)" }
+        let again = idleEnd + Self.idle
+        #expect(heardOut == ["idlePrompt@\(idleStart)", "tap@\(tap)", "idlePrompt@\(again)", "canceled@\(12 * Self.rate)"])
+        let swallowed = try #require(ignored.first { $0.type == "tap" })
+        #expect(swallowed["result"] == "ignored" && swallowed["reason"] == "narration playing" && swallowed["answer"] == "see")
+        #expect(ignored.contains { $0.type == "chainEnd" && $0["chain"] == "idle-see" && $0.frame == idleEnd })
     }
 
     @Test func untilIsBounded() throws {

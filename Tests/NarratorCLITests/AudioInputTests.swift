@@ -82,7 +82,7 @@ import Testing
             "names-pipe.json", #"{"sampleRate": 8000, "clips": {"a": {"file": "pipe.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
         let audio = try run(Repo.narrator, ["cues", namesPipe, "--chain", "c"])
         #expect(audio.status == 1)
-        #expect(audio.stderr.hasSuffix("pipe.wav: not a regular file (a device, pipe or socket)\n"), "\(audio.stderr)")
+        #expect(audio.stderr.hasSuffix("pipe.wav: not a regular file (a device, pipe or socket) (clips.a)\n"), "\(audio.stderr)")
         #expect(audio.stderr.split(separator: "\n").count == 1)
         let namesMap = dir.write(
             "names-map.json",

@@ -13,6 +13,8 @@ import Testing
         let chain: String
         /// What the one line must contain.
         let expect: [String]
+        /// What it must not say.
+        var absent: [String] = []
         var testDescription: String { name }
     }
 
@@ -49,16 +51,17 @@ import Testing
     }
 
     static let cases: [Case] = [
-        Case(name: "missing audio", files: ["lesson.json": lesson()], chain: "c", expect: ["a.wav: no such file"]),
+        Case(name: "missing audio", files: ["lesson.json": lesson()], chain: "c", expect: ["a.wav: no such file (clips.a)"]),
         Case(name: "empty audio", files: ["lesson.json": lesson(), "a.wav": Data()], chain: "c", expect: ["a.wav: empty"]),
         Case(name: "truncated audio", files: ["lesson.json": lesson(), "a.wav": sentence.prefix(50000)], chain: "c", expect: ["a.wav: truncated"]),
         Case(name: "not audio", files: ["lesson.json": lesson(), "a.wav": text("RIFF? no, a poem\n")], chain: "c", expect: ["a.wav: not a readable audio file"]),
         Case(name: "lying header", files: ["lesson.json": lesson(), "a.wav": liar], chain: "c", expect: ["a.wav: truncated or lying header"]),
         Case(name: "lesson not JSON", files: ["lesson.json": text("{\"sampleRate\": 48000,\n  \"clips\": {,\n}")], chain: "c", expect: ["lesson.json: line 2, column 13: not valid JSON"]),
         Case(name: "empty lesson", files: ["lesson.json": Data()], chain: "c", expect: ["lesson.json: empty file"]),
-        Case(name: "unknown clip", files: ["lesson.json": lesson(chain: #"[{"clip": "a"}, {"clip": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[1].clip: unknown clip 'zz'"]),
-        Case(name: "unknown pool", files: ["lesson.json": lesson(chain: #"[{"pool": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[0].pool: unknown pool 'zz'"]),
-        Case(name: "unknown chain", files: ["lesson.json": lesson(), "a.wav": sentence], chain: "nope", expect: ["lesson.json: chains.nope: unknown chain"]),
+        Case(name: "unknown clip", files: ["lesson.json": lesson(chain: #"[{"clip": "a"}, {"clip": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[1].clip: unknown clip 'zz' (the lesson has: a)\n"]),
+        Case(name: "unknown pool", files: ["lesson.json": lesson(chain: #"[{"pool": "zz"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[0].pool: unknown pool 'zz' (the lesson has no pools)\n"]),
+        Case(name: "unknown pool among pools", files: ["lesson.json": lesson(pools: #"{"p": {"clips": ["a"]}, "q": {"clips": ["a"]}}"#, chain: #"[{"pool": "pp"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: chains.c[0].pool: unknown pool 'pp' (the lesson has: p, q)\n"]),
+        Case(name: "unknown chain", files: ["lesson.json": lesson(), "a.wav": sentence], chain: "nope", expect: ["lesson.json: chains.nope: unknown chain (the lesson has: c)\n"]),
         Case(name: "empty pool", files: ["lesson.json": lesson(pools: #"{"p": {"clips": []}}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.clips: empty pool"]),
         Case(name: "pool names unknown clip", files: ["lesson.json": lesson(pools: #"{"p": {"clips": ["a", "b"]}}"#, chain: #"[{"pool": "p"}]"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.clips[1]: unknown clip 'b'"]),
         Case(name: "timing syntax", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.1\t0.2\ta\n0.3 0.4 b\n")], chain: "c", expect: ["t.txt: line 2: expected start<TAB>end<TAB>text"]),
@@ -66,10 +69,14 @@ import Testing
         Case(name: "end before start", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.2\ta\n")], chain: "c", expect: ["t.txt: line 1 'a': ends (0.2 s) before it starts (0.5 s)"]),
         Case(name: "out of order", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.1\t0.2\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': out of order"]),
         Case(name: "overlapping", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n0.55\t0.7\tb\n")], chain: "c", expect: ["t.txt: line 2 'b': overlaps word 0 'a'"]),
-        Case(name: "past the end of audio", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n3.1\t3.2\tb\n")], chain: "c", expect: ["t.txt: word 1 'b': ends at 3.2 s, past the end of its audio"]),
+        Case(name: "past the end of audio", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n3.1\t3.2\tb\n")], chain: "c", expect: ["t.txt: word 1 'b': ends at 3.2 s, past the end of its audio"], absent: ["milliseconds"]),
+        // Times written in milliseconds: 2900 "seconds" for 3.16 s of audio.
+        Case(name: "timings in milliseconds", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("500\t600\ta\n700\t2900\tb\n")], chain: "c", expect: ["t.txt: word 0 'a': ends at 600 s, past the end of its audio", "a.wav (3.16 s); the times look like milliseconds (2900 s would be 2.9 s): timing files give seconds\n"]),
+        // Ten times the audio's length but not a thousand: a slip, not a unit.
+        Case(name: "timings far past the end, not milliseconds", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": text("0.5\t0.6\ta\n10\t3200\tb\n")], chain: "c", expect: ["t.txt: word 1 'b': ends at 3200 s, past the end of its audio"], absent: ["milliseconds"]),
         Case(name: "word text with a newline", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.json"}"#), "a.wav": sentence, "t.json": text(#"{"words": [{"text": "a\nb", "start": 0.5, "end": 0.2}]}"#)], chain: "c", expect: [#"t.json: words[0] 'a\nb': ends"#]),
-        Case(name: "empty timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": Data()], chain: "c", expect: ["t.txt: holds no words"]),
-        Case(name: "missing timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence], chain: "c", expect: ["t.txt: no such file"]),
+        Case(name: "empty timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence, "t.txt": Data()], chain: "c", expect: ["t.txt: holds no words (clips.a.timings)"]),
+        Case(name: "missing timing file", files: ["lesson.json": lesson(clips: timed), "a.wav": sentence], chain: "c", expect: ["t.txt: no such file (clips.a.timings)"]),
         Case(name: "header lies about the rate", files: ["lesson.json": lesson(), "a.wav": rateLiar], chain: "c", expect: ["a.wav: unusable header: 1 Hz"]),
         Case(name: "silence too long", files: ["lesson.json": lesson(chain: #"[{"silence": 1.8e11}]"#)], chain: "c", expect: ["lesson.json: chains.c[0].silence: silence must be between 0 and 3600 seconds"]),
         Case(name: "bad vtt", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "timings": "t.vtt"}"#), "a.wav": sentence, "t.vtt": text("WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nx <1.5>y\n")], chain: "c", expect: ["t.vtt: line 4: bad timestamp"]),
@@ -106,7 +113,10 @@ import Testing
         Case(name: "clip end 2^64", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "end": 18446744073709551616}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.end: expected seconds between 0 and 86400 (a day), got 1.8446744073709552e+19"]),
         Case(name: "clip start negative", files: ["lesson.json": lesson(clips: #""a": {"file": "a.wav", "start": -1e-300}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: clips.a.start: expected seconds between 0 and 86400"]),
         Case(name: "polyphony 2^64", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "polyphony": 18446744073709551616}}}"#)], chain: "c", expect: ["lesson.json: activities.x.polyphony: expected a whole number in 1...16, got 1.8446744073709552e+19"]),
-        Case(name: "idle seconds 1e308", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "idleSeconds": 1e308}}}"#)], chain: "c", expect: ["lesson.json: activities.x.idleSeconds: idle wait must be between 0 and 3600 seconds"]),
+        Case(name: "idle seconds 1e308", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "idleSeconds": 1e308}}}"#)], chain: "c", expect: ["lesson.json: activities.x.idleSeconds: idle wait must be more than 0 (at least one frame, 1/48000 s) and at most 3600 seconds, got 1e+308 s"]),
+        // 0 is refused, and the message says so (it said "between 0 and 3600").
+        Case(name: "idle seconds 0", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"intro": "c", "idleSeconds": 0}}}"#)], chain: "c", expect: ["lesson.json: activities.x.idleSeconds: idle wait must be more than 0 (at least one frame, 1/48000 s) and at most 3600 seconds, got 0 s\n"]),
+        Case(name: "step idle seconds under a frame", files: ["lesson.json": text(#"{"sampleRate": 8000, "clips": {}, "chains": {"c": []}, "activities": {"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["c"], "idleSeconds": 0.00001}]}}}"#)], chain: "c", expect: ["lesson.json: activities.x.steps[0].idleSeconds: idle wait must be more than 0 (at least one frame, 1/8000 s) and at most 3600 seconds, got 1e-05 s\n"]),
         Case(name: "ducking attack 1e308", files: ["lesson.json": text(#"{"sampleRate": 48000, "clips": {}, "chains": {"c": []}, "ducking": {"attack": 1e308}}"#)], chain: "c", expect: ["lesson.json: ducking.attack: a ramp lasts between 0 and 10 seconds"]),
         Case(name: "sprite offset 1e308", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [1e308, 100]}}"#), chain: "c", expect: ["s.json: sprite.ding[0]: offset must be under 86400000 ms (a day), got 1e+308"]),
         Case(name: "sprite duration 1e308", files: sprited(#"{"src": "a.wav", "sprite": {"ding": [10, 1e308]}}"#), chain: "c", expect: ["s.json: sprite.ding[1]: the sprite must end within 86400000 ms (a day), got 1e+308"]),
@@ -127,6 +137,9 @@ import Testing
         #expect(lines.count == 1, "\(result.stderr)")
         for fragment in c.expect {
             #expect(result.stderr.contains(fragment), "\(result.stderr)")
+        }
+        for fragment in c.absent {
+            #expect(!result.stderr.contains(fragment), "\(result.stderr)")
         }
         #expect(result.stderr.contains(dir.path), "names the file by its path")
         #expect(dir.contents() == before, "no output file, no partial file")
@@ -262,8 +275,52 @@ import Testing
             let result = try run(Repo.narrator, ["cues", lesson, "--activity", "bad"])
             #expect(result.status == 1)
             #expect(result.stdout.isEmpty)
-            #expect(result.stderr == "narrator: \(lesson): \(place): unknown chain 'x'\n", "\(activity)")
+            #expect(result.stderr == "narrator: \(lesson): \(place): unknown chain 'x' (the lesson has: c)\n", "\(activity)")
         }
+    }
+
+    /// Names a lesson does not have: the message lists the ones it has (or says it has none).
+    @Test func unknownNamesListTheLessons() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        dir.write("a.wav", data: Self.sentence)
+        let lesson = dir.write("lesson.json", data: Self.lesson())
+        let cases: [(arguments: [String], line: String)] = [
+            (["--activity", "quiz"], "activities.quiz: unknown activity (the lesson has no activities)"),
+            (["--chain", "d"], "chains.d: unknown chain (the lesson has: c)"),
+            (["--requests", "0:text:d"], "chains.d: unknown chain (the lesson has: c)"),
+        ]
+        for (arguments, line) in cases {
+            let result = try run(Repo.narrator, ["cues", lesson] + arguments)
+            #expect(result.status == 1 && result.stdout.isEmpty)
+            #expect(result.stderr == "narrator: \(lesson): \(line)\n", "\(arguments)")
+        }
+    }
+
+    /// inspect says it too: times that look like milliseconds suggest seconds.
+    @Test func inspectSaysTimingsLookLikeMilliseconds() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let audio = dir.write("a.wav", data: Self.sentence)
+        let timings = dir.write("t.txt", "500\t600\ta\n700\t2900\tb\n")
+        let result = try run(Repo.narrator, ["inspect", audio, "--timings", timings])
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        #expect(result.stderr == "narrator: \(timings): word 0 'a': ends at frame 28800000, past the end of \(audio) (151663 frames); the times look like milliseconds (2900 s would be 2.9 s): timing files give seconds\n")
+    }
+
+    /// `serve` where the default library (Timings/lessons, relative) is not: one line saying
+    /// where it looked and to give --library.
+    @Test func serveWithoutALibrarySuggestsTheOption() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try run(Repo.narrator, ["serve", "--no-socket", "--listen", "127.0.0.1:0"], cwd: dir.path)
+        #expect(result.status == 1 && result.stdout.isEmpty)
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("narrator: Timings/lessons: the lesson library is not a readable folder (looked for at "))
+        #expect(result.stderr.hasSuffix("/Timings/lessons); give the folder of your lessons with --library FOLDER\n"), "\(result.stderr)")
+        let named = try run(Repo.narrator, ["serve", "--no-socket", "--listen", "127.0.0.1:0", "--library", dir.file("lessons")], cwd: dir.path)
+        #expect(named.status == 1)
+        #expect(named.stderr == "narrator: \(dir.file("lessons")): the lesson library is not a readable folder; give the folder of your lessons with --library FOLDER\n")
     }
 
     /// A lesson may start with a UTF-8 byte order mark (RFC 8259 lets a reader skip it):

@@ -31,6 +31,9 @@ struct EventSchemaTests {
         ["homer-sight-words.json", "--activity", "sight-words", "--until", "30"],
         ["homer-hat-shop.json", "--activity", "hat-shop", "--state", "first-use", "--taps", "1:cat,1.1:hats,1.2:cat"],
         ["homer-discover.json", "--activity", "matching", "--taps", "3:photo-2,5:photo-1,9:photo-2,13:photo-3,17:photo-4"],
+        // Taps ignored ("taps": "ignore", the default): during the prompt, wrong-answer feedback
+        // and the right answer's feedback, each with its reason.
+        ["homer-discover.json", "--activity", "matching", "--taps", "0.5:photo-1,3:photo-2,3.2:photo-1,5:photo-1,5.2:photo-2,9:photo-2"],
         ["picture-dictionary.json", "--activity", "word-popup", "--taps", "2:replay,3:close"],
         ["ibcs.json", "--seed", "1", "--requests", "0:text:letter-a,0.6:text:letter-b,1.0:message:info,1.2:text:letter-c"],
         ["sample.json", "--chain", "correct", "--seed", "7", "--repeat", "2"],
@@ -178,6 +181,15 @@ struct EventSchemaTests {
             #"{"frame":null,"heard":1,"type":"finished"}"#,  // no id
         ] {
             #expect(try EventSchema.problems(bad, as: "daemonLine") != nil, "\(bad)")
+        }
+        // An ignored tap says why; a tap taken has no reason.
+        #expect(try EventSchema.problems(#"{"answer":"see","frame":9,"reason":"narration playing","result":"ignored","type":"tap"}"#, as: "cueLine") == nil)
+        for bad in [
+            #"{"answer":"see","frame":9,"result":"ignored","type":"tap"}"#,
+            #"{"answer":"see","frame":9,"reason":"narration playing","result":"correct","type":"tap"}"#,
+            #"{"answer":"see","frame":9,"reason":"busy","result":"ignored","type":"tap"}"#,
+        ] {
+            #expect(try EventSchema.problems(bad, as: "cueLine") != nil, "\(bad)")
         }
     }
 }

@@ -30,13 +30,13 @@ struct ActivityFormatTests {
             (#"{"x": {"steps": []}}"#, "activities.x: an activity plays something: give it an intro, steps or a final"),
             (#"{"x": {"intro": {}}}"#, "activities.x.intro: name a chain, or a chain per state"),
             (#"{"x": {"intro": 5}}"#, "activities.x.intro: expected a chain id, or an object of chains by state"),
-            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": 0.000001}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be between 0 and 3600 seconds (at least one frame)"),
+            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": 0.000001}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be more than 0 (at least one frame, 1/48000 s) and at most 3600 seconds, got 1e-06 s"),
             (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"]}], "sounds": {"a": "p"}}}"#, "activities.x.sounds: 'a' is an answer: a sound needs another name"),
             (#"{"x": {"intro": "p", "sounds": {"close": "p"}}}"#, "activities.x.sounds: 'close' is an app request: a sound needs another name"),
             (#"{"x": {"intro": "p", "polyphony": 0}}"#, "activities.x.polyphony: expected a whole number in 1...16"),
             (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": []}]}}"#, "activities.x.steps[0].wrong: needs at least one feedback for a wrong answer"),
             (#"{"x": {"taps": "maybe", "steps": []}}"#, "activities.x.taps: expected \"ignore\" or \"interrupt\""),
-            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": -1}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be between 0 and 3600 seconds (at least one frame)"),
+            (#"{"x": {"steps": [{"answer": "a", "correct": "c", "wrong": ["w"], "idleSeconds": -1}]}}"#, "activities.x.steps[0].idleSeconds: idle wait must be more than 0 (at least one frame, 1/48000 s) and at most 3600 seconds, got -1 s"),
             (#"{"x": {"steps": [{"answer": "a", "corect": "c", "wrong": ["w"]}]}}"#, "activities.x.steps[0].corect: unknown key"),
             (#"{"x": {"steps": [{"answer": "a", "wrong": ["w"]}]}}"#, "activities.x.steps[0].correct: missing key"),
         ]
@@ -49,6 +49,6 @@ struct ActivityFormatTests {
     @Test func unknownChainIsNamedWhenTheActivityIsUsed() throws {
         let lesson = try parse(#"{"x": {"steps": [{"answer": "a", "correct": "nope", "wrong": ["w"]}]}}"#)
         #expect(throws: NarratorError.self) { try lesson.activity("x") }
-        do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x.steps[0].correct: unknown chain 'nope'") }
+        do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x.steps[0].correct: unknown chain 'nope' (the lesson has: c, p, w)") }
     }
 }

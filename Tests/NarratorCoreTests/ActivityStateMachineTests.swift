@@ -85,8 +85,9 @@ struct ActivityStateMachineTests {
         if replay { fields["replay"] = .bool(true) }
         return event(frame, .chainStart, fields)
     }
-    func tap(_ frame: Int, _ answer: String, _ result: String, step: Int? = nil, attempt: Int? = nil) -> Cue {
+    func tap(_ frame: Int, _ answer: String, _ result: String, step: Int? = nil, attempt: Int? = nil, reason: String? = nil) -> Cue {
         var fields: [String: Cue.Field] = ["answer": .string(answer), "result": .string(result)]
+        if let reason { fields["reason"] = .string(reason) }
         if let step { fields["step"] = .int(step) }
         if let attempt { fields["attempt"] = .int(attempt) }
         return event(frame, .tap, fields)
@@ -184,7 +185,7 @@ struct ActivityStateMachineTests {
         let yes = try narration("yes", .correct, at: 2000)
         var m = try machine(in: .correctFeedback(step: 0, yes))
         let out = try m.tap(Tap(frame: 2800, answer: "dog"))
-        #expect(out.cues == [clipStart(2000, "c"), clipEnd(2800, "c"), clipStart(2800, "d"), tap(2800, "dog", "ignored")])
+        #expect(out.cues == [clipStart(2000, "c"), clipEnd(2800, "c"), clipStart(2800, "d"), tap(2800, "dog", "ignored", reason: "correct feedback playing")])
         #expect(out.audio.isEmpty)
         #expect(m.state == .correctFeedback(step: 0, try narration("yes", .correct, at: 2000, emitted: 3)))
 
@@ -217,7 +218,7 @@ struct ActivityStateMachineTests {
     @Test func tapDuringPromptIsIgnoredWhenTapsAreIgnored() throws {
         var m = try machine("b", in: .prompting(step: 0, try narration("prompt", .prompt, at: 0)))
         let out = try m.tap(Tap(frame: 500, answer: "dog"))
-        #expect(out.cues == [clipStart(0, "p"), tap(500, "dog", "ignored")])
+        #expect(out.cues == [clipStart(0, "p"), tap(500, "dog", "ignored", reason: "narration playing")])
         #expect(m.state == .prompting(step: 0, try narration("prompt", .prompt, at: 0, emitted: 1)))
     }
 
@@ -304,7 +305,7 @@ struct ActivityStateMachineTests {
     @Test func replayWithNothingPlayedYetIsIgnored() throws {
         var m = try machine("b", in: .awaitingAnswer(step: 0, attempt: 0, since: 0))
         let out = try m.tap(Tap(frame: 100, answer: Tap.replay))
-        #expect(out.cues == [tap(100, "replay", "ignored")])
+        #expect(out.cues == [tap(100, "replay", "ignored", reason: "nothing to replay")])
         #expect(m.state == .awaitingAnswer(step: 0, attempt: 0, since: 0))
     }
 

@@ -69,7 +69,7 @@ final class TempDirectory: Sendable {
             .clip("sfx"), .pool("congrats"), .pulse(targets: ["ticket-1"]), .clip("p1"), .silence(frames: 12000),
             .clip("p2"), .pulse(targets: ["checkbox"]),
         ])
-        #expect(throws: NarratorError(file: "/l/lesson.json", place: "pools.congrats.clips[0]", "unknown clip 'ga'")) {
+        #expect(throws: NarratorError(file: "/l/lesson.json", place: "pools.congrats.clips[0]", "unknown clip 'ga' (the lesson has: apple, def, sfx)")) {
             try lesson.clipIDs(reachableFrom: "correct")
         }
     }
@@ -88,7 +88,7 @@ final class TempDirectory: Sendable {
         #expect(error(#"{"clips": {}, "chains": {}}"#)?.place == "sampleRate")
         #expect(error(#"{"sampleRate": 48000.5, "clips": {}, "chains": {}}"#)?.place == "sampleRate")
         #expect(error(#"{"sampleRate": 48000, "clip": {}, "chains": {}}"#)?.place == "clip")
-        #expect(error(#"{"sampleRate": 48000, \#(clips), "chains": {"c": [{"clip": "b"}]}}"#)?.description.hasSuffix("chains.c[0].clip: unknown clip 'b'") == true)
+        #expect(error(#"{"sampleRate": 48000, \#(clips), "chains": {"c": [{"clip": "b"}]}}"#)?.description.hasSuffix("chains.c[0].clip: unknown clip 'b' (the lesson has: a)") == true)
         #expect(error(#"{"sampleRate": 48000, \#(clips), "chains": {"c": [{"pool": "p"}]}}"#)?.place == "chains.c[0].pool")
         #expect(error(#"{"sampleRate": 48000, \#(clips), "chains": {"d": []}}"#)?.place == "chains.c")
         #expect(error(#"{"sampleRate": 48000, \#(clips), "pools": {"p": {"clips": []}}, "chains": {}}"#)?.message.contains("empty pool") == true)
