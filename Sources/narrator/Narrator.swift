@@ -9,7 +9,7 @@ struct Narrator: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
-        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Timings.self, Synth.self, Validate.self, Plot.self, Pack.self])
+        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Timings.self, Align.self, Synth.self, Validate.self, Plot.self, Pack.self])
 
     /// Usage errors, like bad input, exit with status 1 and one line; --help exits 0.
     static func main() {

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+
+struct Align: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Time a recording word by word from its text: aeneas aligns, the audio's energy refines.",
+        discussion: """
+            Runs the aeneas forced aligner (python3 -m aeneas.tools.execute_task; `make deps` \
+            installs it) on AUDIO and the words of the text, then moves each word's start to \
+            where its sound begins and its end to where it stops (a pause between words becomes \
+            a gap), never more than 100 ms beyond the aligner's interval (docs/align.md). \
+            Writes the timings by OUT's extension, as `timings convert` does: .json, .vtt, .srt \
+            or .smil. --json prints each word's aligner and refined frames and its confidence.
+
+            Example:
+              narrator align apple.wav --text "A round fruit that grows on trees." --timings apple.json
+            """)
+
+    @Argument(help: "The recording (any format libsndfile reads; aeneas reads it through ffmpeg).")
+    var audio: String
+
+    @Option(help: "The text that is spoken.")
+    var text: String?
+
+    @Option(help: "A UTF-8 text file holding what is spoken.")
+    var transcript: String?
+
+    @Option(help: "The timings to write: .json, .vtt, .srt or .smil.")
+    var timings: String
+
+    @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …).")
+    var language = "eng"
+
+    @Option(help: "The sample rate the timings are in frames at (the lesson's).")
+    var rate = 48000
+
+    @Option(help: "Seconds aeneas may run before it is stopped.")
+    var timeout = 900
+
+    @Flag(help: "Print each word's aligner and refined frames and its confidence as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (text == nil) != (transcript == nil) else { throw ValidationError("give the text with --text or --transcript (one of them)") }
+        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
+        guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds") }
+        // aeneas reads its settings as `key=value|key=value`: a language is letters and dashes.
+        guard (2...12).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-") }) else {
+            throw ValidationError("--language must be a language code such as eng")
+        }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
+            guard TimingFormat.writable[ext] != nil else {
+                throw NarratorError(file: timings, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+            }
+            let source = transcript ?? "--text"
+            let spoken: String
+            if let transcript {
+                guard let decoded = String(data: try InputFile.read(path: transcript, limit: InputFile.documentLimit), encoding: .utf8) else {
+                    throw NarratorError(file: transcript, "not UTF-8 text")
+                }
+                spoken = decoded
+            } else {
+                spoken = text ?? ""
+            }
+            let words = spoken.split(whereSeparator: \.isWhitespace).map(String.init)
+            guard !words.isEmpty else { throw NarratorError(file: source, "holds no words") }
+
+            let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
+            let aligned = try Aeneas.align(audio: audio, words: words, language: language, rate: rate, timeout: timeout, source: source)
+            // aeneas's last word may end a few milliseconds past the decoded audio.
+            let clamped = aligned.map {
+                WordTiming(index: $0.index, text: $0.text, startFrame: min($0.startFrame, audioBuffer.frames), endFrame: min($0.endFrame, audioBuffer.frames))
+            }
+            let refined = BoundaryRefinement.refine(clamped, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
+            let result = refined.map(\.timing)
+            try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result))
+            if json {
+                print(Self.report(refined, rate: rate, audio: audio, timings: timings), terminator: "")
+            } else {
+                let low = refined.filter { $0.confidence < 0.5 }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
+                let doubt = low.isEmpty ? "" : "; low confidence: " + low.joined(separator: ", ")
+                print("\(audio): \(Wording.count(result.count, "word")) aligned → \(timings)\(doubt)")
+            }
+        }
+    }
+
+    /// `{"audio", "timings", "rate", "words": [{text, start, end, startFrame, endFrame,
+    /// alignerStartFrame, alignerEndFrame, agreement, voiced, confidence}]}`.
+    static func report(_ words: [BoundaryRefinement.Word], rate: Int, audio: String, timings: String) -> String {
+        func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+        let lines = words.map { word in
+            let t = word.timing
+            return "{\"text\": \(EventEncoder.quoted(t.text)), \"start\": \(fixed(Double(t.startFrame) / Double(rate), 6)), "
+                + "\"end\": \(fixed(Double(t.endFrame) / Double(rate), 6)), \"startFrame\": \(t.startFrame), \"endFrame\": \(t.endFrame), "
+                + "\"alignerStartFrame\": \(word.aligned.startFrame), \"alignerEndFrame\": \(word.aligned.endFrame), "
+                + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), \"confidence\": \(fixed(word.confidence, 3))}"
+        }
+        return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"words\": [\n  "
+            + lines.joined(separator: ",\n  ") + "\n]}\n"
+    }
+}
+
+/// aeneas's command-line tool as a subprocess, in a scratch directory removed afterwards.
+enum Aeneas {
+    static func align(audio: String, words: [String], language: String, rate: Int, timeout: Int, source: String) throws(NarratorError) -> [WordTiming] {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-align-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        } catch {
+            throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
+        }
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let textPath = scratch.appendingPathComponent("words.txt").path
+        let output = scratch.appendingPathComponent("aeneas.json").path
+        let logPath = scratch.appendingPathComponent("aeneas.log").path
+        // One word a line: one aeneas fragment a word.
+        guard FileManager.default.createFile(atPath: textPath, contents: Data((words.joined(separator: "\n") + "\n").utf8)),
+            FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath)
+        else {
+            throw NarratorError(file: scratch.path, "cannot write aeneas's input")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-m", "aeneas.tools.execute_task", URL(fileURLWithPath: audio).path, textPath,
+            "task_language=\(language)|is_text_type=plain|os_task_file_format=json", output,
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = log
+        process.standardError = log
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        do {
+            try process.run()
+        } catch {
+            try? log.close()
+            throw NarratorError(file: audio, "cannot start aeneas (python3): \(error.localizedDescription); `make deps` installs it")
+        }
+        try? log.close()
+        if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
+            process.terminate()
+            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+            throw NarratorError(file: audio, "aeneas did not finish within \(timeout) s (--timeout)")
+        }
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            let missing = said.contains { $0.contains("No module named") }
+            let reason = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
+            let detail = said.last { $0.contains("[ERRO]") || $0.contains("Error") } ?? said.last ?? ""
+            throw NarratorError(
+                file: audio,
+                missing
+                    ? "aeneas is not installed (\(detail)); `make deps` installs it (pip: aeneas-ng)"
+                    : "aeneas failed (\(reason)): \(detail.isEmpty ? "it said nothing" : detail)")
+        }
+        let imported = try WordTimings.read(path: output, rate: rate)
+        guard imported.words.count == words.count else {
+            throw NarratorError(file: source, "aeneas returned \(imported.words.count) words for the \(words.count) of the text")
+        }
+        // The words as the text spells them (aeneas returns each fragment's lines).
+        return zip(imported.words, words).map { WordTiming(index: $0.index, text: $1, startFrame: $0.startFrame, endFrame: $0.endFrame) }
+    }
+}
