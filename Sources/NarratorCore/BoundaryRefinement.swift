@@ -217,10 +217,11 @@ public enum BoundaryRefinement {
             } else {
                 // Connected speech: the quietest 10 ms within ±40 ms.
                 var quietest = aligned
-                for candidate in max(low, aligned - 40)...max(low, min(high, aligned + 40, count - 1)) where candidate < count
-                    && envelope.smoothed[candidate] < envelope.smoothed[min(quietest, count - 1)]
-                {
-                    quietest = candidate
+                let first = max(0, low, aligned - 40)
+                let last = min(high, aligned + 40, count - 1)
+                if first <= last {
+                    quietest = first
+                    for candidate in first...last where envelope.smoothed[candidate] < envelope.smoothed[quietest] { quietest = candidate }
                 }
                 ends[boundary] = quietest
                 starts[boundary] = quietest

@@ -152,7 +152,8 @@ enum Aeneas {
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
             let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
                 .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            let missing = said.contains { $0.contains("No module named") }
+            // 127: env found no python3.
+            let missing = (process.terminationReason == .exit && process.terminationStatus == 127) || said.contains { $0.contains("No module named") }
             let reason = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
             let detail = said.last { $0.contains("[ERRO]") || $0.contains("Error") } ?? said.last ?? ""
             throw NarratorError(
