@@ -34,7 +34,7 @@ public enum BoundaryRefinement {
         /// How far from the aligner's boundary a pause is looked for, in seconds.
         public var window = 0.100
         /// The shortest run of no sound taken as a pause between words, in seconds.
-        public var minPause = 0.020
+        public var minPause = 0.010
         /// The sound threshold under the clip's speech level, in dB.
         public var speechDrop = 45.0
         /// The sound threshold over the clip's noise floor, in dB (the higher of the two holds).
