@@ -27,19 +27,23 @@ struct AlignTests {
     }
 
     /// The words at espeak-ng speed `speed` (words a minute), assembled with `gaps`.
-    static func assemble(speed: Int, gaps: [Int] = gaps, in dir: TempDir) throws -> Fixture {
+    static func assemble(speed: Int, gaps: [Int] = gaps, repeats: Int = 1, in dir: TempDir) throws -> Fixture {
         var samples: [Int16] = []
         var truth: [(start: Int, end: Int)] = []
-        for (index, word) in words.enumerated() {
+        for (position, word) in Array(repeating: words, count: repeats).joined().enumerated() {
+            let index = position % words.count
             let file = dir.file("w\(speed)-\(index).wav")
-            let spoken = try runTool("espeak-ng", ["-v", "en", "-s", "\(speed)", "-w", file, word])
-            try #require(spoken.status == 0, "\(spoken.stderr)")
+            if position < words.count {
+                let spoken = try runTool("espeak-ng", ["-v", "en", "-s", "\(speed)", "-w", file, word])
+                try #require(spoken.status == 0, "\(spoken.stderr)")
+            }
             let wav = try WAVFile(path: file)
             try #require(wav.sampleRate == rate && wav.channels == 1)
             let voice = wav.int16Samples
             let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(soundLevel) })
             let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(soundLevel) })
-            samples += [Int16](repeating: 0, count: gaps[index] * rate / 1000)
+            // Between repeats, a sentence's pause.
+            samples += [Int16](repeating: 0, count: (index == 0 && position > 0 ? 600 : gaps[index]) * rate / 1000)
             truth.append((samples.count, samples.count + last + 1 - first))
             samples += voice[first...last]
         }
@@ -66,14 +70,15 @@ struct AlignTests {
         let confidence: [Double]
     }
 
-    static func align(_ audio: String, in dir: TempDir, name: String) throws -> Result {
+    static func align(_ audio: String, in dir: TempDir, name: String, repeats: Int = 1, extra: [String] = []) throws -> Result {
         let out = dir.file("\(name).json")
+        let text = Array(repeating: words.joined(separator: " "), count: repeats).joined(separator: " ")
         let aligned = try run(
-            Repo.narrator, ["align", audio, "--text", words.joined(separator: " "), "--timings", out, "--rate", "\(rate)", "--json"])
+            Repo.narrator, ["align", audio, "--text", text, "--timings", out, "--rate", "\(rate)", "--json"] + extra)
         try #require(aligned.status == 0, "\(aligned.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
         let list = try #require(object["words"] as? [[String: Any]])
-        try #require(list.map { $0["text"] as? String } == words)
+        try #require(list.map { $0["text"] as? String } == Array(Array(repeating: words, count: repeats).joined()))
         func frames(_ a: String, _ b: String) -> [(start: Int, end: Int)] { list.map { (($0[a] as? Int) ?? -1, ($0[b] as? Int) ?? -1) } }
         let result = Result(
             aligner: frames("alignerStartFrame", "alignerEndFrame"), refined: frames("startFrame", "endFrame"),
@@ -100,8 +105,10 @@ struct AlignTests {
     }
 
     /// One case: aeneas's error, then the refined error, which must be p95 ≤ 20 ms.
-    static func measure(_ audio: String, truth: [(start: Int, end: Int)], in dir: TempDir, name: String, connected: Bool = false) throws {
-        let result = try align(audio, in: dir, name: name)
+    static func measure(
+        _ audio: String, truth: [(start: Int, end: Int)], in dir: TempDir, name: String, connected: Bool = false, repeats: Int = 1, extra: [String] = []
+    ) throws {
+        let result = try align(audio, in: dir, name: name, repeats: repeats, extra: extra)
         let before = errors(result.aligner, truth)
         let after = errors(result.refined, truth)
         let starts = errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
@@ -117,7 +124,7 @@ struct AlignTests {
         #expect(after.p95 <= 20, "\(name): refined \(describe(after)), aeneas \(describe(before))")
         // Every gap the fixture holds is a gap in the timings: no word runs into a pause.
         for (index, (word, real)) in zip(result.refined, truth).enumerated() where index > 0 {
-            #expect(word.start > result.refined[index - 1].end, "\(name): word \(index) \(words[index]) touches the word before it")
+            #expect(word.start > result.refined[index - 1].end, "\(name): word \(index) \(words[index % words.count]) touches the word before it")
             _ = real
         }
     }
@@ -128,6 +135,17 @@ struct AlignTests {
         defer { dir.remove() }
         let fixture = try Self.assemble(speed: speed, in: dir)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "clean, espeak -s \(speed)")
+    }
+
+    /// 50 seconds of speech (the words 7 times) aligned in 20-second pieces (as a long file is in 120-second ones):
+    /// the pieces' frames are offset back into the whole file, and no word is lost or doubled
+    /// at a cut.
+    @Test func aLongerRecordingAlignedInPieces() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, repeats: 7, in: dir)
+        #expect(fixture.frames > 50 * Self.rate)
+        try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "51 s in 20 s pieces, espeak -s 175", repeats: 7, extra: ["--piece", "20"])
     }
 
     @Test func connectedSpeech() throws {
