@@ -81,7 +81,11 @@ struct Align: ParsableCommand {
                 chunkSeconds: piece)
             let refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
             let result = refined.map(\.timing)
-            try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result))
+            let notes = ["narrator align: confidence per word (agreement with aeneas × voiced part)"]
+                + refined.map {
+                    "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
+                }
+            try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
             if json {
                 print(Self.report(refined, rate: rate, audio: audio, timings: timings), terminator: "")
             } else {

@@ -148,6 +148,33 @@ struct AlignTests {
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "51 s in 20 s pieces, espeak -s 175", repeats: 7, extra: ["--piece", "20"])
     }
 
+    /// WebVTT has a place for the confidence: a NOTE block, which players and Narrator's own
+    /// reader skip; the cues read back are the --json's refined frames (to the millisecond).
+    @Test func webVTTCarriesTheConfidenceInANote() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, in: dir)
+        let vtt = dir.file("out.vtt")
+        let aligned = try run(
+            Repo.narrator, ["align", fixture.path, "--text", Self.words.joined(separator: " "), "--timings", vtt, "--rate", "\(Self.rate)", "--json"])
+        try #require(aligned.status == 0, "\(aligned.stderr)")
+        let text = try String(contentsOfFile: vtt, encoding: .utf8)
+        #expect(text.hasPrefix("WEBVTT\n\nNOTE\nnarrator align: confidence per word"))
+        #expect(text.contains("\n3 big "), "\(text)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        for word in list {
+            let line = "\(word["text"] as? String ?? "?") \(String(format: "%.2f", word["confidence"] as? Double ?? -1)) ("
+            #expect(text.contains(line), "\(line)")
+        }
+        let back = try run(Repo.narrator, ["timings", "convert", vtt, dir.file("back.json"), "--rate", "8000"])
+        try #require(back.status == 0, "\(back.stderr)")
+        let read = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("back.json")))) as? [String: Any])
+        let words = try #require(read["words"] as? [[String: Any]])
+        #expect(words.map { $0["text"] as? String } == Self.words)
+        #expect(zip(words, list).allSatisfy { abs(($0["start"] as? Double ?? -1) - ($1["start"] as? Double ?? 0)) <= 0.0005 })
+    }
+
     @Test func connectedSpeech() throws {
         let dir = TempDir()
         defer { dir.remove() }
