@@ -6,7 +6,8 @@ import Foundation
 /// and leaves no gaps: each word runs to the next one's start, pauses included. This moves
 /// each boundary to where the audio's short-time energy says a word's sound begins or stops:
 ///
-/// - Energy: the mean square of 1 ms blocks, smoothed over 10 ms (a 10 ms RMS window, one value
+/// - Energy: the mean square of 1 ms blocks of the pre-emphasised signal (x[n] − 0.97 x[n−1]:
+///   it weighs the consonants' 1–4 kHz over a music bed's low notes), smoothed over 10 ms (a 10 ms RMS window, one value
 ///   a millisecond). A block is sound when its smoothed level is above a threshold set from the
 ///   clip itself: `speechDrop` dB under its speech level (the 90th percentile of its 10 ms
 ///   levels), but at least `floorRise` dB over its noise floor (the 10th percentile), so that a
@@ -211,9 +212,11 @@ public enum BoundaryRefinement {
                 distance[boundary] = chosen.distance
                 nextPause = chosen.index + 1
             } else if boundary == 0 || boundary == words.count {
+                // No pause at the clip's edge: the sound starts (or runs) right there, where
+                // an aligner puts the first start and the last end.
                 ends[boundary] = aligned
                 starts[boundary] = aligned
-                distance[boundary] = window
+                distance[boundary] = (boundary == 0 ? aligned == 0 : aligned >= count) ? 0 : window
             } else {
                 // Connected speech: the quietest 10 ms within ±40 ms.
                 var quietest = aligned
