@@ -231,8 +231,12 @@ enum Aeneas {
         }
         try? log.close()
         if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
-            process.terminate()
-            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+            // Foundation starts the child in a process group of its own: stopping the group
+            // stops what aeneas started too (ffmpeg). Never our own group.
+            let pid = process.processIdentifier
+            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
+            kill(target, SIGTERM)
+            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
             throw NarratorError(file: audio, "aeneas did not finish within \(timeout) s (--timeout)")
         }
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {

@@ -249,9 +249,16 @@ struct AlignFailureTests {
         let dir = TempDir()
         defer { dir.remove() }
         let began = Date()
-        let result = try Self.attempt(dir, python: "exec /bin/sleep 60", ["--timeout", "1"])
+        // What the stand-in started (as aeneas starts ffmpeg) is stopped with it.
+        let pidFile = dir.file("child.pid")
+        let result = try Self.attempt(dir, python: "/bin/sleep 61 & echo $! > \(pidFile); exec /bin/sleep 60", ["--timeout", "1"])
         Self.expectOneLine(result, dir, saying: "aeneas did not finish within 1 s")
         #expect(Date().timeIntervalSince(began) < 20)
+        let child = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        usleep(200_000)
+        let alive = kill(child, 0) == 0 && (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8))?.contains("61") == true
+        if alive { kill(child, SIGKILL) }
+        #expect(!alive, "the stand-in's child \(child) outlived the timeout")
     }
 
     @Test func aeneasWritesSomethingElse() throws {
