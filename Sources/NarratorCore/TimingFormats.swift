@@ -262,9 +262,11 @@ extension WordTimings {
     /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
     /// `sentences` of the words, when given, are kept where the format can hold them (SMIL's
     /// page: a `<span class="sentence">` around each sentence's words; WebVTT: no cue holds
-    /// words of two sentences). Files appear complete or not at all.
+    /// words of two sentences). `notes`, lines for the reader (not for players), go where the
+    /// format has a place for them: WebVTT's NOTE block; the other formats drop them.
+    /// Files appear complete or not at all.
     public static func write(
-        _ words: [WordTiming], rate: Int, to path: String, audio: String? = nil, sentences: [SentenceTiming] = []
+        _ words: [WordTiming], rate: Int, to path: String, audio: String? = nil, sentences: [SentenceTiming] = [], notes: [String] = []
     ) throws(NarratorError) {
         let url = URL(fileURLWithPath: path)
         let ext = url.pathExtension.lowercased()
@@ -274,7 +276,14 @@ extension WordTimings {
         var files: [(String, String)] = []
         switch format {
         case .json: files = [(path, writeJSON(words, rate: rate))]
-        case .webvtt: files = [(path, WebVTT.write(words, rate: rate, sentences: sentences))]
+        case .webvtt:
+            var text = WebVTT.write(words, rate: rate, sentences: sentences)
+            if !notes.isEmpty {
+                // A NOTE block holds no blank line and no "-->".
+                let lines = notes.map { CueText.oneLine($0).replacingOccurrences(of: "-->", with: "->") }.filter { !$0.allSatisfy(\.isWhitespace) }
+                text = text.replacingOccurrences(of: "WEBVTT\n\n", with: "WEBVTT\n\nNOTE\n" + lines.joined(separator: "\n") + "\n\n", options: .anchored)
+            }
+            files = [(path, text)]
         case .srt: files = [(path, SubRip.write(words, rate: rate))]
         case .smil:
             let page = url.deletingPathExtension().lastPathComponent + ".xhtml"

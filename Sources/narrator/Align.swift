@@ -1,0 +1,262 @@
+import ArgumentParser
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+
+struct Align: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Time a recording word by word from its text: aeneas aligns, the audio's energy refines.",
+        discussion: """
+            Runs the aeneas forced aligner (python3 -m aeneas.tools.execute_task; `make deps` \
+            installs it) on AUDIO and the words of the text, then moves each word's start to \
+            where its sound begins and its end to where it stops (a pause between words becomes \
+            a gap), never more than 100 ms beyond the aligner's interval (docs/align.md). \
+            Writes the timings by OUT's extension, as `timings convert` does: .json, .vtt, .srt \
+            or .smil. --json prints each word's aligner and refined frames and its confidence.
+
+            Example:
+              narrator align apple.wav --text "A round fruit that grows on trees." --timings apple.json
+            """)
+
+    @Argument(help: "The recording (any format libsndfile reads; aeneas reads it through ffmpeg).")
+    var audio: String
+
+    @Option(help: "The text that is spoken.")
+    var text: String?
+
+    @Option(help: "A UTF-8 text file holding what is spoken.")
+    var transcript: String?
+
+    @Option(help: "The timings to write: .json, .vtt, .srt or .smil.")
+    var timings: String
+
+    @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …).")
+    var language = "eng"
+
+    @Option(help: "The sample rate the timings are in frames at (the lesson's).")
+    var rate = 48000
+
+    @Option(help: "Seconds aeneas may run before it is stopped.")
+    var timeout = 900
+
+    @Option(help: "Seconds of audio aeneas aligns at once: longer recordings are aligned in pieces cut at pauses (aeneas drifts on long files).")
+    var piece = 120
+
+    @Flag(help: "Print each word's aligner and refined frames and its confidence as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (text == nil) != (transcript == nil) else { throw ValidationError("give the text with --text or --transcript (one of them)") }
+        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
+        guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds") }
+        guard (10...3600).contains(piece) else { throw ValidationError("--piece must be between 10 and 3600 seconds") }
+        // aeneas reads its settings as `key=value|key=value`: a language is letters and dashes.
+        guard (2...12).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-") }) else {
+            throw ValidationError("--language must be a language code such as eng")
+        }
+    }
+
+    func run() throws {
+        try reportingErrors { () throws(NarratorError) in
+            let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
+            guard TimingFormat.writable[ext] != nil else {
+                throw NarratorError(file: timings, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+            }
+            let source = transcript ?? "--text"
+            let spoken: String
+            if let transcript {
+                guard let decoded = String(data: try InputFile.read(path: transcript, limit: InputFile.documentLimit), encoding: .utf8) else {
+                    throw NarratorError(file: transcript, "not UTF-8 text")
+                }
+                spoken = decoded
+            } else {
+                spoken = text ?? ""
+            }
+            let words = spoken.split(whereSeparator: \.isWhitespace).map(String.init)
+            guard !words.isEmpty else { throw NarratorError(file: source, "holds no words") }
+
+            let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
+            let aligned = try Aeneas.alignInChunks(
+                audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
+                chunkSeconds: piece)
+            let refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
+            let result = refined.map(\.timing)
+            let notes = ["narrator align: confidence per word (agreement with aeneas × voiced part)"]
+                + refined.map {
+                    "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
+                }
+            try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
+            if json {
+                print(Self.report(refined, rate: rate, audio: audio, timings: timings), terminator: "")
+            } else {
+                let low = refined.filter { $0.confidence < 0.5 }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
+                let doubt = low.isEmpty ? "" : "; low confidence: " + low.joined(separator: ", ")
+                print("\(audio): \(Wording.count(result.count, "word")) aligned → \(timings)\(doubt)")
+            }
+        }
+    }
+
+    /// `{"audio", "timings", "rate", "words": [{text, start, end, startFrame, endFrame,
+    /// alignerStartFrame, alignerEndFrame, agreement, voiced, confidence}]}`.
+    static func report(_ words: [BoundaryRefinement.Word], rate: Int, audio: String, timings: String) -> String {
+        func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+        let lines = words.map { word in
+            let t = word.timing
+            return "{\"text\": \(EventEncoder.quoted(t.text)), \"start\": \(fixed(Double(t.startFrame) / Double(rate), 6)), "
+                + "\"end\": \(fixed(Double(t.endFrame) / Double(rate), 6)), \"startFrame\": \(t.startFrame), \"endFrame\": \(t.endFrame), "
+                + "\"alignerStartFrame\": \(word.aligned.startFrame), \"alignerEndFrame\": \(word.aligned.endFrame), "
+                + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), \"confidence\": \(fixed(word.confidence, 3))}"
+        }
+        return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"words\": [\n  "
+            + lines.joined(separator: ",\n  ") + "\n]}\n"
+    }
+}
+
+/// aeneas's command-line tool as a subprocess, in a scratch directory removed afterwards.
+enum Aeneas {
+    /// Aligns `words` with `buffer` (decoded from `audio` at `rate`), a piece at a time when
+    /// it is longer than `chunkSeconds`: aeneas drifts on long files (its word starts were
+    /// 126 ms early in the first fifth of a 10-minute fixture and 407 ms in the last, whatever
+    /// its DTW margin), and is good at the start of what it aligns. So the rest of the file is
+    /// aligned with the rest of the words, the words up to the longest pause (by the audio's
+    /// energy) in the last quarter of the first `chunkSeconds` are kept, and the next piece
+    /// starts in that pause. Each piece is aligned from its start: a long file costs about
+    /// (length / chunk) / 2 whole-file alignments.
+    static func alignInChunks(
+        audio: String, buffer: AudioBuffer, words: [String], language: String, rate: Int, timeout: Int, source: String, chunkSeconds: Int = 120
+    ) throws(NarratorError) -> [WordTiming] {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-align-pieces-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let chunk = chunkSeconds * rate
+        var result: [WordTiming] = []
+        var cursor = 0
+        var next = 0
+        while true {
+            var path = audio
+            if cursor > 0 {
+                do {
+                    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+                } catch {
+                    throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
+                }
+                path = scratch.appendingPathComponent("piece\(cursor).wav").path
+                let writer = try SoundFileWriter(path: path, sampleRate: rate, channels: buffer.channels, format: .s16)
+                do throws(NarratorError) {
+                    var offset = cursor
+                    while offset < buffer.frames {
+                        let count = min(8192, buffer.frames - offset)
+                        try writer.write(UnsafeBufferPointer(rebasing: buffer.storage[(offset * buffer.channels)..<((offset + count) * buffer.channels)]), frames: count)
+                        offset += count
+                    }
+                    try writer.finish()
+                } catch {
+                    writer.abandon()
+                    throw error
+                }
+            }
+            // In frames of the whole file; aeneas's last word may end a few milliseconds past
+            // the decoded audio.
+            let piece = try align(audio: path, words: Array(words[next...]), language: language, rate: rate, timeout: timeout, source: source).map {
+                WordTiming(
+                    index: $0.index, text: $0.text, startFrame: min(cursor + $0.startFrame, buffer.frames),
+                    endFrame: min(cursor + $0.endFrame, buffer.frames))
+            }
+            var cut: (word: Int, frame: Int)? = nil
+            if buffer.frames - cursor > chunk {
+                let refined = BoundaryRefinement.refine(piece, samples: buffer.storage, channels: buffer.channels, rate: rate)
+                var longest = 0
+                for index in refined.indices.dropLast() {
+                    let start = refined[index + 1].timing.startFrame
+                    guard start >= cursor + chunk * 3 / 4 else { continue }
+                    guard start <= cursor + chunk else { break }
+                    let gap = start - refined[index].timing.endFrame
+                    if gap > longest {
+                        longest = gap
+                        cut = (index, refined[index].timing.endFrame + gap / 2)
+                    }
+                }
+            }
+            guard let cut, cut.frame > cursor else {
+                result += piece
+                break
+            }
+            result += piece[...cut.word]
+            result[result.count - 1].endFrame = min(result[result.count - 1].endFrame, cut.frame)
+            next += cut.word + 1
+            cursor = cut.frame
+        }
+        var previousEnd = 0
+        return result.enumerated().map { position, word in
+            let start = max(word.startFrame, previousEnd)
+            let end = max(start, word.endFrame)
+            previousEnd = end
+            return WordTiming(index: position, text: words[position], startFrame: start, endFrame: end)
+        }
+    }
+
+    static func align(audio: String, words: [String], language: String, rate: Int, timeout: Int, source: String) throws(NarratorError) -> [WordTiming] {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-align-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        } catch {
+            throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
+        }
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let textPath = scratch.appendingPathComponent("words.txt").path
+        let output = scratch.appendingPathComponent("aeneas.json").path
+        let logPath = scratch.appendingPathComponent("aeneas.log").path
+        // One word a line: one aeneas fragment a word.
+        guard FileManager.default.createFile(atPath: textPath, contents: Data((words.joined(separator: "\n") + "\n").utf8)),
+            FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath)
+        else {
+            throw NarratorError(file: scratch.path, "cannot write aeneas's input")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-m", "aeneas.tools.execute_task", URL(fileURLWithPath: audio).path, textPath,
+            "task_language=\(language)|is_text_type=plain|os_task_file_format=json", output,
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = log
+        process.standardError = log
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        do {
+            try process.run()
+        } catch {
+            try? log.close()
+            throw NarratorError(file: audio, "cannot start aeneas (python3): \(error.localizedDescription); `make deps` installs it")
+        }
+        try? log.close()
+        if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
+            // Foundation starts the child in a process group of its own: stopping the group
+            // stops what aeneas started too (ffmpeg). Never our own group.
+            let pid = process.processIdentifier
+            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
+            kill(target, SIGTERM)
+            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
+            throw NarratorError(file: audio, "aeneas did not finish within \(timeout) s (--timeout)")
+        }
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            // 127: env found no python3.
+            let missing = (process.terminationReason == .exit && process.terminationStatus == 127) || said.contains { $0.contains("No module named") }
+            let reason = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
+            let detail = said.last { $0.contains("[ERRO]") || $0.contains("Error") } ?? said.last ?? ""
+            throw NarratorError(
+                file: audio,
+                missing
+                    ? "aeneas is not installed (\(detail)); `make deps` installs it (pip: aeneas-ng)"
+                    : "aeneas failed (\(reason)): \(detail.isEmpty ? "it said nothing" : detail)")
+        }
+        let imported = try WordTimings.read(path: output, rate: rate)
+        guard imported.words.count == words.count else {
+            throw NarratorError(file: source, "aeneas returned \(imported.words.count) words for the \(words.count) of the text")
+        }
+        // The words as the text spells them (aeneas returns each fragment's lines).
+        return zip(imported.words, words).map { WordTiming(index: $0.index, text: $1, startFrame: $0.startFrame, endFrame: $0.endFrame) }
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// `narrator align` against ground truth no aligner computed: espeak-ng speaks each word alone,
+/// the words are cut to their sound (first to last sample at or above −50 dBFS) and laid end
+/// to end with digital silences of known lengths, so every word's first and last frame is
+/// known exactly. Measured at three speaking rates and once with a music bed (sox) under the
+/// voice: the boundary error of aeneas alone and after refinement (docs/align.md).
+@Suite(
+    "align", .serialized,
+    .enabled(if: PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
+struct AlignTests {
+    static let words = "look at the big brown dog it runs and jumps over seven small red fish".split(separator: " ").map(String.init)
+    /// Silence before each word (the first: lead-in), and after the last, in milliseconds.
+    static let gaps = [180, 60, 140, 250, 45, 110, 320, 70, 90, 200, 55, 130, 80, 160, 100]
+    static let tail = 300
+    static let rate = 22050
+    /// A sample at or above this (−50 dBFS) is the word's sound.
+    static let soundLevel: Int16 = 104
+
+    struct Fixture {
+        let path: String
+        /// The words' frames: first sound sample, one past the last.
+        let truth: [(start: Int, end: Int)]
+        let frames: Int
+    }
+
+    /// The words at espeak-ng speed `speed` (words a minute), assembled with `gaps`.
+    static func assemble(speed: Int, gaps: [Int] = gaps, repeats: Int = 1, in dir: TempDir) throws -> Fixture {
+        var samples: [Int16] = []
+        var truth: [(start: Int, end: Int)] = []
+        for (position, word) in Array(repeating: words, count: repeats).joined().enumerated() {
+            let index = position % words.count
+            let file = dir.file("w\(speed)-\(index).wav")
+            if position < words.count {
+                let spoken = try runTool("espeak-ng", ["-v", "en", "-s", "\(speed)", "-w", file, word])
+                try #require(spoken.status == 0, "\(spoken.stderr)")
+            }
+            let wav = try WAVFile(path: file)
+            try #require(wav.sampleRate == rate && wav.channels == 1)
+            let voice = wav.int16Samples
+            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(soundLevel) })
+            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(soundLevel) })
+            // Between repeats, a sentence's pause.
+            samples += [Int16](repeating: 0, count: (index == 0 && position > 0 ? 600 : gaps[index]) * rate / 1000)
+            truth.append((samples.count, samples.count + last + 1 - first))
+            samples += voice[first...last]
+        }
+        samples += [Int16](repeating: 0, count: tail * rate / 1000)
+        let path = dir.write("speech\(speed)-\(gaps[1]).wav", data: wav16(samples, rate: rate))
+        return Fixture(path: path, truth: truth, frames: samples.count)
+    }
+
+    /// A 16-bit mono WAV file, written by hand.
+    static func wav16(_ samples: [Int16], rate: Int) -> Data {
+        var data = Data()
+        func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
+        func u16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
+        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + samples.count * 2); data.append(contentsOf: Array("WAVEfmt ".utf8))
+        u32(16); u16(1); u16(1); u32(rate); u32(rate * 2); u16(2); u16(16)
+        data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
+        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
+        return data
+    }
+
+    struct Result {
+        let aligner: [(start: Int, end: Int)]
+        let refined: [(start: Int, end: Int)]
+        let confidence: [Double]
+    }
+
+    static func align(_ audio: String, in dir: TempDir, name: String, repeats: Int = 1, extra: [String] = []) throws -> Result {
+        let out = dir.file("\(name).json")
+        let text = Array(repeating: words.joined(separator: " "), count: repeats).joined(separator: " ")
+        let aligned = try run(
+            Repo.narrator, ["align", audio, "--text", text, "--timings", out, "--rate", "\(rate)", "--json"] + extra)
+        try #require(aligned.status == 0, "\(aligned.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        try #require(list.map { $0["text"] as? String } == Array(Array(repeating: words, count: repeats).joined()))
+        func frames(_ a: String, _ b: String) -> [(start: Int, end: Int)] { list.map { (($0[a] as? Int) ?? -1, ($0[b] as? Int) ?? -1) } }
+        let result = Result(
+            aligner: frames("alignerStartFrame", "alignerEndFrame"), refined: frames("startFrame", "endFrame"),
+            confidence: list.map { ($0["confidence"] as? Double) ?? -1 })
+        // The file holds the refined frames (seconds to the microsecond: exact at 22050 Hz).
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out))) as? [String: Any])
+        let file = try #require(written["words"] as? [[String: Any]]).map {
+            (Int(((($0["start"] as? Double) ?? -1) * Double(rate)).rounded()), Int(((($0["end"] as? Double) ?? -1) * Double(rate)).rounded()))
+        }
+        #expect(file.map { [$0.0, $0.1] } == result.refined.map { [$0.start, $0.end] })
+        return result
+    }
+
+    /// p50, p95 and max of |error| in milliseconds over every start and end.
+    static func errors(_ found: [(start: Int, end: Int)], _ truth: [(start: Int, end: Int)]) -> (p50: Double, p95: Double, max: Double) {
+        let all = zip(found, truth).flatMap { [abs($0.start - $1.start), abs($0.end - $1.end)] }.sorted()
+        func ms(_ frames: Int) -> Double { Double(frames) * 1000 / Double(rate) }
+        func percentile(_ p: Double) -> Double { ms(all[min(all.count - 1, Int((Double(all.count) * p).rounded(.up)) - 1)]) }
+        return (percentile(0.5), percentile(0.95), ms(all.last ?? 0))
+    }
+
+    static func describe(_ e: (p50: Double, p95: Double, max: Double)) -> String {
+        String(format: "p50 %.1f ms, p95 %.1f ms, max %.1f ms", e.p50, e.p95, e.max)
+    }
+
+    /// One case: aeneas's error, then the refined error, which must be p95 ≤ 20 ms.
+    static func measure(
+        _ audio: String, truth: [(start: Int, end: Int)], in dir: TempDir, name: String, connected: Bool = false, repeats: Int = 1, extra: [String] = []
+    ) throws {
+        let result = try align(audio, in: dir, name: name, repeats: repeats, extra: extra)
+        let before = errors(result.aligner, truth)
+        let after = errors(result.refined, truth)
+        let starts = errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let alignerStarts = errors(result.aligner.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let ends = errors(result.refined.map { ($0.end, $0.end) }, truth.map { ($0.end, $0.end) })
+        print("align \(name): aeneas \(describe(before)) (starts \(describe(alignerStarts))); refined \(describe(after)) (starts \(describe(starts)); ends \(describe(ends))); confidence min \(String(format: "%.2f", result.confidence.min() ?? -1))")
+        if connected {
+            // Gaps too short to be pauses: energy alone cannot place most joins. The refinement
+            // must still not make the alignment worse.
+            #expect(after.p50 <= before.p50 && after.p95 <= before.p95, "\(name): refined \(describe(after)), aeneas \(describe(before))")
+            return
+        }
+        #expect(after.p95 <= 20, "\(name): refined \(describe(after)), aeneas \(describe(before))")
+        // Every gap the fixture holds is a gap in the timings: no word runs into a pause.
+        for (index, (word, real)) in zip(result.refined, truth).enumerated() where index > 0 {
+            #expect(word.start > result.refined[index - 1].end, "\(name): word \(index) \(words[index % words.count]) touches the word before it")
+            _ = real
+        }
+    }
+
+    @Test(arguments: [130, 175, 240])
+    func cleanSpeechAtASpeakingRate(speed: Int) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: speed, in: dir)
+        try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "clean, espeak -s \(speed)")
+    }
+
+    /// 50 seconds of speech (the words 7 times) aligned in 20-second pieces (as a long file is in 120-second ones):
+    /// the pieces' frames are offset back into the whole file, and no word is lost or doubled
+    /// at a cut.
+    @Test func aLongerRecordingAlignedInPieces() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, repeats: 7, in: dir)
+        #expect(fixture.frames > 50 * Self.rate)
+        try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "51 s in 20 s pieces, espeak -s 175", repeats: 7, extra: ["--piece", "20"])
+    }
+
+    /// WebVTT has a place for the confidence: a NOTE block, which players and Narrator's own
+    /// reader skip; the cues read back are the --json's refined frames (to the millisecond).
+    @Test func webVTTCarriesTheConfidenceInANote() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, in: dir)
+        let vtt = dir.file("out.vtt")
+        let aligned = try run(
+            Repo.narrator, ["align", fixture.path, "--text", Self.words.joined(separator: " "), "--timings", vtt, "--rate", "\(Self.rate)", "--json"])
+        try #require(aligned.status == 0, "\(aligned.stderr)")
+        let text = try String(contentsOfFile: vtt, encoding: .utf8)
+        #expect(text.hasPrefix("WEBVTT\n\nNOTE\nnarrator align: confidence per word"))
+        #expect(text.contains("\n3 big "), "\(text)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        for word in list {
+            let line = "\(word["text"] as? String ?? "?") \(String(format: "%.2f", word["confidence"] as? Double ?? -1)) ("
+            #expect(text.contains(line), "\(line)")
+        }
+        let back = try run(Repo.narrator, ["timings", "convert", vtt, dir.file("back.json"), "--rate", "8000"])
+        try #require(back.status == 0, "\(back.stderr)")
+        let read = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir.file("back.json")))) as? [String: Any])
+        let words = try #require(read["words"] as? [[String: Any]])
+        #expect(words.map { $0["text"] as? String } == Self.words)
+        #expect(zip(words, list).allSatisfy { abs(($0["start"] as? Double ?? -1) - ($1["start"] as? Double ?? 0)) <= 0.0005 })
+    }
+
+    @Test func connectedSpeech() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, gaps: [150, 0, 20, 10, 0, 25, 15, 0, 30, 5, 0, 20, 10, 0, 25], in: dir)
+        try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "connected (gaps 0-30 ms), espeak -s 175", connected: true)
+    }
+
+    @Test func speechOverAMusicBed() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(speed: 175, in: dir)
+        // A chord that swells and fades at 4 Hz, about 25 dB under the voice's loud parts.
+        let seconds = String(format: "%.6f", Double(fixture.frames) / Double(Self.rate))
+        let bed = dir.file("bed.wav")
+        let made = try runTool(
+            "sox", ["-n", "-r", "\(Self.rate)", "-c", "1", "-b", "16", bed, "synth", seconds, "sine", "196", "sine", "247", "tremolo", "4", "60", "vol", "0.02"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let mixed = dir.file("mixed.wav")
+        let mixing = try runTool("sox", ["-m", "-v", "1", fixture.path, "-v", "1", bed, mixed])
+        try #require(mixing.status == 0, "\(mixing.stderr)")
+        #expect(try WAVFile(path: mixed).frames == fixture.frames)
+        try Self.measure(mixed, truth: fixture.truth, in: dir, name: "music bed, espeak -s 175")
+    }
+}
+
+/// How `narrator align` fails: one line naming the file, exit status 1, and no timing file
+/// (not even a partial one). aeneas is replaced by a stand-in `python3` first on PATH.
+@Suite("align failures")
+struct AlignFailureTests {
+    static func attempt(_ dir: TempDir, python: String?, _ extra: [String] = [], text: [String] = ["--text", "one two"]) throws -> ProcessResult {
+        let audio = dir.write("clip.wav", data: AlignTests.wav16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        var path = "/nonexistent"
+        if let python {
+            let bin = dir.file("bin")
+            try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+            let script = dir.write("bin/python3", "#!/bin/sh\n\(python)\n")
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+            path = bin
+        }
+        return try run("/usr/bin/env", ["PATH=\(path)", Repo.narrator, "align", audio] + text + ["--timings", dir.file("out.json")] + extra)
+    }
+
+    static func expectOneLine(_ result: ProcessResult, _ dir: TempDir, saying: String) {
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && result.stderr.contains(saying), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.json")))
+        #expect(dir.contents().allSatisfy { !$0.hasPrefix("out") }, "\(dir.contents())")
+    }
+
+    @Test func noPython() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        Self.expectOneLine(try Self.attempt(dir, python: nil), dir, saying: "aeneas is not installed")
+    }
+
+    @Test func aeneasNotInstalled() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try Self.attempt(dir, python: "echo \"/usr/bin/python3: No module named aeneas\" >&2; exit 1")
+        Self.expectOneLine(result, dir, saying: "aeneas is not installed (/usr/bin/python3: No module named aeneas)")
+    }
+
+    @Test func aeneasFails() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try Self.attempt(dir, python: "echo 'noise'; echo '[ERRO] An unexpected error occurred: boom' >&2; exit 1")
+        Self.expectOneLine(result, dir, saying: "clip.wav: aeneas failed (exit status 1): [ERRO] An unexpected error occurred: boom")
+    }
+
+    @Test func aeneasHangsAndIsStopped() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let began = Date()
+        // What the stand-in started (as aeneas starts ffmpeg) is stopped with it.
+        let pidFile = dir.file("child.pid")
+        let result = try Self.attempt(dir, python: "/bin/sleep 61 & echo $! > \(pidFile); exec /bin/sleep 60", ["--timeout", "1"])
+        Self.expectOneLine(result, dir, saying: "aeneas did not finish within 1 s")
+        #expect(Date().timeIntervalSince(began) < 20)
+        let child = try #require(Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        usleep(200_000)
+        let alive = kill(child, 0) == 0 && (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8))?.contains("61") == true
+        if alive { kill(child, SIGKILL) }
+        #expect(!alive, "the stand-in's child \(child) outlived the timeout")
+    }
+
+    @Test func aeneasWritesSomethingElse() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        // Exits 0 having written a sync map with one fragment for the two words.
+        let result = try Self.attempt(
+            dir, python: "printf '{\"fragments\": [{\"begin\": \"0.000\", \"end\": \"0.400\", \"id\": \"f1\", \"lines\": [\"one\"]}]}' > \"$6\"")
+        Self.expectOneLine(result, dir, saying: "aeneas returned 1 words for the 2 of the text")
+        let nan = try Self.attempt(
+            dir, python: "printf '{\"fragments\": [{\"begin\": \"nan\", \"end\": \"1e400\", \"id\": \"f1\", \"lines\": [\"one\"]}]}' > \"$6\"")
+        #expect(nan.status == 1 && nan.stderr.split(separator: "\n").count == 1, "\(nan.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.json")))
+    }
+
+    @Test func badArgumentsFailBeforeAeneas() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        // A stand-in that would leave a mark if it ran.
+        let marker = dir.file("ran")
+        let python = "touch \(marker); exit 1"
+        Self.expectOneLine(try Self.attempt(dir, python: python, text: ["--text", "  \n "]), dir, saying: "--text: holds no words")
+        Self.expectOneLine(
+            try Self.attempt(dir, python: python, text: ["--transcript", dir.file("missing.txt")]), dir, saying: "missing.txt")
+        Self.expectOneLine(try Self.attempt(dir, python: python, ["--language", "eng|x=y"]), dir, saying: "--language")
+        let wrong = try run(
+            Repo.narrator, ["align", dir.file("clip.wav"), "--text", "one", "--timings", dir.file("out.txt")])
+        #expect(wrong.status == 1 && wrong.stderr.contains("cannot write '.txt'"), "\(wrong.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+}
