@@ -15,7 +15,8 @@ struct Align: ParsableCommand {
             or .smil. --json prints each word's aligner and refined frames and its confidence.
 
             Example:
-              narrator align apple.wav --text "A round fruit that grows on trees." --timings apple.json
+              narrator align Audio/lessons/sight-words/part1.wav --text "I can see" \\
+                --timings part1.json
             """)
 
     @Argument(help: "The recording (any format libsndfile reads; aeneas reads it through ffmpeg).")
