@@ -47,30 +47,9 @@ debug=${PIPEWIRE_TEST_DEBUG:-2}
 quantum=${PIPEWIRE_TEST_QUANTUM:-512}
 sink_name=narrator_test
 
-die() { echo "pipewire-test-server: $*" >&2; exit 1; }
-usage() { sed -n '/^# Usage:/,/^#$/{/^#   /s/^# *//p}' "${BASH_SOURCE[0]}" >&2; exit 2; }
-
-abs_dir() { mkdir -p "$1" && (cd "$1" && pwd -P); }
-
-# Running and not a zombie.
-alive() {
-  [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null || return 1
-  local st
-  st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null || true)
-  [ "$st" != Z ] && [ "$st" != X ]
-}
-
-# Ends a PID that we started: TERM (CONT first: a test may have stopped it), wait up to $2
-# seconds, then KILL.
-end_pid() {
-  local pid=$1 wait_s=${2:-5} i
-  alive "$pid" || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  kill -CONT "$pid" 2>/dev/null || true
-  for ((i = 0; i < wait_s * 20; i++)); do alive "$pid" || return 0; sleep 0.05; done
-  kill -KILL "$pid" 2>/dev/null || true
-  for ((i = 0; i < 40; i++)); do alive "$pid" || return 0; sleep 0.05; done
-}
+name=pipewire-test-server
+# shellcheck source=scripts/test-server-lib.sh
+. "$here/test-server-lib.sh"
 
 # Is PID one of the daemons we started for DIR? (guards against a reused PID)
 is_our_daemon() {
@@ -80,13 +59,6 @@ is_our_daemon() {
   [ "$exe" = "$(readlink -f "$(command -v pipewire)")" ] ||
     [ "$exe" = "$(readlink -f "$(command -v wireplumber)")" ] || return 1
   tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "PULSE_RUNTIME_PATH=$dir/runtime"
-}
-
-client_env() {
-  local dir=$1
-  env ALSA_CONFIG_PATH="/usr/share/alsa/alsa.conf:$dir/asoundrc" \
-      PULSE_SERVER="unix:$dir/pulse.sock" PULSE_CLIENTCONFIG="$dir/client.conf" \
-      PULSE_COOKIE="$dir/cookie" "${@:2}"
 }
 
 # The daemons' environment: nothing of the caller's session (no bus, no X, no user dirs).
