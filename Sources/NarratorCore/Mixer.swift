@@ -152,6 +152,13 @@ public final class Mixer {
 
     /// Fills `output` (interleaved, `frameCount × channels` samples) with the next
     /// `frameCount` frames; frames past the schedule's end are silence.
+    /// Whether every gain of `gains` is 1. (Written out: a generic tuple `!=` asks the runtime
+    /// for the tuple's metadata, which allocates the first time, on the audio thread.)
+    @inline(__always)
+    private static func allUnity(_ gains: (Float, Float, Float, Float)) -> Bool {
+        gains.0 == 1 && gains.1 == 1 && gains.2 == 1 && gains.3 == 1
+    }
+
     public func render(into output: UnsafeMutableBufferPointer<Float>, frameCount: Int) {
         precondition(output.count >= frameCount * channels)
         let blockStart = position
@@ -160,7 +167,7 @@ public final class Mixer {
         target.update(repeating: 0, count: frameCount * channels)
         // Each bus apart, when a gain is not 1 or is on its way somewhere.
         let targets = gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) }
-        let separate = targets.map { $0 != (1, 1, 1, 1) || current != (1, 1, 1, 1) } ?? false
+        let separate = targets.map { !Self.allUnity($0) || !Self.allUnity(current) } ?? false
         if ducking != nil || separate {
             precondition(frameCount <= maxBlockFrames, "block larger than the mixer's maxBlockFrames")
             musicBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)

@@ -103,7 +103,12 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
 
     public func rewind(_ frames: Int) -> Int {
         let back = max(0, min(frames, givenFrames - played))
-        if keepsSamples { given.removeLast(back * frameBytes) }
+        if keepsSamples {
+            // The device's own record, not the engine's work: outside the render probe.
+            renderProbe?(false)
+            given.removeLast(back * frameBytes)
+            renderProbe?(true)
+        }
         givenFrames -= back
         return back
     }
@@ -182,7 +187,8 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
                 // The device stops; what it held (the pause's silence) is dropped.
                 if playing { played = min(givenFrames, position(at: now)) }
                 playing = false
-                _ = rewind(givenFrames - played)
+                if keepsSamples { given.removeLast((givenFrames - played) * frameBytes) }
+                givenFrames = played
                 standbys.append((now, nil))
                 feed.released()
             }

@@ -1,3 +1,4 @@
+import CAllocationCounter
 import Foundation
 import NarratorAudioFile
 @testable import NarratorCore
@@ -144,5 +145,30 @@ struct SpeedTests {
                 #expect(abs(Double(heard[k + 1] - heard[k]) - expected) <= 2, "words \(k)→\(k + 1) at \(speed)×")
             }
         }
+    }
+
+    /// The stretched path allocates nothing while rendering: at 0.75×, through a change to
+    /// 1.5× (the stretcher restarted), a pause, a resume and a seek, with the allocation
+    /// counter on around every render call.
+    @Test func stretchingDoesNotAllocate() throws {
+        let fixture = try Fixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let engine = playback.engine
+        #expect(try engine.setSpeed(0.75))
+        narrator_reset_allocation_count()
+        playback.output.renderProbe = { narrator_count_allocations($0) }
+        playback.start()
+        playback.output.run(for: 700_000_000)
+        #expect(try engine.setSpeed(1.5))
+        playback.output.run(for: 300_000_000)
+        engine.pause()
+        playback.output.run(for: 200_000_000)
+        engine.resume()
+        playback.output.run(for: 200_000_000)
+        #expect(engine.seek(to: 9_600))
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        #expect(narrator_allocation_count() == 0, "allocations while rendering")
     }
 }
