@@ -85,6 +85,9 @@ public enum AlignmentCheck {
             cursor = max(cursor, pause.end)
         }
         if cursor < count { segments.append(cursor..<count) }
+        // Nothing stands out from the clip's floor (a steady tone, a constant noise): where its
+        // words are cannot be told from its energy.
+        guard !segments.isEmpty else { return issues }
         func blockOf(_ frame: Int) -> Int { min(count, max(0, frame / block)) }
         func frames(_ blocks: Int) -> Int { blocks * block }
         /// The segment holding block `index`, if it sounds.
@@ -141,7 +144,9 @@ public enum AlignmentCheck {
                 let previous = position > 0 ? words[position - 1] : nil
                 let previousEnd = previous.map { blockOf($0.endFrame) } ?? 0
                 let inGap = first - max(sound.lowerBound, previousEnd)
-                if inGap >= cutBlocks {
+                // Sound through the whole gap, from the previous word's end: found there.
+                let fromPrevious = previous != nil && sound.lowerBound < previousEnd && previousEnd < first
+                if inGap >= cutBlocks, !fromPrevious {
                     issues.append(Issue(
                         kind: .cutStart, word: word,
                         message: "starts inside its sound: the sound began \(ms(frames(inGap))) before its start, in \(previous == nil ? "the start of the clip" : "the gap after the previous word")"))
