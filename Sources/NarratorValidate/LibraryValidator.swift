@@ -366,8 +366,9 @@ public struct LibraryValidator: Sendable {
         }
     }
 
-    /// Clips longer than this (an hour) are not read for the alignment check.
-    public static let maxAlignmentSeconds = 3600
+    /// Clips longer than this (10 minutes: 230 MB of 48 kHz stereo samples, one clip a core)
+    /// are not read for the alignment check.
+    public static let maxAlignmentSeconds = 600
 
     /// Clips whose integrated loudness is more than `loudnessTolerance` from the median of
     /// their lesson's clips on the same bus. A bus with a loudness target is left out: its
