@@ -91,3 +91,27 @@ public struct AudioScan: Sendable {
         return (blockPeaks[first...last].max() ?? 0, blockClips[first...last].reduce(0, +))
     }
 }
+
+extension AudioScan {
+    /// The frames `region` (in the file's own frames) of the audio file at `path`, interleaved,
+    /// at the file's own rate, for the checks that look at the samples themselves (a clip's
+    /// word timings against its sound). At most `maxFrames` are read.
+    public static func samples(path: String, region: Range<Int>, maxFrames: Int) throws(NarratorError) -> (samples: [Float], channels: Int) {
+        let file = try SoundFileReader(path: path)
+        guard region.lowerBound >= 0, file.seek(toFrame: region.lowerBound) else {
+            throw NarratorError(file: path, "cannot seek to frame \(region.lowerBound)")
+        }
+        let wanted = min(region.count, maxFrames)
+        var samples = [Float](repeating: 0, count: wanted * file.channels)
+        var done = 0
+        while done < wanted {
+            let got = samples.withUnsafeMutableBufferPointer { buffer in
+                file.read(into: buffer.baseAddress! + done * file.channels, frames: wanted - done)
+            }
+            if got == 0 { break }
+            done += got
+        }
+        samples.removeLast((wanted - done) * file.channels)
+        return (samples, file.channels)
+    }
+}

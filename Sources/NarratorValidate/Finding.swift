@@ -25,6 +25,9 @@ public struct Finding: Sendable, Equatable, Encodable {
         case timings
         /// Timing words that differ from the transcript the lesson gives.
         case transcript
+        /// Word timings that disagree with the sound they time: a word mostly over silence, a
+        /// boundary through a word's sound, a duration no word has, timings that drift.
+        case alignment
         case silent
         case clipped
         /// A clip whose integrated loudness (EBU R 128) is far from its lesson's other clips on

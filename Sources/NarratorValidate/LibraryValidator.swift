@@ -287,11 +287,14 @@ public struct LibraryValidator: Sendable {
             }
         }
 
-        // Level, over the clip's region in the file's own frames.
         // The region the clip bank prepared, in the file's own frames.
         let first = Frames.convert(prepared.audio.offset, from: lesson.sampleRate, to: scan.sampleRate)
         let last = Frames.convert(prepared.audio.offset + prepared.audio.frames, from: lesson.sampleRate, to: scan.sampleRate)
         let range = first..<max(first, min(last, scan.frames))
+
+        findings += alignment(of: prepared.words, clip: id, spec: spec, lesson: lesson, scan: scan, region: range)
+
+        // Level, over the clip's region.
         let (peak, clips) = scan.level(of: range)
         let region = spec.start != nil || spec.end != nil ? " (its region)" : ""
         if !range.isEmpty, peak < Self.silentPeak {
@@ -333,6 +336,39 @@ public struct LibraryValidator: Sendable {
         }
         return findings
     }
+
+    /// The clip's words (in lesson frames from the region's start) against the sound of the
+    /// region (`AlignmentCheck`, at the file's own rate).
+    private func alignment(
+        of words: [WordTiming], clip id: String, spec: Lesson.ClipSpec, lesson: Lesson, scan: AudioScan, region: Range<Int>
+    ) -> [Finding] {
+        guard !words.isEmpty, !region.isEmpty, region.count <= Self.maxAlignmentSeconds * scan.sampleRate else { return [] }
+        let name = display(lesson.path)
+        let source = display(spec.timings ?? spec.file)
+        let audio: (samples: [Float], channels: Int)
+        do {
+            audio = try AudioScan.samples(path: spec.file, region: region, maxFrames: region.count)
+        } catch {
+            return [Finding(.warning, .alignment, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot read its sound: \(error.message)")]
+        }
+        let inFile = words.map { word in
+            WordTiming(
+                index: word.index, text: word.text, startFrame: Frames.convert(word.startFrame, from: lesson.sampleRate, to: scan.sampleRate),
+                endFrame: Frames.convert(word.endFrame, from: lesson.sampleRate, to: scan.sampleRate))
+        }
+        let issues = audio.samples.withUnsafeBufferPointer { samples in
+            AlignmentCheck.check(inFile, samples: samples, channels: audio.channels, rate: scan.sampleRate)
+        }
+        return issues.map { issue in
+            Finding(
+                .warning, .alignment, lesson: name, file: source,
+                place: "clips.\(id) word \(issue.word.index) '\(issue.word.text)'", issue.message)
+        }
+    }
+
+    /// Clips longer than this (10 minutes: 230 MB of 48 kHz stereo samples, one clip a core)
+    /// are not read for the alignment check.
+    public static let maxAlignmentSeconds = 600
 
     /// Clips whose integrated loudness is more than `loudnessTolerance` from the median of
     /// their lesson's clips on the same bus. A bus with a loudness target is left out: its

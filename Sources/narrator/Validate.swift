@@ -16,8 +16,10 @@ struct Validate: ParsableCommand {
             -60 dBFS), clipped ones (runs of 3 samples at full scale), clips whose integrated \
             loudness (EBU R 128) is more than --loudness-tolerance LU from the median of their \
             lesson's clips on the same bus (unless the lesson sets a "loudness" target for it), \
-            clips whose true peak as they play is over -1 dBTP, clips no chain plays, audio \
-            files no lesson uses.
+            clips whose true peak as they play is over -1 dBTP, word timings that disagree with \
+            their audio (alignment: a word under 50 ms or over 2 s, mostly silence, a boundary \
+            through a word's sound, timings that drift), clips no chain plays, audio files no \
+            lesson uses.
             Exit status: 1 when there are errors, 0 with warnings only.
 
             Example:

@@ -205,3 +205,100 @@ struct ValidateTests {
         #expect(!result.stdout.contains("33333"), "\(result.stdout)")
     }
 }
+
+/// The `alignment` check against timings known to the frame (AlignTests' espeak-ng words laid
+/// end to end with known silences), then corrupted on purpose, one fault a timing file: each
+/// fault is found at the word where it was made, and the exact timings have none.
+@Suite(
+    "narrator validate: alignment",
+    .enabled(if: PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
+struct ValidateAlignmentTests {
+    typealias Words = [(start: Int, end: Int)]
+    static let rate = AlignTests.rate
+
+    static func ms(_ milliseconds: Int) -> Int { milliseconds * rate / 1000 }
+
+    /// Audacity labels, seconds to 7 places (exact frames back at 22050 Hz).
+    static func labels(_ words: Words) -> String {
+        zip(words, AlignTests.words).map { word, text in
+            String(format: "%.7f\t%.7f\t%@\n", Double(word.start) / Double(rate), Double(word.end) / Double(rate), text)
+        }.joined()
+    }
+
+    /// The alignment findings, by clip: (word index, line).
+    static func findings(_ stdout: String) -> [String: [(word: Int, line: String)]] {
+        var result: [String: [(word: Int, line: String)]] = [:]
+        for line in stdout.split(separator: "\n").map(String.init) where line.hasPrefix("warning: ") && line.contains(" word ") {
+            guard let clip = line.range(of: "clips.")
+                .map({ line[$0.upperBound...].prefix { $0 != " " } }),
+                let word = line.range(of: " word ").flatMap({ Int(line[$0.upperBound...].prefix { $0.isNumber }) })
+            else { continue }
+            result[String(clip), default: []].append((word, line))
+        }
+        return result
+    }
+
+    @Test func faultsAreFoundAtTheWordsWhereTheyWereMade() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try AlignTests.assemble(speed: 175, in: dir)
+        let truth = fixture.truth
+        var cases: [(name: String, words: Words)] = [("exact", truth)]
+        // "dog" (5) 80 ms late: its sound began in the gap before it.
+        var shifted = truth
+        shifted[5] = (truth[5].start + Self.ms(80), truth[5].end + Self.ms(80))
+        cases.append(("shifted", shifted))
+        // Every time 3 % later: a drift.
+        cases.append(("stretched", truth.map { ($0.start * 103 / 100, $0.end * 103 / 100) }))
+        // "jumps" (9) cut to 30 ms.
+        var short = truth
+        short[9].end = truth[9].start + Self.ms(30)
+        cases.append(("short", short))
+        // The boundary between "big" (3) and "brown" (4) moved 60 ms into big's sound, brown
+        // starting there: brown is padded with big's sound and the silence after it.
+        var moved = truth
+        moved[3].end = truth[3].end - Self.ms(60)
+        moved[4].start = moved[3].end
+        cases.append(("moved", moved))
+        // "it" (6) placed in the 320 ms silence before it.
+        var silent = truth
+        silent[6] = (truth[5].end + Self.ms(50), truth[5].end + Self.ms(250))
+        cases.append(("silent", silent))
+
+        for (name, words) in cases { dir.write("\(name).txt", Self.labels(words)) }
+        let audio = URL(fileURLWithPath: fixture.path).lastPathComponent
+        var clips = cases.map { "\"\($0.name)\": {\"file\": \"\(audio)\", \"timings\": \"\($0.name).txt\"}" }.joined(separator: ", ")
+        // A steady tone as long as the speech, timed with the same words: nothing in it stands
+        // out from its floor, so where words are cannot be told, and nothing is claimed.
+        let seconds = String(format: "%.6f", Double(fixture.frames) / Double(Self.rate))
+        let tone = try runTool("sox", ["-D", "-n", "-r", "\(Self.rate)", "-c", "1", "-b", "16", dir.file("tone.wav"), "synth", seconds, "sine", "440", "vol", "0.3"])
+        try #require(tone.status == 0, "\(tone.stderr)")
+        clips += ", \"tone\": {\"file\": \"tone.wav\", \"timings\": \"exact.txt\"}"
+        cases.append(("tone", truth))
+        let chain = cases.map { "{\"clip\": \"\($0.name)\"}" }.joined(separator: ", ")
+        dir.write("lesson.json", "{\"sampleRate\": \(Self.rate), \"clips\": {\(clips)}, \"chains\": {\"all\": [\(chain)]}}")
+
+        let result = try run(Repo.narrator, ["validate", "lesson.json"], cwd: dir.path)
+        #expect(result.status == 0, "warnings only: \(result.stdout)")
+        let found = Self.findings(result.stdout)
+        print("validate alignment:\n\(result.stdout)")
+        #expect(found["exact"] == nil && found["tone"] == nil, "\(result.stdout)")
+        func only(_ clip: String, word: Int, saying: [String]) {
+            let mine = found[clip] ?? []
+            #expect(!mine.isEmpty && mine.allSatisfy { $0.word == word }, "\(clip): \(mine.map(\.line))")
+            for text in saying {
+                #expect(mine.contains { $0.line.contains(text) }, "\(clip): no '\(text)' in \(mine.map(\.line))")
+            }
+        }
+        only("shifted", word: 5, saying: ["shifted.txt: clips.shifted word 5 'dog': starts inside its sound: the sound began 0.08 s before its start"])
+        only("short", word: 9, saying: ["short.txt: clips.short word 9 'jumps': lasts 0.03 s, shorter", "ends inside its sound"])
+        only("moved", word: 3, saying: ["moved.txt: clips.moved word 3 'big': ends inside its sound: the sound goes on 0.06", "into word 4 'brown', which has a pause before its own sound"])
+        only("silent", word: 6, saying: ["silent.txt: clips.silent word 6 'it': mostly silence: 0 % of its 0.2 s sounds"])
+        // The drift is named at the first word whose stretched start is 50 ms further from its
+        // sound than the first word's (offset −3/103 of the time).
+        let first = Double(truth[0].start * 103 / 100)
+        let expected = try #require(truth.indices.first { Double(truth[$0].start * 103 / 100 - Int(first)) * 3 / 103 > 0.050 * Double(Self.rate) })
+        only("stretched", word: expected, saying: ["the timings drift from the audio: its word onsets move -29 ms a second"])
+        #expect(found["stretched"]?.count == 1)
+    }
+}
