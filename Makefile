@@ -66,9 +66,6 @@ test: deps
 	done
 
 
-<<<<<<< HEAD
-## bench: render benchmark against sox, live playback, daemon and speed figures (prints figures; not a test)
-=======
 ## test-pipewire: the pulse output's live suites again, on a private PipeWire server (pipewire,
 ## pipewire-pulse, WirePlumber; scripts/pipewire-test-server.sh) instead of PulseAudio. Not part of
 ## `test` (docs/testing.md, PipeWire: about 4.5 minutes, and the idle-CPU spinners disturb the
@@ -85,8 +82,7 @@ test-pipewire: deps
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
 
-## bench: render benchmark against sox, and live playback figures (prints figures; not a test)
->>>>>>> h-pipewire
+## bench: render benchmark against sox, live playback, daemon and speed figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
