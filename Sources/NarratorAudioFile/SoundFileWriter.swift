@@ -140,7 +140,9 @@ public final class SoundFileWriter {
         self.channels = channels
         writesInt16 = !type.isLossy && format == .s16
         scratch = writesInt16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
-        output = try AtomicFile(path: path)
+        // Not synced to disk: complete or absent holds without it (`AtomicFile`), and the
+        // sync of a long render was most of its wall time.
+        output = try AtomicFile(path: path, durable: false)
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
