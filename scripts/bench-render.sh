@@ -2,7 +2,9 @@
 # Benchmark of `narrator render` against sox concatenating the same files.
 #
 # Renders chains of about 1, 10 and 60 minutes made of the committed 48 kHz mono 16-bit
-# fixture clips, played back to back with no silence, and times each render against
+# fixture clips, and a 10-minute chain of 1,200 short clips (0.2-0.8 s, 80 distinct files
+# made here with sox: the shape of batch work, where per-clip and per-file costs show),
+# played back to back with no silence, and times each render against
 # `sox f1.wav f2.wav ... out.wav` over exactly the same files in the same order, in the
 # same run. Prints wall time (best of 3), peak memory (max RSS over the 3 runs), the speed
 # ratio (sox time / narrator time: above 1 means narrator is faster) and the real-time
@@ -108,6 +110,40 @@ make_chain() {
     echo "$total"
 }
 
+# The short-clip chain: 80 distinct clips of 0.2 to 0.8 s (a tone each over pink noise, their
+# lengths spread over the range), 1,200 of them in a scrambled order: about 10 minutes.
+# Writes $work/chain-short.json and .list like make_chain and prints the length in frames.
+make_short_chain() {
+    local n=80 count=1200 k d total=0 sep= lesson=$work/chain-short.json list=$work/chain-short.list
+    local -a short_frames=()
+    mkdir -p "$work/short"
+    for ((k = 0; k < n; k++)); do
+        d=$(awk -v k="$k" -v n="$n" 'BEGIN { printf "%.4f", 0.2 + 0.6 * ((k * 37) % n) / (n - 1) }')
+        sox -n -r "$rate" -c 1 -b 16 "$work/short/s$k.wav" synth "$d" sine $((200 + k * 13)) \
+            synth "$d" pinknoise mix vol 0.4 || die "sox could not make the short clips"
+        short_frames+=("$(soxi -s "$work/short/s$k.wav")")
+    done
+    : >"$list"
+    {
+        printf '{"sampleRate": %d, "channels": 1,\n "clips": {' "$rate"
+        for ((k = 0; k < n; k++)); do
+            printf '%s\n  "s%d": {"file": "%s"}' "$sep" "$k" "$work/short/s$k.wav"
+            sep=,
+        done
+        sep=
+        printf '},\n "chains": {"bench": ['
+        for ((i = 0; i < count; i++)); do
+            k=$(((i * 53 + i / n) % n))
+            printf '%s{"clip": "s%d"}' "$sep" "$k"
+            sep=,
+            printf '%s\n' "$work/short/s$k.wav" >>"$list"
+            total=$((total + short_frames[k]))
+        done
+        printf ']}}\n'
+    } >"$lesson"
+    echo "$total"
+}
+
 # --- 3. Measurements -------------------------------------------------------------------------
 # measure OUT_PREFIX cmd...: runs cmd $runs times under GNU time; sets
 # best_wall (seconds, from EPOCHREALTIME, best run) and peak_kib (max RSS over the runs).
@@ -152,14 +188,14 @@ raise_nofile() {
     ulimit -n "$need" 2>/dev/null
 }
 
-lengths=(1 10 60)
+lengths=(1 10 60 short)
 declare -A row_frames row_n_wall row_n_kib row_s_wall row_s_kib row_files row_same
 failed=0
 notes=()
 measured=()
 
 for minutes in "${lengths[@]}"; do
-    if ((minutes == 60)); then
+    if [[ $minutes == 60 ]]; then
         case $long in
         0) notes+=("60-min chain skipped (BENCH_LONG=0)"); continue ;;
         1) ;;
@@ -175,7 +211,11 @@ for minutes in "${lengths[@]}"; do
         esac
     fi
 
-    total=$(make_chain "$minutes")
+    if [[ $minutes == short ]]; then
+        total=$(make_short_chain)
+    else
+        total=$(make_chain "$minutes")
+    fi
     list=$work/chain-$minutes.list
     mapfile -t files <"$list"
     row_frames[$minutes]=$total
@@ -233,7 +273,8 @@ done
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 echo
-echo "narrator render vs sox concatenation, 48 kHz mono s16, fixtures cycled with no gaps"
+echo "narrator render vs sox concatenation, 48 kHz mono s16, no gaps: fixtures cycled (1/10/60 min);"
+echo "short: 1,200 clips of 0.2-0.8 s (80 files)"
 echo "binary: $narrator"
 echo "wall: best of $runs runs; RSS: peak over the runs; speed = sox wall / narrator wall"
 echo "(> 1: narrator faster); realtime = audio seconds per narrator wall second"
@@ -244,6 +285,7 @@ for minutes in "${measured[@]}"; do
     f=${row_frames[$minutes]}
     nw=${row_n_wall[$minutes]}
     audio_min=$(awk -v f="$f" -v r="$rate" 'BEGIN { printf "%.2f", f / r / 60 }')
+    [[ $minutes == short ]] && audio_min+=s
     realtime=$(awk -v f="$f" -v r="$rate" -v w="$nw" 'BEGIN { printf "%.0fx", f / r / w }')
     if [[ -n ${row_s_wall[$minutes]:-} ]]; then
         sw=${row_s_wall[$minutes]}

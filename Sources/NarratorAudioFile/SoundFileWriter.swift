@@ -122,8 +122,13 @@ public final class SoundFileWriter {
     private let channels: Int
     /// Whether samples go to libsndfile as 16-bit integers (WAV and FLAC s16) or as floats.
     private let writesInt16: Bool
-    /// Scratch for float → int16 conversion, sized for `maxFrames` per write.
+    /// Converted 16-bit frames waiting to go to libsndfile: writes are gathered into blocks of
+    /// at least `gatherFrames`, so that a render makes a few large write(2) calls rather than
+    /// one per mixer block (libsndfile hands a 16-bit block straight to write(2)).
     private var scratch: [Int16]
+    private var pending = 0
+    /// Frames gathered before they are written (64 KiB of mono 16-bit samples).
+    static let gatherFrames = 32768
 
     /// Opens `path` for audio at `sampleRate` with `channels`, of the type its extension
     /// names. `format` is the sample format of WAV (FLAC is always 16-bit; lossy codecs are
@@ -139,8 +144,10 @@ public final class SoundFileWriter {
         self.type = type
         self.channels = channels
         writesInt16 = !type.isLossy && format == .s16
-        scratch = writesInt16 ? [Int16](repeating: 0, count: maxFrames * channels) : []
-        output = try AtomicFile(path: path)
+        scratch = writesInt16 ? [Int16](repeating: 0, count: max(maxFrames, Self.gatherFrames) * channels) : []
+        // Not synced to disk: complete or absent holds without it (`AtomicFile`), and the
+        // sync of a long render was most of its wall time.
+        output = try AtomicFile(path: path, durable: false)
         var info = SF_INFO()
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
@@ -177,16 +184,27 @@ public final class SoundFileWriter {
     /// Appends `frames` frames of interleaved samples.
     public func write(_ samples: UnsafeBufferPointer<Float>, frames: Int) throws(NarratorError) {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
-        let written: Int
         if writesInt16 {
             precondition(frames * channels <= scratch.count)
-            written = scratch.withUnsafeMutableBufferPointer { out in
-                SampleConversion.toInt16(samples.baseAddress!, out.baseAddress!, count: frames * channels)
-                return Int(sf_writef_short(handle, out.baseAddress, sf_count_t(frames)))
+            if (pending + frames) * channels > scratch.count { try flush() }
+            let offset = pending * channels
+            scratch.withUnsafeMutableBufferPointer { out in
+                SampleConversion.toInt16(samples.baseAddress!, out.baseAddress! + offset, count: frames * channels)
             }
-        } else {
-            written = Int(sf_writef_float(handle, samples.baseAddress, sf_count_t(frames)))
+            pending += frames
+        } else if Int(sf_writef_float(handle, samples.baseAddress, sf_count_t(frames))) != frames {
+            let failure = Self.failure(path, "write failed", handle)
+            abandon()
+            throw failure
         }
+    }
+
+    /// Hands the gathered 16-bit frames to libsndfile.
+    private func flush() throws(NarratorError) {
+        guard let handle, pending > 0 else { return }
+        let frames = pending
+        pending = 0
+        let written = scratch.withUnsafeBufferPointer { Int(sf_writef_short(handle, $0.baseAddress, sf_count_t(frames))) }
         if written != frames {
             let failure = Self.failure(path, "write failed", handle)
             abandon()
@@ -197,6 +215,8 @@ public final class SoundFileWriter {
     /// Closes the file (the encoder writes its last packets and the length headers) and
     /// moves it into place.
     public func finish() throws(NarratorError) {
+        guard handle != nil else { throw NarratorError(file: path, "writer already closed") }
+        try flush()
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         self.handle = nil
         if sf_close(handle) != 0 {
@@ -208,6 +228,7 @@ public final class SoundFileWriter {
 
     /// Drops the partial file.
     public func abandon() {
+        pending = 0
         if let handle {
             sf_close(handle)
             self.handle = nil

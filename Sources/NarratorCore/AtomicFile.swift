@@ -8,13 +8,23 @@ import Synchronization
 /// Output that appears under its name only when complete: the one owner of writing beside the
 /// target and renaming. The bytes go to a hidden file in the target's folder
 /// (`.NAME.partial-PID-N`, so that the rename stays on one file system), which `commit()`
-/// syncs to disk and renames over the target; on any failure, `discard()` or deinit, the
-/// hidden file is removed. While it exists it is listed in `PartialFiles`, which the
+/// renames over the target (after syncing it to disk when `durable`); on any failure,
+/// `discard()` or deinit, the hidden file is removed. While it exists it is listed in `PartialFiles`, which the
 /// executable empties when a signal ends it.
 ///
 /// A target that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a FIFO) is
 /// written in place instead: renaming over it would replace a device with a file, and there is
 /// nothing there to keep whole.
+///
+/// Complete or absent, and `durable`: the rename alone makes the file appear whole or not at
+/// all to every reader and against a crash or kill of this process (the kernel keeps the
+/// written pages; rename(2) is atomic). Syncing adds only survival of a power loss or kernel
+/// crash right after the command ends, and it is most of the wall time of writing a large file
+/// (a 48 MB render: fsync about 140 ms of 330 ms, docs/benchmarks.md). `durable` (the default)
+/// syncs the file before the rename and the folder after it; rendered audio, which can be
+/// rendered again from its lesson, is written with `durable: false`, as sox and ffmpeg write
+/// theirs. Without the sync, ext4 (auto_da_alloc) still flushes a file renamed over an existing
+/// one at the rename.
 ///
 /// Writers that produce the bytes themselves (libsndfile through `sf_open_fd`) write to
 /// `descriptor`; the rest use `write(_:)`.
@@ -28,13 +38,16 @@ public final class AtomicFile {
     private var registration: Int?
     /// Written in place (the target is a device, a FIFO or a socket): no hidden file.
     private let inPlace: Bool
+    /// Synced to disk at `commit()` (file, then folder).
+    public let durable: Bool
 
     private static let counter = Atomic<Int>(0)
 
     /// Creates the hidden file beside `path` (never following or replacing anything there), or
     /// opens `path` itself when it is not a regular file (`isSpecial`).
-    public init(path: String) throws(NarratorError) {
+    public init(path: String, durable: Bool = true) throws(NarratorError) {
         self.path = path
+        self.durable = durable
         inPlace = Self.isSpecial(path)
         if inPlace {
             temporaryPath = path
@@ -85,12 +98,12 @@ public final class AtomicFile {
         }
     }
 
-    /// Syncs the hidden file to disk, closes it and renames it over the target; on failure
+    /// Syncs the hidden file to disk (when `durable`), closes it and renames it over the target; on failure
     /// the hidden file is removed and the target left as it was.
     public func commit() throws(NarratorError) {
         guard descriptor >= 0 else { throw NarratorError(file: path, "cannot write: already closed") }
         var failure: Int32 = 0
-        while fsync(descriptor) != 0 {
+        while durable && fsync(descriptor) != 0 {
             if errno == EINTR { continue }
             // A file system that cannot sync (a pipe-like or special target) still renames.
             if errno != EINVAL && errno != EROFS { failure = errno }
@@ -108,6 +121,7 @@ public final class AtomicFile {
             throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))")
         }
         unregister()
+        guard durable else { return }
         // The rename itself is durable once the folder is synced.
         let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folder >= 0 {
