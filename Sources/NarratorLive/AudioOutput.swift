@@ -26,8 +26,8 @@ import Darwin
 ///   return fewer frames than asked, down to none, while the plan holds before a frame that a
 ///   tap may still change (then ask again within a millisecond or two: a push output sleeps
 ///   a millisecond, a pull output asks on its next callback).
-/// - `render` calls `rewind` only from inside itself, so a backend never sees one concurrently
-///   with its own writes.
+/// - `render` and `takeTransportRequests` call `rewind` only from inside themselves, so a
+///   backend never sees one concurrently with its own writes.
 /// - `stop()` is called once, after `play`, from another thread (a push output's loop has seen
 ///   `shouldStop` by then or will on its next turn).
 ///
@@ -40,6 +40,13 @@ import Darwin
 ///   heard is forgotten; the clock settles again).
 /// - `feed.failed(_:)` when the device is gone or recovery failed, mapping its library's error
 ///   to a `DeviceFailure` (an errno) once, at its own boundary. The output then stops.
+///
+/// What an output must do so that a pause, a seek or a gain change is heard within a period:
+/// - call `feed.takeTransportRequests()` at least every millisecond or two while it waits
+///   for room (a push loop's wait, a pull output's timer), so that the feed can take back
+///   what the output holds (`rewind`) as soon as the caller asks, not a period later;
+/// - after that, render what was taken back at once (a pull output counts it as room);
+/// - say in `rewindMarginFrames` how close to what is heard it can still take audio back.
 public protocol AudioOutput: AnyObject, Sendable {
     /// What the device agreed to; the engine renders in exactly this format.
     var negotiated: NegotiatedOutput { get }
@@ -59,11 +66,17 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// A pull output: whether the thread its library renders on runs at real-time priority
     /// (the engine reports it in `start`). A push output renders on the engine's own thread.
     var rendersInRealtime: Bool { get }
+    /// How close to the frame heard now a `rewind` may still reach without taking back what
+    /// the device is already fetching: the feed asks to take back only what lies beyond it.
+    /// By default a period (a device whose position is known to a period); an output whose
+    /// `rewind` bounds itself by what its device cannot have read yet says less.
+    var rewindMarginFrames: Int { get }
 }
 
 extension AudioOutput {
     public func rewind(_ frames: Int) -> Int { 0 }
     public var rendersInRealtime: Bool { false }
+    public var rewindMarginFrames: Int { negotiated.periodFrames }
 }
 
 /// Who drives an output's rendering.

@@ -71,9 +71,12 @@ public final class OutputFeed: @unchecked Sendable {
     private let standbyWanted = Atomic<Bool>(false)
     /// Length of the fades of pause, resume and seek (5 ms).
     let fadeFrames: Int
-    /// How close to what is heard the output is asked to take audio back.
-    let rewindMarginFrames: Int
-    unowned(unsafe) var output: (any AudioOutput)!
+    /// How close to what is heard the output is asked to take audio back (the output's own
+    /// `rewindMarginFrames`).
+    private(set) var rewindMarginFrames: Int
+    unowned(unsafe) var output: (any AudioOutput)! {
+        didSet { rewindMarginFrames = output.rewindMarginFrames }
+    }
 
     private var mixer: Mixer
     private let filter: AudioClockFilter
@@ -177,7 +180,7 @@ public final class OutputFeed: @unchecked Sendable {
         blockFrames = max(8192, negotiated.periodFrames)
         mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames, gains: gains)
         fadeFrames = max(1, negotiated.sampleRate * 5 / 1000)
-        rewindMarginFrames = max(negotiated.sampleRate * 5 / 1000, negotiated.periodFrames)
+        rewindMarginFrames = negotiated.periodFrames
         filter = AudioClockFilter(rate: negotiated.sampleRate)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
@@ -212,6 +215,33 @@ public final class OutputFeed: @unchecked Sendable {
     /// loop checks it every turn; then it drops what the device holds and returns.
     public var shouldStop: Bool { exit.load(ordering: .acquiring) != FeedExit.running.rawValue }
 
+    /// Takes what the caller asked (a pause, a resume, a seek, a speed, a gain) between two
+    /// renders, when the output has no room to render yet: what the output holds beyond its
+    /// `rewindMarginFrames` is taken back (`rewind`) now, so that the change is rendered into
+    /// that room at once and heard within a period, not after the period the device still
+    /// had. An output calls it every millisecond or two while it waits (see `AudioOutput`).
+    /// Real time; does nothing when nothing was asked.
+    public func takeTransportRequests() {
+        guard state.started, state.timelineRunning, !shouldStop, !wantsStandby else { return }
+        adoptSpeedStage()
+        guard transportPending else { return }
+        takeTransportRequests(now: clock.now())
+    }
+
+    /// Takes the stretcher the engine made (off this thread) once it is offered.
+    private func adoptSpeedStage() {
+        if speedStage == nil && speedStageReady.load(ordering: .acquiring) { speedStage = offeredSpeedStage }
+    }
+
+    /// Whether `takeTransportRequests(now:)` has something to do (the same conditions).
+    private var transportPending: Bool {
+        if let gains = mixer.gains, gains.changes != state.gainChanges, !state.paused, !fadingOut { return true }
+        let wantPause = pauseWanted.load(ordering: .acquiring)
+        let jump = jumpWanted.load(ordering: .acquiring)
+        if state.paused { return jump >= 0 || !wantPause }
+        return !fadingOut && (wantPause || jump >= 0 || speedToApply != nil)
+    }
+
     /// Renders up to `frames` frames into `buffer` (interleaved, `negotiated.format`) and
     /// returns how many it rendered: all of them, or fewer (down to none) while the plan holds
     /// before a frame a tap may still change, or once playback is over. Real time.
@@ -226,7 +256,7 @@ public final class OutputFeed: @unchecked Sendable {
             mixer.settleGains()
             state.gainChanges = mixer.gains?.changes ?? 0
         }
-        if speedStage == nil && speedStageReady.load(ordering: .acquiring) { speedStage = offeredSpeedStage }
+        adoptSpeedStage()
         if standbyWanted.load(ordering: .relaxed) && !wantsStandby {
             // Back from standby: the clock settles from now, and a further pause is counted
             // from here.

@@ -23,6 +23,9 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
     /// Whether `run` keeps virtual time from running ahead of real time (a paced device, for
     /// tests where another thread acts as things are heard, like an app answering a prompt).
     public var pacedToRealTime = false
+    /// How close to the frame heard a rewind may reach: a tick (its position is exact at
+    /// each tick, as a sound server's is at each timing report).
+    public var rewindMarginFrames: Int { negotiated.sampleRate / 1000 }
     private var realStart: (real: Int64, virtual: Int64)?
     /// Called on the rendering thread just before (true) and after (false) each call of
     /// `feed.render`, e.g. to count allocations in between.
@@ -223,6 +226,11 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
         }
         let feeding = !troubles.contains { if case .noCallbacks = $0.kind { $0.covers(now) } else { false } }
         if feeding {
+            // A pause or a seek asked since the last tick is taken now (what the device holds
+            // beyond the margin comes back, and is rendered again below).
+            renderProbe?(true)
+            feed.takeTransportRequests()
+            renderProbe?(false)
             let period = negotiated.periodFrames
             while givenFrames - played <= negotiated.bufferFrames - period {
                 renderProbe?(true)

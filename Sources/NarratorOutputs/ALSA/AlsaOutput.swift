@@ -165,8 +165,12 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
                     continue
                 }
                 if room == 0 {
-                    // Full: wait for room (at most a millisecond, so that the clock is read
-                    // every millisecond and a device that stops consuming is noticed).
+                    // Full: a pause or a seek asked meanwhile takes back what the device holds
+                    // (then there is room at once); else wait for room (at most a millisecond,
+                    // so that the clock is read every millisecond and a device that stops
+                    // consuming is noticed).
+                    feed.takeTransportRequests()
+                    if snd_pcm_avail_update(handle) > 0 { continue }
                     if case .failure(let failure) = wait(timeoutMs: 1), !recovered(failure, feed) { break }
                     reportPosition(feed)
                     continue

@@ -351,8 +351,11 @@ final class PulseConnection: @unchecked Sendable {
         guard let feed, !stopped, let stream else { return }
         var first = true
         while true {
-            let writable = pa_stream_writable_size(stream)
-            guard writable != Int(bitPattern: UInt.max), writable >= frameBytes else { return }
+            let free = pa_stream_writable_size(stream)
+            guard free != Int(bitPattern: UInt.max) else { return }
+            // What a rewind took back is room too: the write seeks back over it.
+            let writable = free - pendingSeek
+            guard writable >= frameBytes else { return }
             if first {
                 first = false
                 if ranDry() { interrupted() }
@@ -410,6 +413,9 @@ final class PulseConnection: @unchecked Sendable {
             ticks &+= 1
             _ = narrator_pulse_timer_arm(timer, SteppedTimingReports.ditheredTick(ticks & 0xFFFF, tick: Self.tick, spread: Self.tick / 2))
         }
+        // A pause or a seek asked since the last tick takes back now what the sink cannot
+        // have read yet; `fill` renders into that room at once.
+        feed.takeTransportRequests()
         fill()
         if !timingPending, pa_stream_get_state(stream) == PA_STREAM_READY,
             let operation = pa_stream_update_timing_info(
