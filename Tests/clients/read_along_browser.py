@@ -32,7 +32,7 @@ outline, the clips laid out, the words shown). --tap ANSWER:TYPE clicks the answ
 an event of that type has come; --shot NAME:EXPRESSION saves OUT_DIR/NAME.png the first time
 the page expression holds (with its red box and the snapshot count then); --until EXPRESSION
 ends the watch (default: the playback has ended); --reduced-motion emulates
-prefers-reduced-motion: reduce. It prints {"snapshots", "shots", "final"}.
+prefers-reduced-motion: reduce; --keyboard makes --tap focus the tile and press Enter. It prints {"snapshots", "shots", "final"}.
 
 With --every it opens the page for every program of the library (the menu's listing), one
 after the other, waits until it plays (or fails) and its first clip with words is laid out
@@ -305,7 +305,13 @@ async def new_tab(socket, width=800, height=480, reduced_motion=False):
     return tools
 
 
-async def drive_scenario(url, out_dir, devtools_url, timeout, taps, shots, until, reduced_motion):
+async def press_enter(tools):
+    for kind in ("keyDown", "keyUp"):
+        await tools.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
+                         nativeVirtualKeyCode=13, **({"text": "\r"} if kind == "keyDown" else {}))
+
+
+async def drive_scenario(url, out_dir, devtools_url, timeout, taps, shots, until, reduced_motion, keyboard=False):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
         tools = await new_tab(socket, reduced_motion=reduced_motion)
         await tools.call("Page.navigate", url=url)
@@ -319,9 +325,13 @@ async def drive_scenario(url, out_dir, devtools_url, timeout, taps, shots, until
             for answer, kind in list(pending_taps):
                 seen = await tools.evaluate("window.__snapshots.some(s => s.event.type === %s)" % json.dumps(kind))
                 if seen:
+                    # With the keyboard: the tile is focused and Enter pressed, as a real key.
+                    action = "t.focus(); return document.activeElement === t;" if keyboard else "t.click(); return true;"
                     clicked = await tools.evaluate(
                         "(() => { const t = [...document.querySelectorAll('button.tile')].find(b => b.dataset.target === %s);"
-                        " if (!t) return false; t.click(); return true; })()" % json.dumps(answer))
+                        " if (!t) return false; %s })()" % (json.dumps(answer), action))
+                    if clicked and keyboard:
+                        await press_enter(tools)
                     if not clicked:
                         raise RuntimeError("no answer tile %s" % answer)
                     pending_taps.remove((answer, kind))
@@ -400,6 +410,7 @@ def main():
     parser.add_argument("--shot", action="append", default=[], help="NAME:EXPRESSION (--scenario)")
     parser.add_argument("--until", default=None)
     parser.add_argument("--reduced-motion", action="store_true")
+    parser.add_argument("--keyboard", action="store_true", help="--tap focuses the tile and presses Enter")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="narrator-chromium-")
@@ -423,7 +434,7 @@ def main():
         if args.scenario:
             taps = [tuple(t.rsplit(":", 1)) for t in args.tap]
             shots = [tuple(t.split(":", 1)) for t in args.shot]
-            result = asyncio.run(drive_scenario(args.url, args.out_dir, devtools_url, args.timeout, taps, shots, args.until, args.reduced_motion))
+            result = asyncio.run(drive_scenario(args.url, args.out_dir, devtools_url, args.timeout, taps, shots, args.until, args.reduced_motion, args.keyboard))
         elif args.every:
             result = asyncio.run(drive_every(args.url, args.out_dir, devtools_url, args.timeout))
         else:
