@@ -111,6 +111,7 @@ public final class NarratorService: Sendable {
         let lesson: String
         let program: Program
         let seed: UInt64
+        let locale: String?
         let listing: Bool
     }
 
@@ -275,7 +276,7 @@ public final class NarratorService: Sendable {
                 return refuse("\(Self.maxActiveRequests) requests are already active on this connection")
             }
             switch request {
-            case .play(let lesson, let program, let seed), .cues(let lesson, let program, let seed):
+            case .play(let lesson, let program, let seed, let locale), .cues(let lesson, let program, let seed, let locale):
                 let listing: Bool
                 if case .cues = request { listing = true } else { listing = false }
                 if state.queue.count >= Self.maxQueued {
@@ -285,7 +286,7 @@ public final class NarratorService: Sendable {
                     return refuse("busy: \(Self.maxQueuedPerConnection) requests of this connection are waiting to be prepared; wait for their answers")
                 }
                 state.connections[connection]?.requests[id] = listing ? .listing(canceled: false) : .preparing(canceled: nil)
-                state.queue.append(Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: listing))
+                state.queue.append(Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, locale: locale, listing: listing))
                 return true
             case .subscribe(let playback):
                 if playback == "next" {
@@ -507,7 +508,7 @@ public final class NarratorService: Sendable {
         let playback: Playback
         let forwarder = Forwarder(service: self)
         do {
-            let prepared = try library.load(job.lesson).prepare(job.program, seed: job.seed)
+            let prepared = try library.load(job.lesson, locale: job.locale).prepare(job.program, seed: job.seed)
             guard wanted(owner) else {
                 release()
                 conclude(owner, with: .error("stopped"))
