@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The two-language sample lesson (Timings/lessons/colors.json): its narration, spoken by
+# `narrator synth` (libespeak-ng) with word timings from espeak-ng's word events, in English
+# (the lesson's default locale), Spanish (`es`, espeak-ng's Spain voice) and, for one clip,
+# Mexican Spanish (`es-MX`, espeak-ng's Latin American voice; every other clip of es-MX falls
+# back to es). Mono 16-bit at 22050 Hz (espeak-ng's own rate: nothing is resampled), so the
+# files stay small (about 30 KB a clip).
+#
+#   scripts/make-locale-fixtures.sh            # uses .build/debug/narrator (swift build first)
+#   NARRATOR=/path/to/narrator scripts/make-locale-fixtures.sh
+#
+# The output depends on the espeak-ng version; the tests measure the files they find (their
+# WAV headers), not numbers written here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NARRATOR=${NARRATOR:-.build/debug/narrator}
+[ -x "$NARRATOR" ] || { echo "make-locale-fixtures: $NARRATOR not built (swift build --product narrator)" >&2; exit 1; }
+
+say() { # LOCALE-FOLDER VOICE CLIP TEXT
+    mkdir -p "Audio/lessons/colors/$1" "Timings/lessons/colors/$1"
+    "$NARRATOR" synth "$4" --voice "$2" --rate 22050 \
+        --output "Audio/lessons/colors/$1/$3.wav" --timings "Timings/lessons/colors/$1/$3.json"
+}
+
+say en en red "This is red."
+say en en blue "This is blue."
+say en en praise "Well done!"
+
+say es es red "Esto es rojo."
+say es es blue "Esto es azul."
+say es es praise "¡Muy bien!"
+
+say es-MX es-419 praise "¡Qué padre!"
