@@ -3,8 +3,9 @@
 # `narrator synth` (libespeak-ng) with word timings from espeak-ng's word events, in English
 # (the lesson's default locale), Spanish (`es`, espeak-ng's Spain voice) and, for one clip,
 # Mexican Spanish (`es-MX`, espeak-ng's Latin American voice; every other clip of es-MX falls
-# back to es). Mono 16-bit at 22050 Hz (espeak-ng's own rate: nothing is resampled), so the
-# files stay small (about 30 KB a clip).
+# back to es). Mono 16-bit at 24000 Hz: small files (about 30 KB a clip) at a rate every output
+# format has (Opus lacks espeak-ng's own 22050 Hz, and `narrator pack --format opus` of the
+# sample library needs it; synth resamples with libsoxr).
 #
 #   scripts/make-locale-fixtures.sh            # uses .build/debug/narrator (swift build first)
 #   NARRATOR=/path/to/narrator scripts/make-locale-fixtures.sh
@@ -18,7 +19,7 @@ NARRATOR=${NARRATOR:-.build/debug/narrator}
 
 say() { # LOCALE-FOLDER VOICE CLIP TEXT
     mkdir -p "Audio/lessons/colors/$1" "Timings/lessons/colors/$1"
-    "$NARRATOR" synth "$4" --voice "$2" --rate 22050 \
+    "$NARRATOR" synth "$4" --voice "$2" --rate 24000 \
         --output "Audio/lessons/colors/$1/$3.wav" --timings "Timings/lessons/colors/$1/$3.json"
 }
 

@@ -10,10 +10,10 @@ import Testing
 struct LocaleCLITests {
     static let lesson = Repo.path("Timings/lessons/colors.json")
 
-    /// A clip's length in frames, from its WAV header (the lesson is at the files' 22050 Hz).
+    /// A clip's length in frames, from its WAV header (the lesson is at the files' 24000 Hz).
     static func frames(_ locale: String, _ clip: String) throws -> Int {
         let wav = try WAVFile(path: Repo.path("Audio/lessons/colors/\(locale)/\(clip).wav"))
-        try #require(wav.sampleRate == 22050 && wav.channels == 1)
+        try #require(wav.sampleRate == 24000 && wav.channels == 1)
         return wav.frames
     }
 
@@ -62,7 +62,7 @@ struct LocaleCLITests {
             totals[name] = sheet.frames
             #expect(stderr == (locale == "fr" ? "narrator: note: \(Self.lesson): no narration in 'fr'; the default (en) plays\n" : ""), "\(name)")
         }
-        #expect(gaps.count == 1 && (5512...5513).contains(gaps.first!), "0.25 s of silence in every locale: \(gaps)")
+        #expect(gaps == [6000], "0.25 s of silence in every locale")
         #expect(Set(totals.values).count == 3, "default, es and es-MX differ: \(totals)")
         // The words are the locale's own timings.
         #expect(try Self.cues(["--locale", "es-MX"]).0.words("praise") == ["Qué", "padre"])
@@ -78,7 +78,7 @@ struct LocaleCLITests {
         try #require(result.status == 0, "\(result.stderr)")
         let wav = try WAVFile(path: dir.file("mx.wav"))
         let sound = try Self.frames("es", "red") + Self.frames("es", "green") + Self.frames("es-MX", "praise")
-        #expect((sound + 5512...sound + 5513).contains(wav.frames), "\(wav.frames)")
+        #expect(wav.frames == sound + 6000 && wav.sampleRate == 24000)
     }
 
     @Test func badLocalesAreOneLine() throws {
@@ -151,6 +151,29 @@ struct LocaleCLITests {
             "error: \(Repo.path("Timings/lessons/colors"))/es/green.json: locales.es.clips.green: word 1 of the transcript is 'azul', the timings say 'verde'",
         ], "\(broken.stdout)")
         #expect(broken.status == 1)
+    }
+}
+
+extension LocaleCLITests {
+    /// `pack` converts every locale's files and points the lesson's `locales` at them: each
+    /// locale's cue sheet is the same after.
+    @Test func packKeepsEveryLocale() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("library"), withIntermediateDirectories: true)
+        let lesson = try Self.copy(in: dir) { $0 }
+        try FileManager.default.moveItem(atPath: lesson, toPath: dir.file("library/colors.json"))
+        let packed = try run(Repo.narrator, ["pack", dir.file("library"), "--to", dir.file("packed"), "--format", "flac", "--no-progress"])
+        try #require(packed.status == 0, "\(packed.stderr)")
+        #expect(packed.stdout.contains("7 audio files converted to FLAC"), "\(packed.stdout)")
+        let new = try #require(FileManager.default.subpathsOfDirectory(atPath: dir.file("packed")).first { $0.hasSuffix("colors.json") })
+        let text = try String(contentsOfFile: dir.file("packed/" + new), encoding: .utf8)
+        #expect(text.contains("es-MX/praise.flac") && !text.contains(".wav"), "\(text)")
+        for locale in [[], ["--locale", "es"], ["--locale", "es-MX"]] {
+            let before = try run(Repo.narrator, ["cues", dir.file("library/colors.json"), "--chain", "colors"] + locale)
+            let after = try run(Repo.narrator, ["cues", dir.file("packed/" + new), "--chain", "colors"] + locale)
+            #expect(before.status == 0 && after.status == 0 && before.stdout == after.stdout, "\(locale): \(after.stderr)")
+        }
     }
 }
 
