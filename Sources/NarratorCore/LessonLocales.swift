@@ -100,14 +100,17 @@ extension Lesson {
     }
 
     /// The voice clips of `"clips"` whose file, with `tag` applied, is still the default's:
-    /// what a translation into `tag` has yet to record. (Sound effects, music and sprites are
-    /// shared by every locale.)
+    /// what a translation into `tag` has yet to record (none for a tag of the default's own
+    /// language: `en-GB` of an `en` lesson); and of those it recorded, the ones without
+    /// timings or a transcript where the default's have them. (Sound effects, music and
+    /// sprites are shared by every locale.)
     public func untranslated(in tag: String) -> (files: [String], timings: [String], transcripts: [String]) {
         let chain = localeChain(for: tag)
+        let defaultLanguage = locale.map { Self.fallbacks(of: $0).last == Self.fallbacks(of: tag).last } ?? false
         var files: [String] = [], timings: [String] = [], transcripts: [String] = []
         for (id, spec) in clips.sorted(by: { $0.key < $1.key }) where spec.spriteMap == nil && loudnessBus(of: id) == .voice {
             guard let ownFile = chain.last(where: { locales[$0]?[id]?.file != nil }) else {
-                files.append(id)
+                if !defaultLanguage { files.append(id) }
                 continue
             }
             var localized = spec

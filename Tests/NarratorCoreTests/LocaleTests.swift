@@ -85,6 +85,10 @@ struct LocaleTests {
         #expect(mx.files == [] && mx.timings == ["b"] && mx.transcripts == ["b", "c"])
         // The sound effect is never listed; a locale with nothing lists every voice clip.
         #expect(lesson.untranslated(in: "de").files == ["a", "b", "c"])
+        // The default's own language lacks nothing; a region of it records only what differs.
+        let british = try parse(#"{"en-GB": {"clips": {"a": {"file": "gb/a.wav", "timings": "gb/a.json"}}}}"#)
+        #expect(british.untranslated(in: "en-GB").files == [] && british.untranslated(in: "en").files == [])
+        #expect(british.untranslated(in: "en-GB").transcripts == ["a"] && british.untranslated(in: "en-GB").timings == [])
     }
 
     @Test func localeTags() {
