@@ -101,6 +101,7 @@ fuzz: deps
 ## fixtures: regenerate Audio/ and Timings/ fixtures from speech and synthetic sounds
 fixtures: deps
 	python3 scripts/make-fixtures.py
+	swift build --product narrator && bash scripts/make-locale-fixtures.sh
 
 clean:
 	rm -rf .build .build-fuzz $(OUT)

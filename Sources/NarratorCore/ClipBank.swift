@@ -278,7 +278,7 @@ public struct ClipBank: Sendable {
     private static func naming(_ error: NarratorError, spec: Lesson.ClipSpec, file: String, key: String) -> NarratorError {
         guard error.file == file, error.place == nil else { return error }
         var named = error
-        named.message += spec.spriteMap == nil ? " (clips.\(spec.id)\(key))" : " (clip \(spec.id), from its sprite map)"
+        named.message += spec.spriteMap == nil ? " (\(spec.key)\(key))" : " (clip \(spec.id), from its sprite map)"
         return named
     }
 

@@ -10,7 +10,9 @@ public struct Lesson: Sendable {
     public let sampleRate: Int
     /// Output channels; nil means "the largest channel count among the chain's clips".
     public let channels: Int?
-    public let clips: [String: ClipSpec]
+    /// The clips by id: the default locale's, or those of the locale the lesson was resolved
+    /// for (`localized(to:)`).
+    public internal(set) var clips: [String: ClipSpec]
     public let pools: [String: Pool]
     public let chains: [String: [ChainItem]]
     public let activities: [String: Activity]
@@ -21,6 +23,12 @@ public struct Lesson: Sendable {
     public var loudness: [Bus: Double] = [:]
     /// Clips some chain plays as a `music` item: they play on the music bus, whatever theirs.
     public var musicItemClips: Set<String> = []
+    /// The language `clips` speak (`"locale"`, a BCP 47 tag), when the lesson names it.
+    public var locale: String? = nil
+    /// What each other locale changes, clip by clip (`"locales"`), by tag as written.
+    public var locales: [String: [String: ClipOverride]] = [:]
+    /// Set by `localized(to:)`: the locale asked for and the tags that supplied its clips.
+    public var resolution: LocaleResolution? = nil
 
     /// The bus clip `id` plays on, for its loudness: `music` when a chain plays it as a music
     /// item, else its own.
@@ -46,10 +54,15 @@ public struct Lesson: Sendable {
         /// The sprite map the clip comes from (`"sprites"`), resolved, and the sprite's name in it.
         public var spriteMap: String? = nil
         public var spriteName: String? = nil
+        /// The locale whose `"locales"` entry last changed the clip; nil for the default's.
+        public var locale: String? = nil
+        /// The clip's key path in the lesson: `clips.ID`, or `locales.TAG.clips.ID` for a
+        /// locale's version of it.
+        public var key: String { locale.map { "locales.\($0).clips.\(id)" } ?? "clips.\(id)" }
         /// Where a problem with the clip's region is: the sprite in its map, or the lesson key.
         public func regionPlace(lesson: String, key: String) -> (file: String, place: String) {
             if let spriteMap, let spriteName { return (spriteMap, "sprite.\(spriteName)") }
-            return (lesson, "clips.\(id).\(key)")
+            return (lesson, "\(self.key).\(key)")
         }
     }
 
@@ -112,8 +125,14 @@ public struct Lesson: Sendable {
     /// The keys each object of a lesson may have (made once: a chain of a million items checks
     /// a million objects against them).
     enum Keys {
-        static let lesson: Set<String> = ["sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness"]
+        static let lesson: Set<String> = [
+            "sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness", "locale", "locales",
+        ]
         static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
+        /// A locale's entry in `"locales"`, and what it may change in a clip (not its bus: a
+        /// clip plays on the same bus in every language).
+        static let locale: Set<String> = ["clips"]
+        static let clipOverride: Set<String> = ["file", "timings", "start", "end", "markers", "transcript"]
         static let sprites: Set<String> = ["map", "file", "bus"]
         static let pool: Set<String> = ["clips", "noRepeat"]
         static let ducking: Set<String> = ["gain", "attack", "release"]
@@ -132,11 +151,14 @@ public struct Lesson: Sendable {
     /// took 12 s and 847 MiB, so their number is capped instead (docs/limits.md).
     public static let maxClips = 100_000
 
-    /// Reads and validates the lesson file at `path`.
-    public static func load(path: String) throws(NarratorError) -> Lesson {
+    /// Reads and validates the lesson file at `path`; with `locale`, its clips are that
+    /// locale's (`localized(to:)`).
+    public static func load(path: String, locale: String? = nil) throws(NarratorError) -> Lesson {
         let url = URL(fileURLWithPath: path)
         let data = try InputFile.read(path: path, limit: InputFile.documentLimit)
-        return try parse(data, path: path, directory: url.deletingLastPathComponent())
+        let lesson = try parse(data, path: path, directory: url.deletingLastPathComponent())
+        guard let locale else { return lesson }
+        return try lesson.localized(to: locale)
     }
 
     /// Parses lesson JSON; `directory` is where relative paths start.
@@ -259,6 +281,7 @@ public struct Lesson: Sendable {
         }
 
         let loudness = try top["loudness"].map { c throws(NarratorError) in try parseLoudness(c) } ?? [:]
+        let (locale, locales) = try parseLocales(top, clips: clips, resolve: resolve)
 
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
@@ -270,14 +293,14 @@ public struct Lesson: Sendable {
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
-            musicItemClips: musicItemClips)
+            musicItemClips: musicItemClips, locale: locale, locales: locales)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).
     public static let maxRegionSeconds: Double = 86400
 
     /// A clip region's `start` or `end`: seconds in 0...maxRegionSeconds.
-    private static func regionSeconds(_ cursor: JSONCursor) throws(NarratorError) -> Double {
+    static func regionSeconds(_ cursor: JSONCursor) throws(NarratorError) -> Double {
         let seconds = try cursor.number()
         guard seconds >= 0, seconds <= maxRegionSeconds else {
             throw cursor.fail("expected seconds between 0 and \(Int(maxRegionSeconds)) (a day), got \(JSONCursor.describe(seconds))")
@@ -369,7 +392,7 @@ public struct Lesson: Sendable {
     }
 
     /// Names for a one-line message: sorted, at most 20, then how many more.
-    static func list(_ names: some Collection<String>) -> String {
+    public static func list(_ names: some Collection<String>) -> String {
         if names.isEmpty { return "none" }
         let shown = names.sorted().prefix(20).joined(separator: ", ")
         return names.count > 20 ? "\(shown) and \(names.count - 20) more" : shown

@@ -28,9 +28,11 @@ public enum Program: Sendable, Equatable {
 public struct NarratorLesson: Sendable {
     public let lesson: Lesson
 
-    /// Reads and validates the lesson file at `path`.
-    public init(path: String) throws(NarratorError) {
-        lesson = try Lesson.load(path: path)
+    /// Reads and validates the lesson file at `path`. With `locale` (a BCP 47 tag such as
+    /// `es-MX`), each clip is that locale's, falling back clip by clip to its language (`es`)
+    /// and then to the lesson's default; `lesson.resolution` says which locales were used.
+    public init(path: String, locale: String? = nil) throws(NarratorError) {
+        lesson = try Lesson.load(path: path, locale: locale)
     }
 
     public init(_ lesson: Lesson) { self.lesson = lesson }

@@ -40,7 +40,8 @@ struct LessonLibrary: Sendable {
     /// The largest lesson file read: lessons are small (the audio is in files they name).
     static let maxLessonBytes = 16 << 20
 
-    func load(_ name: String) throws(NarratorError) -> NarratorLesson {
+    /// The lesson `name`, with `locale` applied (nil: the lesson's default).
+    func load(_ name: String, locale: String? = nil) throws(NarratorError) -> NarratorLesson {
         let path = try resolve(name)
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
@@ -49,7 +50,7 @@ struct LessonLibrary: Sendable {
         guard info.st_size <= Self.maxLessonBytes else {
             throw NarratorError(file: name, "\(info.st_size) bytes, over the \(Self.maxLessonBytes >> 20) MiB a lesson file may have")
         }
-        return try NarratorLesson(path: path)
+        return try NarratorLesson(path: path, locale: locale)
     }
 
     /// The most lesson files `programs()` reads.

@@ -254,10 +254,10 @@ struct LessonLoader: Sendable {
             return refusedStatus
         }
         let (_, parsed) = ServiceRequest.parse(Data(request.utf8))
-        let lesson: String, program: Program, seed: UInt64, listing: Bool
+        let lesson: String, program: Program, seed: UInt64, locale: String?, listing: Bool
         switch parsed {
-        case .success(.cues(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, true)
-        case .success(.play(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, false)
+        case .success(.cues(let name, let which, let number, let tag)): (lesson, program, seed, locale, listing) = (name, which, number, tag, true)
+        case .success(.play(let name, let which, let number, let tag)): (lesson, program, seed, locale, listing) = (name, which, number, tag, false)
         case .success(.library):
             for fields in library.programs() { emit(EventLine(.program, frame: nil, heard: nil, fields: fields)) }
             emit(EventLine(.finished, frame: nil, heard: nil))
@@ -269,7 +269,7 @@ struct LessonLoader: Sendable {
         }
         let prepared: PreparedProgram
         do throws(NarratorError) {
-            prepared = try library.load(lesson).prepare(program, seed: seed)
+            prepared = try library.load(lesson, locale: locale).prepare(program, seed: seed)
         } catch {
             emit(.error(library.publicDescription(of: error)))
             return refusedStatus

@@ -111,6 +111,7 @@ public final class NarratorService: Sendable {
         let lesson: String
         let program: Program
         let seed: UInt64
+        let locale: String?
         let listing: Bool
     }
 
@@ -278,14 +279,14 @@ public final class NarratorService: Sendable {
             case .play, .cues, .library:
                 let job: Job
                 switch request {
-                case .play(let lesson, let program, let seed):
-                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: false)
-                case .cues(let lesson, let program, let seed):
-                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: true)
+                case .play(let lesson, let program, let seed, let locale):
+                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, locale: locale, listing: false)
+                case .cues(let lesson, let program, let seed, let locale):
+                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, locale: locale, listing: true)
                 default:
                     // Listed by a loader child like a schedule's cues; it reads no lesson named
                     // by the request, and plays nothing (the program is not used).
-                    job = Job(recipient: me, message: data, lesson: ".", program: .chain("", repeats: 1), seed: 0, listing: true)
+                    job = Job(recipient: me, message: data, lesson: ".", program: .chain("", repeats: 1), seed: 0, locale: nil, listing: true)
                 }
                 let listing = job.listing
                 if state.queue.count >= Self.maxQueued {
@@ -517,7 +518,7 @@ public final class NarratorService: Sendable {
         let playback: Playback
         let forwarder = Forwarder(service: self)
         do {
-            let prepared = try library.load(job.lesson).prepare(job.program, seed: job.seed)
+            let prepared = try library.load(job.lesson, locale: job.locale).prepare(job.program, seed: job.seed)
             guard wanted(owner) else {
                 release()
                 conclude(owner, with: .error("stopped"))

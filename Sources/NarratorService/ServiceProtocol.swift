@@ -6,9 +6,10 @@ import NarratorKit
 enum ServiceRequest: Sendable {
     /// Plays a chain (`repeats` times) or an activity (answered by `tap` requests) on the
     /// daemon's device.
-    case play(lesson: String, program: Program, seed: UInt64)
+    /// `locale`: the narration's locale (a BCP 47 tag), nil for the lesson's default.
+    case play(lesson: String, program: Program, seed: UInt64, locale: String?)
     /// A chain's or an activity's cue schedule, without playing it.
-    case cues(lesson: String, program: Program, seed: UInt64)
+    case cues(lesson: String, program: Program, seed: UInt64, locale: String?)
     /// The library's lessons and what each can play: a `program` event per chain and activity.
     case library
     /// For an activity this connection plays: the child tapped (an answer, a sound's name,
@@ -85,8 +86,13 @@ enum ServiceRequest: Sendable {
         }
         switch op {
         case "play", "cues":
-            try allow(["lesson", "chain", "repeat", "activity", "state", "seed"])
+            try allow(["lesson", "chain", "repeat", "activity", "state", "seed", "locale"])
             let lesson = try fields.required("lesson", in: root).string()
+            let locale = try fields["locale"].map { cursor throws(NarratorError) in
+                let tag = try cursor.string()
+                if let problem = Lesson.localeTagProblem(tag) { throw cursor.fail(problem) }
+                return tag
+            }
             let seed = try fields["seed"].map { cursor throws(NarratorError) in UInt64(try cursor.integer(in: 0...Int(Int32.max))) } ?? 0
             let program: Program
             switch (fields["chain"], fields["activity"]) {
@@ -101,7 +107,9 @@ enum ServiceRequest: Sendable {
             case (nil, nil):
                 throw NarratorError(file: "request", place: "chain", "missing key (give a chain or an activity)")
             }
-            return op == "play" ? .play(lesson: lesson, program: program, seed: seed) : .cues(lesson: lesson, program: program, seed: seed)
+            return op == "play"
+                ? .play(lesson: lesson, program: program, seed: seed, locale: locale)
+                : .cues(lesson: lesson, program: program, seed: seed, locale: locale)
         case "library":
             try allow([])
             return .library

@@ -41,6 +41,9 @@ public struct Finding: Sendable, Equatable, Encodable {
         case gapless
         /// A clip no chain plays, or an audio file no lesson uses.
         case unreferenced
+        /// A locale's voice clips that fall back to the default's recording, timings or
+        /// transcript (`"locales"`): allowed, but a translation left to do.
+        case locale
     }
 
     public let severity: Severity

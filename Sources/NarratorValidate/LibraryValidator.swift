@@ -16,6 +16,8 @@ public struct LibraryValidator: Sendable {
     /// How far, in LU, a clip's integrated loudness may be from the median of its lesson's
     /// clips on the same bus before it is a warning.
     public let loudnessTolerance: Double
+    /// The locale whose clips are checked besides the default's; nil: every locale a lesson has.
+    public let locale: String?
 
     /// The tolerance unless one is given: 3 LU, about what a listener notices between
     /// consecutive clips.
@@ -25,9 +27,12 @@ public struct LibraryValidator: Sendable {
     /// True peak over this, in dBTP, is a warning (EBU R 128's maximum for production).
     public static let maxTruePeak = -1.0
 
-    public init(base: String = FileManager.default.currentDirectoryPath, loudnessTolerance: Double = defaultLoudnessTolerance) {
+    public init(
+        base: String = FileManager.default.currentDirectoryPath, loudnessTolerance: Double = defaultLoudnessTolerance, locale: String? = nil
+    ) {
         self.base = base
         self.loudnessTolerance = loudnessTolerance
+        self.locale = locale
     }
 
     /// What a run found, and what it looked at.
@@ -77,14 +82,18 @@ public struct LibraryValidator: Sendable {
             }
         }
 
+        // Each locale's own clips, as they load, beside the default's (LessonLocales).
+        let localized = lessons.map(localizedClips)
+
         // Every audio file once, in parallel: the lessons' and those found in folders.
         var audioPaths: [String] = []
         var seenAudio: Set<String> = []
-        for path in lessons.flatMap({ $0.clips.values.map(\.file).sorted() }) + found.audio {
+        let localizedFiles = localized.flatMap { $0.map { $0.0.clips[$0.1]!.file }.sorted() }
+        for path in lessons.flatMap({ $0.clips.values.map(\.file).sorted() }) + localizedFiles + found.audio {
             let key = canonical(path)
             if seenAudio.insert(key).inserted { audioPaths.append(key) }
         }
-        let clipWork = lessons.flatMap { lesson in lesson.clips.keys.sorted().map { (lesson, $0) } }
+        let clipWork = lessons.flatMap { lesson in lesson.clips.keys.sorted().map { (lesson, $0) } } + localized.flatMap { $0 }
         let total = found.lessons.count + audioPaths.count + clipWork.count
         let done = Atomic<Int>(found.lessons.count)
         progress(found.lessons.count, total)
@@ -119,8 +128,12 @@ public struct LibraryValidator: Sendable {
         // Per lesson: references, rates and channels, clips nothing plays.
         var used: Set<String> = []
         var maps: Set<String> = []
-        for lesson in lessons {
-            findings += check(lesson: lesson, scans: scans)
+        for (lesson, own) in zip(lessons, localized) {
+            findings += check(lesson: lesson, scans: scans, localized: own.map { $0.0.clips[$0.1]! })
+            findings += untranslated(lesson)
+            for override in lesson.locales.values.flatMap(\.values) {
+                if let file = override.file { used.insert(canonical(file)) }
+            }
             for spec in lesson.clips.values {
                 used.insert(canonical(spec.file))
                 if let map = spec.spriteMap, maps.insert(map).inserted {
@@ -231,6 +244,8 @@ public struct LibraryValidator: Sendable {
     private struct ClipLevel: Sendable {
         let lesson: String
         let id: String
+        /// The clip's key path: `clips.ID`, or `locales.TAG.clips.ID`.
+        let key: String
         let file: String
         let bus: Lesson.Bus
         let integrated: Double
@@ -263,10 +278,10 @@ public struct LibraryValidator: Sendable {
             let missing = !FileManager.default.fileExists(atPath: file)
             return [Finding(
                 .error, missing ? .missing : .unreadable, lesson: name, file: display(spec.file), place: missing ? nil : error?.place,
-                "\(error?.message ?? "unreadable") (clips.\(id))")]
+                "\(error?.message ?? "unreadable") (\(spec.key))")]
         }
         if let timings = spec.timings, !FileManager.default.fileExists(atPath: timings) {
-            return [Finding(.error, .missing, lesson: name, file: display(timings), "\(FileProblem.describe(path: timings)) (clips.\(id).timings)")]
+            return [Finding(.error, .missing, lesson: name, file: display(timings), "\(FileProblem.describe(path: timings)) (\(spec.key).timings)")]
         }
 
         var findings: [Finding] = []
@@ -283,7 +298,7 @@ public struct LibraryValidator: Sendable {
         if let transcript = spec.transcript, spec.timings != nil || spec.markers == .words {
             if let mismatch = Self.compare(words: prepared.words.map(\.text), transcript: transcript) {
                 let source = spec.timings ?? spec.file
-                findings.append(Finding(.error, .transcript, lesson: name, file: display(source), place: "clips.\(id)", mismatch))
+                findings.append(Finding(.error, .transcript, lesson: name, file: display(source), place: spec.key, mismatch))
             }
         }
 
@@ -299,11 +314,11 @@ public struct LibraryValidator: Sendable {
         let region = spec.start != nil || spec.end != nil ? " (its region)" : ""
         if !range.isEmpty, peak < Self.silentPeak {
             let level = peak > 0 ? String(format: "%.1f dBFS", 20 * log10(Double(peak))) : "digital silence"
-            findings.append(Finding(.warning, .silent, lesson: name, file: display(spec.file), place: "clips.\(id)", "silent\(region): peak \(level)"))
+            findings.append(Finding(.warning, .silent, lesson: name, file: display(spec.file), place: spec.key, "silent\(region): peak \(level)"))
         }
         if clips > 0 {
             findings.append(Finding(
-                .warning, .clipped, lesson: name, file: display(spec.file), place: "clips.\(id)",
+                .warning, .clipped, lesson: name, file: display(spec.file), place: spec.key,
                 "clipped\(region): \(Wording.count(clips, "run")) of \(AudioScan.clipRun)+ samples at full scale"))
         }
 
@@ -316,7 +331,7 @@ public struct LibraryValidator: Sendable {
             loudness = try Loudness.measure(path: spec.file, region: range, measures: .truePeak, outputChannels: outputChannels)
         } catch {
             findings.append(Finding(
-                .warning, .loudness, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot measure loudness: \(error.message)"))
+                .warning, .loudness, lesson: name, file: display(spec.file), place: spec.key, "cannot measure loudness: \(error.message)"))
             return findings
         }
         let bus = lesson.loudnessBus(of: id)
@@ -328,11 +343,11 @@ public struct LibraryValidator: Sendable {
                 ? ""
                 : " with the lesson's loudness gain of \(Loudness.decibels(gain)) dB (\(String(format: "%.1f", peak)) dBTP as recorded)"
             findings.append(Finding(
-                .warning, .truePeak, lesson: name, file: display(spec.file), place: "clips.\(id)",
+                .warning, .truePeak, lesson: name, file: display(spec.file), place: spec.key,
                 "true peak \(played)\(region)\(how), over \(String(format: "%.0f", Self.maxTruePeak)) dBTP: it may clip once encoded or resampled"))
         }
         if let integrated = loudness.integrated {
-            level = ClipLevel(lesson: lesson.path, id: id, file: spec.file, bus: bus, integrated: integrated)
+            level = ClipLevel(lesson: lesson.path, id: id, key: spec.key, file: spec.file, bus: bus, integrated: integrated)
         }
         return findings
     }
@@ -349,7 +364,7 @@ public struct LibraryValidator: Sendable {
         do {
             audio = try AudioScan.samples(path: spec.file, region: region, maxFrames: region.count)
         } catch {
-            return [Finding(.warning, .alignment, lesson: name, file: display(spec.file), place: "clips.\(id)", "cannot read its sound: \(error.message)")]
+            return [Finding(.warning, .alignment, lesson: name, file: display(spec.file), place: spec.key, "cannot read its sound: \(error.message)")]
         }
         let inFile = words.map { word in
             WordTiming(
@@ -362,7 +377,7 @@ public struct LibraryValidator: Sendable {
         return issues.map { issue in
             Finding(
                 .warning, .alignment, lesson: name, file: source,
-                place: "clips.\(id) word \(issue.word.index) '\(issue.word.text)'", issue.message)
+                place: "\(spec.key) word \(issue.word.index) '\(issue.word.text)'", issue.message)
         }
     }
 
@@ -386,7 +401,7 @@ public struct LibraryValidator: Sendable {
             for clip in group where abs(clip.integrated - median) > loudnessTolerance {
                 let distance = clip.integrated - median
                 findings.append(Finding(
-                    .warning, .loudness, lesson: display(clip.lesson), file: display(clip.file), place: "clips.\(clip.id)",
+                    .warning, .loudness, lesson: display(clip.lesson), file: display(clip.file), place: clip.key,
                     String(
                         format: "integrated loudness %.1f LUFS, %.1f LU %@ the median of the lesson's %d %@ clips (%.1f LUFS; tolerance %@ LU)",
                         clip.integrated, abs(distance), distance > 0 ? "above" : "below", group.count, clip.bus.rawValue, median,
@@ -398,7 +413,7 @@ public struct LibraryValidator: Sendable {
 
     /// A lesson as a whole: its chains' and activities' references, the rate and channels of
     /// its audio, and its clips that nothing plays.
-    private func check(lesson: Lesson, scans: [String: AudioScan]) -> [Finding] {
+    private func check(lesson: Lesson, scans: [String: AudioScan], localized: [Lesson.ClipSpec]) -> [Finding] {
         let name = display(lesson.path)
         var findings: [Finding] = []
         var referenced: Set<String> = []
@@ -417,7 +432,7 @@ public struct LibraryValidator: Sendable {
         }
 
         // One finding per file and lesson, however many clips cut it into regions.
-        let files = Set(lesson.clips.values.map { canonical($0.file) }).sorted()
+        let files = Set((Array(lesson.clips.values) + localized).map { canonical($0.file) }).sorted()
         let outputChannels = outputChannels(of: lesson, scans: scans)
         for file in files {
             guard let scan = scans[file] else { continue }
@@ -440,6 +455,56 @@ public struct LibraryValidator: Sendable {
                 findings.append(Finding(
                     .warning, .channels, lesson: name, file: display(file),
                     "\(scan.channels) channels in a \(outputChannels)-channel lesson: \(effect)"))
+            }
+        }
+        return findings
+    }
+
+    /// The locales checked for `lesson`: --locale, or every one it has.
+    private func locales(of lesson: Lesson) -> [String] {
+        locale.map { [$0] } ?? lesson.locales.keys.sorted()
+    }
+
+    /// The clips each locale of `lesson` changes, as that locale loads them: once each (a
+    /// clip `es-MX` takes from `es` is checked as `es`'s).
+    private func localizedClips(_ lesson: Lesson) -> [(Lesson, String)] {
+        var work: [(Lesson, String)] = []
+        var seen: Set<String> = []
+        for tag in locales(of: lesson) {
+            guard let localized = try? lesson.localized(to: tag) else { continue }
+            for id in lesson.clips.keys.sorted() {
+                guard let spec = localized.clips[id], spec != lesson.clips[id], seen.insert(spec.key).inserted else { continue }
+                work.append((localized, id))
+            }
+        }
+        return work
+    }
+
+    /// Per locale, the voice clips that still play the default's recording, timings or
+    /// transcript: allowed (they fall back), but what a translation has left to do.
+    private func untranslated(_ lesson: Lesson) -> [Finding] {
+        let name = display(lesson.path)
+        let fallback = lesson.locale.map { "the default (\($0))" } ?? "the default"
+        var findings: [Finding] = []
+        for tag in locales(of: lesson) {
+            let chain = lesson.localeChain(for: tag)
+            let missing = lesson.untranslated(in: tag)
+            let place = chain.last.map { "locales.\($0)" }
+            let via = chain.count > 1 ? " (through \(chain.reversed().joined(separator: ", ")))" : ""
+            if !missing.files.isEmpty {
+                findings.append(Finding(
+                    .warning, .locale, lesson: name, file: name, place: place,
+                    "'\(tag)'\(via) has no recording of \(Wording.count(missing.files.count, "voice clip")), which play \(fallback)'s: \(Lesson.list(missing.files))"))
+            }
+            if !missing.timings.isEmpty {
+                findings.append(Finding(
+                    .warning, .locale, lesson: name, file: name, place: place,
+                    "'\(tag)'\(via) has no word timings for \(Wording.count(missing.timings.count, "clip")) it recorded (the default's have words): \(Lesson.list(missing.timings))"))
+            }
+            if !missing.transcripts.isEmpty {
+                findings.append(Finding(
+                    .warning, .locale, lesson: name, file: name, place: place,
+                    "'\(tag)'\(via) has no transcript for \(Wording.count(missing.transcripts.count, "clip")) it recorded (the default's have one): \(Lesson.list(missing.transcripts))"))
             }
         }
         return findings

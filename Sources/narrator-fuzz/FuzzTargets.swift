@@ -89,6 +89,11 @@ enum FuzzTarget: String, CaseIterable, Sendable {
             for id in lesson.activities.keys {
                 do throws(NarratorError) { _ = try lesson.activity(id) } catch { problems += 1 }
             }
+            // Each locale laid over the default as it loads, and what it lacks.
+            for tag in lesson.locales.keys {
+                do throws(NarratorError) { _ = try lesson.localized(to: tag + "-x1") } catch { problems += 1 }
+                _ = lesson.untranslated(in: tag)
+            }
             return "\(lesson.clips.count) clips, \(lesson.chains.count) chains, \(lesson.activities.count) activities, \(problems) bad references"
         case .spriteMap:
             let map = try SpriteMap.parse(data, path: workspace.file("sprites.json"))

@@ -115,6 +115,9 @@ struct ChainOptions: ParsableArguments {
     @Option(help: "Play the chain this many times back to back in one session.")
     var `repeat`: Int = 1
 
+    @Option(help: "The narration's locale, a BCP 47 tag (es, es-MX): each clip is that locale's, else its language's (es), else the lesson's default.")
+    var locale: String?
+
     func validate() throws {
         guard (1...10_000).contains(`repeat`) else { throw ValidationError("--repeat must be between 1 and 10000") }
         guard [chain != nil, activity != nil, requests != nil].filter({ $0 }).count == 1 else {
@@ -149,11 +152,22 @@ struct ChainOptions: ParsableArguments {
 
     /// Loads the lesson and prepares what the options name, through the public API.
     func prepare(seed fallback: UInt64? = nil, live: Bool = false) throws(NarratorError) -> PreparedProgram {
-        let lesson = try NarratorLesson(path: self.lesson)
+        let lesson = try loadLesson()
         let rate = lesson.lesson.sampleRate
         return try lesson.prepare(
             program(rate: rate, live: live), seed: seed ?? fallback ?? UInt64.random(in: .min ... .max),
             until: untilFrame(rate: rate))
+    }
+
+    /// The lesson, with --locale applied. A locale the lesson has nothing for plays the default's
+    /// clips, and says so on stderr.
+    func loadLesson() throws(NarratorError) -> NarratorLesson {
+        if let locale, let problem = Lesson.localeTagProblem(locale) { throw NarratorError(file: "--locale", problem) }
+        let lesson = try NarratorLesson(path: self.lesson, locale: locale)
+        if let resolution = lesson.lesson.resolution, resolution.fellBack {
+            Output.write("narrator: note: \(lesson.lesson.path): no narration in '\(resolution.requested)'\(lesson.lesson.locale.map { "; the default (\($0)) plays" } ?? "; the default plays")\n", to: STDERR_FILENO)
+        }
+        return lesson
     }
 
     /// The schedule of what the options name.

@@ -102,7 +102,13 @@ struct Packer {
         var audio: [String: AudioJob] = [:]
         var others: Set<String> = []
         var audioOrder: [String] = []
+        // Each locale's clips too (LessonLocales): their files are packed beside the default's.
+        var variants: [Lesson] = []
         for lesson in lessons {
+            variants.append(lesson)
+            for tag in lesson.locales.keys.sorted() { variants.append(try lesson.localized(to: tag)) }
+        }
+        for lesson in variants {
             for id in lesson.clips.keys.sorted() {
                 let clip = lesson.clips[id]!
                 let file = canonical(clip.file)
@@ -123,11 +129,12 @@ struct Packer {
         {
             throw NarratorError(file: destination, "holds the library or its files (\(base)): choose a folder outside it")
         }
-        func mirrored(_ path: String) -> String { out + String(path.dropFirst(base.count)) }
+        // (A library whose files have only "/" in common keeps their whole paths.)
+        func mirrored(_ path: String) -> String { out + (base == "/" ? path : String(path.dropFirst(base.count))) }
 
         // Opus: a file at a rate Opus lacks goes to its lesson's rate.
         var lessonRate: [String: Int] = [:]
-        for lesson in lessons {
+        for lesson in variants {
             for clip in lesson.clips.values where lessonRate[canonical(clip.file)] == nil {
                 lessonRate[canonical(clip.file)] = lesson.sampleRate
             }
@@ -211,13 +218,17 @@ struct Packer {
         let checks = parallel(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {
-                let before = NarratorLesson(lesson)
-                let after = try NarratorLesson(path: newPath)
-                for chain in lesson.chains.keys.sorted() {
-                    let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
-                    let new = try after.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
-                    guard old == new else {
-                        return NarratorError(file: newPath, place: "chains.\(chain)", "its cue sheet differs from the original's after packing")
+                // The default's clips, then each locale's.
+                for tag in [nil] + lesson.locales.keys.sorted() {
+                    let before = NarratorLesson(try tag.map { tag throws(NarratorError) in try lesson.localized(to: tag) } ?? lesson)
+                    let after = try NarratorLesson(path: newPath, locale: tag)
+                    for chain in lesson.chains.keys.sorted() {
+                        let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                        let new = try after.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
+                        guard old == new else {
+                            let locale = tag.map { " (locale \($0))" } ?? ""
+                            return NarratorError(file: newPath, place: "chains.\(chain)", "its cue sheet\(locale) differs from the original's after packing")
+                        }
                     }
                 }
                 return nil
@@ -283,14 +294,24 @@ struct Packer {
             let source = resolved(name)
             return relative(audio ? (targets[source] ?? mirrored(source)) : mirrored(source), from: newFolder)
         }
-        if var clips = top["clips"] as? [String: Any] {
+        func repointed(_ clips: [String: Any]) -> [String: Any] {
+            var clips = clips
             for (id, value) in clips {
                 guard var clip = value as? [String: Any] else { continue }
                 if let file = clip["file"] as? String { clip["file"] = pointing(file, audio: true) }
                 if let timings = clip["timings"] as? String { clip["timings"] = pointing(timings, audio: false) }
                 clips[id] = clip
             }
-            top["clips"] = clips
+            return clips
+        }
+        if let clips = top["clips"] as? [String: Any] { top["clips"] = repointed(clips) }
+        if var locales = top["locales"] as? [String: Any] {
+            for (tag, value) in locales {
+                guard var locale = value as? [String: Any], let clips = locale["clips"] as? [String: Any] else { continue }
+                locale["clips"] = repointed(clips)
+                locales[tag] = locale
+            }
+            top["locales"] = locales
         }
         if var sprites = top["sprites"] as? [String: Any] {
             for (prefix, value) in sprites {

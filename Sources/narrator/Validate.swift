@@ -16,6 +16,8 @@ struct Validate: ParsableCommand {
             -60 dBFS), clipped ones (runs of 3 samples at full scale), clips whose integrated \
             loudness (EBU R 128) is more than --loudness-tolerance LU from the median of their \
             lesson's clips on the same bus (unless the lesson sets a "loudness" target for it), \
+            per locale the voice clips that fall back to the default's recording, timings or \
+            transcript (every locale in "locales", or --locale), \
             clips whose true peak as they play is over -1 dBTP, word timings that disagree with \
             their audio (alignment: a word under 50 ms or over 2 s, mostly silence, a boundary \
             through a word's sound, timings that drift), clips no chain plays, audio files no \
@@ -35,6 +37,9 @@ struct Validate: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Draw a progress bar on stderr (default: when stderr is a terminal).")
     var progress: Bool?
 
+    @Option(help: "Check this locale's clips (a BCP 47 tag: es, es-MX) besides the default's, and list what falls back; by default every locale a lesson has.")
+    var locale: String?
+
     @Option(help: "Warn when a clip's integrated loudness is more than this many LU from the median of its lesson's clips on the same bus (0.1 to 40; default 3).")
     var loudnessTolerance: Double = LibraryValidator.defaultLoudnessTolerance
 
@@ -43,12 +48,13 @@ struct Validate: ParsableCommand {
         guard loudnessTolerance.isFinite, LibraryValidator.loudnessTolerances.contains(loudnessTolerance) else {
             throw ValidationError("--loudness-tolerance must be between 0.1 and 40 LU, got \(loudnessTolerance)")
         }
+        if let locale, let problem = Lesson.localeTagProblem(locale) { throw ValidationError("--locale: \(problem)") }
     }
 
     func run() throws {
         let started = ContinuousClock.now
         let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
-        let report = LibraryValidator(loudnessTolerance: loudnessTolerance).validate(paths: paths) { done, total in bar.draw(done, total) }
+        let report = LibraryValidator(loudnessTolerance: loudnessTolerance, locale: locale).validate(paths: paths) { done, total in bar.draw(done, total) }
         bar.finish()
         let elapsed = ContinuousClock.now - started
 

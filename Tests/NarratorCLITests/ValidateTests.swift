@@ -151,7 +151,7 @@ struct ValidateTests {
         let findings = try #require(report["findings"] as? [[String: Any]])
         // The app samples are narrated at 8 and 11.025 kHz to keep Audio/ small: that is all.
         #expect(findings.allSatisfy { $0["check"] as? String == "sample-rate" }, "\(findings)")
-        #expect((report["lessons"] as? [Any])?.count == 9)
+        #expect((report["lessons"] as? [Any])?.count == 10)
     }
 
     /// An MP3 without a Xing/LAME header (sox's) plays its encoder's delay and padding: a
