@@ -24,7 +24,8 @@ import Testing
     }
 
     /// `validate --json` and `pack` of the sample library: the same report, and the same packed
-    /// bytes, with one worker and with every core.
+    /// bytes, with one worker and with every core (FLAC: an Ogg stream's serial number is
+    /// random, so Vorbis and Opus files differ from run to run whatever the order).
     @Test func validateAndPackMatchASequentialRun() throws {
         let library = Repo.path("Timings/lessons")
         func validate(_ jobs: String?) throws -> String {
@@ -38,7 +39,7 @@ import Testing
         defer { dir.remove() }
         func pack(_ jobs: String?, _ out: String) throws -> String {
             let result = try run(
-                "/usr/bin/env", (jobs.map { ["NARRATOR_JOBS=\($0)"] } ?? []) + [Repo.narrator, "pack", library, "--to", dir.file(out), "--format", "vorbis", "--no-progress"])
+                "/usr/bin/env", (jobs.map { ["NARRATOR_JOBS=\($0)"] } ?? []) + [Repo.narrator, "pack", library, "--to", dir.file(out), "--format", "flac", "--no-progress"])
             try #require(result.status == 0, "\(result.stderr)")
             return result.stdout.replacingOccurrences(of: dir.file(out), with: "OUT")
         }
@@ -48,8 +49,7 @@ import Testing
         #expect(one == all && !one.isEmpty)
         for name in one where !name.hasSuffix("/") {
             var isFolder: ObjCBool = false
-            FileManager.default.fileExists(atPath: dir.file("one/" + name), isDirectory: &isFolder)
-            if isFolder.boolValue { continue }
+            guard FileManager.default.fileExists(atPath: dir.file("one/" + name), isDirectory: &isFolder), !isFolder.boolValue else { continue }
             #expect(FileManager.default.contentsEqual(atPath: dir.file("one/" + name), andPath: dir.file("all/" + name)), "\(name)")
         }
     }
