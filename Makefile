@@ -4,7 +4,12 @@
 APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libasound2-dev libpulse-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
-	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev
+	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
+	librsvg2-2 libespeak-ng1 libpulse0
+# librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
+# command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
+# libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
+# here, not only pulled in by their -dev packages.
 # libsonic-dev: the time stretcher (render --speed, TimeStretcher); SoundTouch and Rubber Band are
 # only measured by scripts/compare-stretchers.py, which skips them when absent (docs/time-stretch.md).
 # libebur128-dev: loudness (inspect, validate, a lesson's "loudness" target; docs/loudness.md).
@@ -82,12 +87,14 @@ test-pipewire: deps
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
 
-## bench: render benchmark against sox, live playback, daemon and speed figures (prints figures; not a test)
+## bench: render benchmark against sox, live playback, daemon, speed, start-up and batch (both cores) figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
 	bash scripts/bench-daemon.sh
 	bash scripts/bench-speed.sh
+	bash scripts/bench-startup.sh
+	bash scripts/bench-batch.sh
 
 ## fuzz: fuzz every parser with libFuzzer and AddressSanitizer (docs/fuzzing.md), FUZZ_SECONDS each
 ## (default 600), FUZZ_JOBS targets at a time; FUZZ_TARGET=textgrid runs one. Not part of `test`.

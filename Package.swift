@@ -51,6 +51,14 @@ let package = Package(
         .systemLibrary(
             name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
             providers: [.apt(["librsvg2-dev"])]),
+        // librsvg, libespeak-ng and libpulse are loaded with dlopen by the command that needs
+        // them, not at process start (about 70 shared libraries; docs/benchmarks.md): their
+        // module maps above give the headers and link nothing; each loader target holds the
+        // stubs of the functions called (scripts/make-lazy-stubs.py) and its `open` function.
+        .target(name: "CLazyLibrary"),
+        .target(name: "CRsvgLoader", dependencies: ["CRsvg", "CLazyLibrary"]),
+        .target(name: "CEspeakNGLoader", dependencies: ["CEspeakNG", "CLazyLibrary"]),
+        .target(name: "CPulseLoader", dependencies: ["CPulse", "CLazyLibrary"], path: "Sources/NarratorOutputs/Pulse/CPulseLoader"),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         .target(name: "NarratorCore"),
@@ -62,18 +70,18 @@ let package = Package(
         .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // The Linux outputs, each in its folder with its C module and its error mapping.
         .target(
-            name: "NarratorOutputs", dependencies: ["NarratorLive", "NarratorCore", "CALSA", "CPulse"],
-            exclude: ["ALSA/CALSA", "Pulse/CPulse"]),
+            name: "NarratorOutputs", dependencies: ["NarratorLive", "NarratorCore", "CALSA", "CPulse", "CPulseLoader"],
+            exclude: ["ALSA/CALSA", "Pulse/CPulse", "Pulse/CPulseLoader"]),
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.
         .target(name: "NarratorKit", dependencies: ["NarratorCore", "NarratorAudioFile", "NarratorLive"]),
         // Scratch narration: libespeak-ng speech with its word events as timings.
-        .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG"]),
+        .target(name: "NarratorSynth", dependencies: ["NarratorCore", "NarratorAudioFile", "CEspeakNG", "CEspeakNGLoader"]),
         // Library checks for authors: lessons, clips and timings before they ship.
         .target(name: "NarratorValidate", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // Plots: a schedule's mixed waveform with its word and cue tiers as SVG (Praat, Audacity),
         // and as PNG through librsvg.
-        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg"]),
+        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg", "CRsvgLoader"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(

@@ -18,8 +18,12 @@ public enum Transcoder {
     public static let maxSeconds = 3600
 
     /// Converts `source` to `target` at `rate` (nil: the source's own), with `quality` for a
-    /// lossy target. The target appears only when complete.
-    public static func convert(_ source: String, to target: String, quality: Double?, rate: Int? = nil) throws(NarratorError) -> Result {
+    /// lossy target, every sample times `gain` (a loudness target baked in: `pack --normalize`;
+    /// a 16-bit target clamps at full scale, as a render does). The target appears only when
+    /// complete.
+    public static func convert(
+        _ source: String, to target: String, quality: Double?, rate: Int? = nil, gain: Float = 1
+    ) throws(NarratorError) -> Result {
         let type = try AudioFileType(path: target)
         try type.check(format: .s16, quality: quality, path: target)
         let file = try SoundFileReader(path: source)
@@ -29,6 +33,9 @@ public enum Transcoder {
         let sourceFrames = samples.count / file.channels
         if outputRate != file.sampleRate {
             samples = try Resampler.convert(samples, channels: file.channels, from: file.sampleRate, to: outputRate, file: source)
+        }
+        if gain != 1 {
+            for i in samples.indices { samples[i] *= gain }
         }
         let frames = samples.count / file.channels
         let block = 8192

@@ -1,4 +1,5 @@
 import CRsvg
+import CRsvgLoader
 import Foundation
 import NarratorCore
 
@@ -30,6 +31,10 @@ public enum PlotFile {
     public static func rasterize(svg: String, width: Int, height: Int, for path: String) throws(NarratorError) -> Data {
         let bytes = Array(svg.utf8)
         var error: UnsafeMutablePointer<GError>?
+        // librsvg, cairo, GObject and GLib are loaded here, by the first PNG, not at process start.
+        if let failure = narrator_rsvg_open() {
+            throw NarratorError(file: path, "cannot write PNG: \(String(cString: failure))")
+        }
         guard let handle = rsvg_handle_new_from_data(bytes, gsize(bytes.count), &error) else {
             throw NarratorError(file: path, "cannot read the plot's SVG (librsvg: \(message(taking: error)))")
         }

@@ -1,4 +1,5 @@
 import CEspeakNG
+import CEspeakNGLoader
 import Foundation
 import NarratorAudioFile
 import NarratorCore
@@ -29,6 +30,8 @@ public enum Synthesizer {
         guard !trimmed.isEmpty else { throw NarratorError(file: "text", "nothing to say") }
         let native = try engine.withLock { (initialized: inout Int?) throws(NarratorError) -> Speech in
             if initialized == nil {
+                // libespeak-ng is loaded here, by the first synthesis, not at process start.
+                if let failure = narrator_espeak_open() { throw NarratorError(file: "libespeak-ng", String(cString: failure)) }
                 let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
                 guard rate > 0 else { throw NarratorError(file: "libespeak-ng", "could not start (is espeak-ng-data installed?)") }
                 initialized = Int(rate)

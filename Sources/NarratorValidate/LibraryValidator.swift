@@ -580,13 +580,3 @@ private struct ScannedDecoder: AudioDecoder {
 func canonicalPath(_ path: String) -> String {
     URL(fileURLWithPath: path).standardizedFileURL.path
 }
-
-/// `transform` over `items` on every core, results in order.
-func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
-    let results = Mutex<[R?]>(Array(repeating: nil, count: items.count))
-    DispatchQueue.concurrentPerform(iterations: items.count) { index in
-        let result = transform(items[index])
-        results.withLock { $0[index] = result }
-    }
-    return results.withLock { $0.map { $0! } }
-}

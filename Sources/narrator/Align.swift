@@ -5,6 +5,7 @@ import NarratorCore
 
 struct Align: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "align",
         abstract: "Time a recording word by word from its text: aeneas aligns, the audio's energy refines.",
         discussion: """
             Runs the aeneas forced aligner (python3 -m aeneas.tools.execute_task; `make deps` \

@@ -6,6 +6,10 @@ import NarratorKit
 
 @main
 struct Narrator: ParsableCommand {
+    // Every command names itself (`commandName`): without it ArgumentParser derives the name
+    // from the type's with String(describing:), whose first protocol-conformance lookups scan
+    // the binary's every conformance record (NIO and Hummingbird bring thousands), about a
+    // millisecond per command at each start (docs/benchmarks.md, Process start).
     static let configuration = CommandConfiguration(
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
@@ -191,6 +195,7 @@ extension InterruptionPolicy: ExpressibleByArgument {
 
 struct Render: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "render",
         abstract: "Render a chain to an audio file (.wav, .flac, .ogg, .opus or .mp3), and optionally its cue sheet.",
         discussion: """
             Clips play back to back with no gap; every offset is exact to the frame. The output \
@@ -282,6 +287,7 @@ struct Render: ParsableCommand {
 
 struct Cues: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cues",
         abstract: "Print a chain's cue sheet (JSON) without rendering audio.",
         discussion: """
             Cues are sorted by frame at the lesson's sample rate: clipStart, word, clipEnd, pulse, \
@@ -309,6 +315,7 @@ struct Cues: ParsableCommand {
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inspect",
         abstract: "Print an audio file's format, rate, channels, frames, duration and loudness, and its word timings in frames.",
         discussion: """
             Loudness is EBU R 128 (libebur128): integrated loudness in LUFS, loudness range in \

@@ -21,6 +21,7 @@ enum PackFormat: String, ExpressibleByArgument, CaseIterable {
 
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pack",
         abstract: "Convert the clips a library's lessons use to a compressed format, and write the lessons pointing at them.",
         discussion: """
             Every lesson (JSON with "sampleRate" and "chains") under LIBRARY, every audio file \
@@ -33,6 +34,13 @@ struct Pack: ParsableCommand {
             carry no markers). Opus takes 8, 12, 16, 24 or 48 kHz: a file at another rate is \
             converted to its lesson's rate (as loading the lesson would). Prints the sizes \
             before and after, per lesson and in total.
+
+            --normalize bakes each lesson's "loudness" target in: every file gets the gain its \
+            clips get when the lesson loads, and the packed lessons have no "loudness" key, so \
+            they play as the originals. A lesson without a target keeps its files' levels. A \
+            file whose clips would need different gains (regions or sprites leveled apart, two \
+            lessons with different targets) is refused, as is a leveled file whose clips read \
+            its cue markers (it is copied as it is).
 
             Example:
               narrator pack Timings/lessons --to packed --format opus --quality 0.5
@@ -50,6 +58,9 @@ struct Pack: ParsableCommand {
     @Option(help: "For opus, vorbis and mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's.")
     var quality: Double?
 
+    @Flag(help: "Bake each lesson's \"loudness\" target into its packed files, and drop the key from the packed lessons.")
+    var normalize = false
+
     @Option(help: "Seed for pool draws when comparing cue sheets before and after.")
     var seed: UInt64 = 1
 
@@ -64,7 +75,8 @@ struct Pack: ParsableCommand {
                 throw NarratorError(file: "--quality", error.message)
             }
             let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1), label: "packing")
-            let report = try Packer(library: library, destination: to, type: format.type, quality: quality, seed: seed)
+            let report = try Packer(
+                library: library, destination: to, type: format.type, quality: quality, seed: seed, normalize: normalize)
                 .run { done, total in bar.draw(done, total) }
             bar.finish()
             print(report)
@@ -79,6 +91,7 @@ struct Packer {
     let type: AudioFileType
     let quality: Double?
     let seed: UInt64
+    var normalize = false
 
     /// An audio file to convert (or copy, for a clip that reads its markers).
     struct AudioJob: Sendable {
@@ -86,6 +99,8 @@ struct Packer {
         let target: String
         let rate: Int?
         let copy: Bool
+        /// The loudness gain baked in (`--normalize`), in dB.
+        var gainDB: Double = 0
     }
 
     func run(progress: @escaping @Sendable (Int, Int) -> Void) throws(NarratorError) -> String {
@@ -140,6 +155,7 @@ struct Packer {
             }
         }
         var jobs: [AudioJob] = []
+        let gains = normalize ? try bakedGains(lessons, copied: Set(audio.values.filter(\.copy).map(\.source))) : [:]
         for file in audioOrder {
             let job = audio[file]!
             if job.copy {
@@ -159,7 +175,7 @@ struct Packer {
                     rate = wanted
                 }
             }
-            jobs.append(AudioJob(source: file, target: target, rate: rate, copy: false))
+            jobs.append(AudioJob(source: file, target: target, rate: rate, copy: false, gainDB: gains[file] ?? 0))
         }
         var targets: [String: String] = [:]
         var sources: [String: String] = [:]
@@ -183,14 +199,15 @@ struct Packer {
         let total = jobs.count + lessons.count
         let done = Atomic<Int>(0)
         progress(0, total)
-        let results = parallel(jobs) { job -> Swift.Result<Transcoder.Result?, NarratorError> in
+        let results = parallelMap(jobs) { job -> Swift.Result<Transcoder.Result?, NarratorError> in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {
                 if job.copy {
                     try AtomicFile.write(try InputFile.read(path: job.source, limit: 1 << 40), to: job.target)
                     return .success(nil)
                 }
-                let result = try Transcoder.convert(job.source, to: job.target, quality: quality, rate: job.rate)
+                let result = try Transcoder.convert(
+                    job.source, to: job.target, quality: quality, rate: job.rate, gain: job.gainDB == 0 ? 1 : Float(pow(10, job.gainDB / 20)))
                 // Verified by decoding the new file afresh.
                 let scan = try AudioScan(path: job.target)
                 let expected = Frames.convert(result.sourceFrames, from: result.sourceRate, to: scan.sampleRate)
@@ -215,7 +232,7 @@ struct Packer {
             try rewrite(lesson: path, to: newPath, targets: targets, mirrored: mirrored)
         }
         let seed = seed
-        let checks = parallel(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
+        let checks = parallelMap(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {
                 // The default's clips, then each locale's.
@@ -259,7 +276,52 @@ struct Packer {
             "\(Wording.count(lessons.count, "lesson")), \(Wording.count(jobs.count - copied, "audio file")) converted to \(type.name)"
                 + (copied > 0 ? ", \(copied) copied (their clips read cue markers)" : "")
                 + " under \(out); every file decodes to its source's frames, every chain's cues are unchanged")
+        if normalize {
+            let leveled = lessons.filter { !$0.loudness.isEmpty }.count
+            let files = jobs.filter { $0.gainDB != 0 }.count
+            text.append(
+                "--normalize: the loudness targets of \(Wording.count(leveled, "lesson")) baked into \(Wording.count(files, "file"))"
+                    + (leveled < lessons.count ? "; \(Wording.count(lessons.count - leveled, "lesson")) without a target kept as recorded" : ""))
+        }
         return text.joined(separator: "\n")
+    }
+
+    /// The gain (dB) each audio file gets to bake its lessons' loudness targets in: the gain its
+    /// clips get when their lesson loads (the clip bank measures them as they play). Every
+    /// clip of a file must want the same gain (0 for a clip on a bus without a target).
+    func bakedGains(_ lessons: [Lesson], copied: Set<String>) throws(NarratorError) -> [String: Double] {
+        struct Want { let gain: Double; let lesson: String; let clip: String }
+        let banks = parallelMap(lessons) { lesson -> Swift.Result<ClipBank?, NarratorError> in
+            guard !lesson.loudness.isEmpty else { return .success(nil) }
+            return Swift.Result { () throws(NarratorError) in
+                try ClipBank.prepare(lesson: lesson, clipIDs: lesson.clips.keys.sorted(), decoder: SndFileDecoder())
+            }
+        }
+        var wants: [String: Want] = [:]
+        for (lesson, result) in zip(lessons, banks) {
+            let bank = try result.get()
+            for id in lesson.clips.keys.sorted() {
+                let file = canonical(lesson.clips[id]!.file)
+                let gain = bank?.clips[id]?.loudnessGain ?? 0
+                guard let first = wants[file] else {
+                    wants[file] = Want(gain: gain, lesson: lesson.path, clip: id)
+                    continue
+                }
+                guard first.gain == gain else {
+                    throw NarratorError(
+                        file: file,
+                        "its clips would need different loudness gains to be baked in: \(first.clip) in \(first.lesson) "
+                            + "\(String(format: "%+.2f dB", first.gain)), \(id) in \(lesson.path) \(String(format: "%+.2f dB", gain)): "
+                            + "pack without --normalize (a lesson levels its clips as it loads)")
+                }
+            }
+        }
+        for (file, want) in wants where want.gain != 0 && copied.contains(file) {
+            throw NarratorError(
+                file: file,
+                "a clip reads its cue markers, so pack copies the file as it is and cannot bake in its loudness gain (\(String(format: "%+.2f dB", want.gain))): pack without --normalize")
+        }
+        return wants.mapValues(\.gain)
     }
 
     /// Every .json under `root` whose top level is an object with "sampleRate" and "chains".
@@ -285,6 +347,8 @@ struct Packer {
         guard var top = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw NarratorError(file: path, "cannot be rewritten (not a JSON object)")
         }
+        // Baked in: the packed files are at their targets already.
+        if normalize { top["loudness"] = nil }
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         let newFolder = URL(fileURLWithPath: newPath).deletingLastPathComponent().path
         func resolved(_ name: String) -> String {
@@ -359,20 +423,4 @@ private func relative(_ path: String, from folder: String) -> String {
     var n = 0
     while n < a.count, n < b.count, a[n] == b[n] { n += 1 }
     return (Array(repeating: "..", count: b.count - n) + a[n...]).joined(separator: "/")
-}
-
-/// `transform` of each item on every core, in the items' order.
-private func parallel<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
-    let results = Mutex<[R?]>(Array(repeating: nil, count: items.count))
-    let next = Atomic<Int>(0)
-    let workers = max(1, min(items.count, ProcessInfo.processInfo.activeProcessorCount))
-    DispatchQueue.concurrentPerform(iterations: workers) { _ in
-        while true {
-            let index = next.add(1, ordering: .relaxed).oldValue
-            if index >= items.count { return }
-            let result = transform(items[index])
-            results.withLock { $0[index] = result }
-        }
-    }
-    return results.withLock { $0.map { $0! } }
 }

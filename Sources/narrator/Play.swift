@@ -8,6 +8,7 @@ import Synchronization
 
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "play",
         abstract: "Play a chain live, delivering each cue when its frame is heard.",
         discussion: """
             Events are JSON lines: first a "start" event (the device's sample rate, channels, \

@@ -6,6 +6,7 @@ import NarratorPlot
 
 struct Plot: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "plot",
         abstract: "Draw a chain's waveform with its word boundaries and cues, as SVG or PNG.",
         discussion: """
             The picture authors know from Praat and Audacity: the mixed audio as a waveform (the \

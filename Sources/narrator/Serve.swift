@@ -7,6 +7,7 @@ import NarratorService
 
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve timed cues to apps: JSON lines over a Unix socket and WebSocket, and the read-along page.",
         discussion: """
             Requests name lessons inside --library; each plays on --device, and its events (start, \

@@ -8,6 +8,7 @@ import Synchronization
 
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "simulate",
         abstract: "Run an activity (or announcements, or a chain) on a virtual clock and print its trace (JSON lines), exact to the frame.",
         discussion: """
             The trace holds every event with its "frame" (at the lesson's rate) and "type": \

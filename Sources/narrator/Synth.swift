@@ -6,6 +6,7 @@ import NarratorSynth
 
 struct Synth: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "synth",
         abstract: "Scratch narration: speak a text with libespeak-ng, with word timings from its word events.",
         discussion: """
             Writes the speech (mono at --rate: a 16-bit WAV, or by the extension .flac, .ogg, .opus \

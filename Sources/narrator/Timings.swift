@@ -5,11 +5,13 @@ import NarratorCore
 
 struct Timings: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "timings",
         abstract: "Word-timing files: convert between the formats aligners, subtitle tools and web players use.",
         subcommands: [Convert.self])
 
     struct Convert: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "convert",
             abstract: "Convert a timing file: IN in any format Narrator reads, OUT by its extension.",
             discussion: """
                 Reads: Narrator JSON (.json), Audacity labels (.txt), WebVTT (.vtt), SubRip (.srt), \

@@ -6,6 +6,7 @@ import Synchronization
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "validate",
         abstract: "Check a library's lessons, clips and timings before it ships.",
         discussion: """
             Reads every lesson (JSON with "sampleRate" and "chains") under the paths, every audio \

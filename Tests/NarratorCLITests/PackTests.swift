@@ -127,4 +127,67 @@ import Testing
         let none = try run(Repo.narrator, ["pack", empty, "--to", dir.file("out"), "--format", "opus"])
         #expect(none.status == 1 && none.stderr.contains("holds no lesson"), "\(none.stderr)")
     }
+
+    /// `pack --normalize` on clips made at three levels: each packed file measures within
+    /// 0.5 LU of its bus's target by ffmpeg's meter (its own implementation, not libebur128),
+    /// the packed lesson has no "loudness" key and gives the original's cue sheets, a clip too
+    /// short to measure and a lesson without a target keep their samples as recorded, and a
+    /// file two buses would level apart is refused in one line.
+    @Test func normalizeBakesTheLoudnessTargetIn() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
+        try LoudnessTests.speechAtLevels([10, 20, 30], in: dir)
+        for name in ["c10", "c20", "c30", "speech"] {
+            try FileManager.default.moveItem(atPath: dir.file("\(name).wav"), toPath: dir.file("lib/\(name).wav"))
+        }
+        try LoudnessTests.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("lib/blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
+        let leveled = dir.write("lib/leveled.json", """
+            {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30},
+             "clips": {"a": {"file": "c10.wav"}, "b": {"file": "c20.wav"}, "fx": {"file": "c30.wav", "bus": "sfx"},
+                       "blip": {"file": "blip.wav"}},
+             "chains": {"all": [{"clip": "a"}, {"clip": "b"}, {"silence": 0.1}, {"clip": "fx"}, {"clip": "blip"}]}}
+            """)
+        let plain = dir.write("lib/plain.json", #"{"sampleRate": 48000, "clips": {"s": {"file": "speech.wav"}}, "chains": {"x": [{"clip": "s"}]}}"#)
+        let out = dir.file("out")
+        let result = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--format", "flac", "--normalize", "--no-progress"])
+        try #require(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("--normalize: the loudness targets of 1 lesson baked into 3 files"), "\(result.stdout)")
+
+        let packed = try NarratorLesson(path: out + "/leveled.json")
+        #expect(packed.lesson.loudness.isEmpty)
+        let json = try String(contentsOfFile: out + "/leveled.json", encoding: .utf8)
+        #expect(!json.contains("loudness"), "\(json)")
+        let original = try NarratorLesson(path: leveled)
+        #expect(try packed.prepare(.chain("all", repeats: 1), seed: 1).cueSheet() == original.prepare(.chain("all", repeats: 1), seed: 1).cueSheet())
+        for (id, target) in [("a", -23.0), ("b", -23.0), ("fx", -30.0)] {
+            let file = packed.lesson.clips[id]!.file
+            #expect(file.hasSuffix(".flac"))
+            let measured = try LoudnessTests.ffmpeg(file).integrated
+            #expect(abs(measured - target) <= 0.5, "\(id): \(file) measures \(measured) LUFS, target \(target)")
+        }
+        // As recorded: the 0.2 s blip (no loudness to measure) and the lesson without a target.
+        func samples(_ path: String) throws -> String {
+            let decoded = try runTool("bash", ["-c", "ffmpeg -v error -nostdin -i '\(path)' -f s16le - | sha256sum"])
+            try #require(decoded.status == 0, "\(decoded.stderr)")
+            return decoded.stdout
+        }
+        #expect(try samples(packed.lesson.clips["blip"]!.file) == samples(dir.file("lib/blip.wav")))
+        let packedPlain = try NarratorLesson(path: out + "/plain.json")
+        #expect(try samples(packedPlain.lesson.clips["s"]!.file) == samples(dir.file("lib/speech.wav")))
+        _ = plain
+
+        // One file on two buses with different targets: no single gain bakes both in.
+        let conflict = dir.file("conflict")
+        try FileManager.default.createDirectory(atPath: conflict, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: dir.file("lib/c20.wav"), toPath: conflict + "/c20.wav")
+        _ = dir.write("conflict/l.json", """
+            {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30},
+             "clips": {"v": {"file": "c20.wav"}, "x": {"file": "c20.wav", "bus": "sfx"}}, "chains": {"c": [{"clip": "v"}, {"clip": "x"}]}}
+            """)
+        let refused = try run(Repo.narrator, ["pack", conflict, "--to", dir.file("out2"), "--format", "flac", "--normalize", "--no-progress"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.split(separator: "\n").count == 1 && refused.stderr.contains("different loudness gains"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out2")))
+    }
 }

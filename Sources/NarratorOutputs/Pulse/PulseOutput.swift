@@ -1,4 +1,5 @@
 import CPulse
+import CPulseLoader
 import Foundation
 import NarratorCore
 import NarratorLive
@@ -80,6 +81,8 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
     public init(device: String?, rate: Int, channels: Int, latencyMs: Int, policy: ThreadPolicy = .normal) throws(PlaybackError) {
         let shown = device ?? "default"
         let sink = device == nil || device == "default" ? nil : device
+        // libpulse is loaded here, by the first pulse output, not at process start.
+        if let failure = narrator_pulse_open() { throw .pulseLibrary(String(cString: failure), device: shown) }
         let connection = PulseConnection(policy: policy)
         negotiated = try connection.open(sink: sink, shownAs: shown, rate: rate, channels: channels, latencyMs: latencyMs)
         self.connection = connection
@@ -504,6 +507,11 @@ final class PulseConnection: @unchecked Sendable {
 }
 
 extension PlaybackError {
+    /// libpulse could not be loaded (`message` names it and its package).
+    static func pulseLibrary(_ message: String, device: String) -> PlaybackError {
+        .noDevice(device: device, code: "ELIBACC", reason: message, listedBy: PulseOutput.lister)
+    }
+
     /// Opening a PulseAudio stream failed with `failure`.
     static func pulseOpening(_ failure: DeviceFailure, device: String) -> PlaybackError {
         let lister = PulseOutput.lister
