@@ -47,6 +47,26 @@ public struct LibraryValidator: Sendable {
         public let findings: [Finding]
         public let lessons: [LessonSummary]
         public let audioFiles: Int
+        /// The batch's items (`validate --shard`): 1, what the paths themselves gave (a path
+        /// that does not exist, JSON that does not parse); then each lesson; then each audio
+        /// file found in the folders. Those of the shard validated, each with its findings.
+        public let items: [Item]
+        /// How many items the whole batch has, and a digest of their names (the parts of one
+        /// batch must name the same files).
+        public let itemCount: Int
+        public let itemDigest: String
+
+        /// One item of the batch, with what was found about it.
+        public struct Item: Sendable {
+            public enum Kind: String, Sendable { case paths, lesson, audio }
+            public let ordinal: Int
+            public let kind: Kind
+            /// The lesson's or the audio file's path, as the findings name it; "" for `paths`.
+            public let path: String
+            public let findings: [Finding]
+            /// A lesson's, when it loaded.
+            public let summary: LessonSummary?
+        }
         public var errors: Int { findings.filter { $0.severity == .error }.count }
         public var warnings: Int { findings.filter { $0.severity == .warning }.count }
 
@@ -64,19 +84,36 @@ public struct LibraryValidator: Sendable {
 
     /// Validates `paths` (lesson files, or folders searched for lessons and audio files).
     /// `progress` is called with (done, total) units of work, from any thread.
-    public func validate(paths: [String], progress: @Sendable (Int, Int) -> Void = { _, _ in }) -> Report {
+    /// `shard`: only the items of that worker are checked (every lesson is still read, to know
+    /// which audio files are used); `Report.items` holds them.
+    public func validate(paths: [String], shard: Shard = .whole, progress: @Sendable (Int, Int) -> Void = { _, _ in }) -> Report {
         var findings: [Finding] = []
-        let found = collect(paths, into: &findings)
+        var found = collect(paths, into: &findings)
+        if !shard.contains(1) { findings = [] }
+        // A file named twice (a lesson given and under a folder given) is one item.
+        var seen: Set<String> = []
+        found.lessons = found.lessons.filter { seen.insert(canonical($0)).inserted }
+        found.audio = found.audio.filter { seen.insert(canonical($0)).inserted }
+        // The items: 1, the paths; 2…, the lessons; then the audio files found.
+        var ordinals: [String: Int] = [:]
+        for (offset, path) in found.lessons.enumerated() { ordinals[canonical(path)] = offset + 2 }
+        let firstAudio = found.lessons.count + 2
+        func isMine(lesson path: String) -> Bool { shard.contains(ordinals[canonical(path)] ?? 0) }
 
-        // Lessons, parsed in parallel.
+        // Lessons, parsed in parallel (every one: what the others use decides which audio
+        // files are unused).
         let parsed = parallelMap(found.lessons) { path -> Result<Lesson, NarratorError> in
             Result { () throws(NarratorError) in try Lesson.load(path: path) }
         }
+        var allLessons: [Lesson] = []
         var lessons: [Lesson] = []
         for (path, result) in zip(found.lessons, parsed) {
             switch result {
-            case .success(let lesson): lessons.append(lesson)
+            case .success(let lesson):
+                allLessons.append(lesson)
+                if isMine(lesson: path) { lessons.append(lesson) }
             case .failure(let error):
+                guard isMine(lesson: path) else { continue }
                 let check: Finding.Check = FileManager.default.fileExists(atPath: error.file) ? .lesson : .missing
                 findings.append(Finding(.error, check, lesson: display(path), file: display(error.file), place: error.place, error.message))
             }
@@ -89,7 +126,8 @@ public struct LibraryValidator: Sendable {
         var audioPaths: [String] = []
         var seenAudio: Set<String> = []
         let localizedFiles = localized.flatMap { $0.map { $0.0.clips[$0.1]!.file }.sorted() }
-        for path in lessons.flatMap({ $0.clips.values.map(\.file).sorted() }) + localizedFiles + found.audio {
+        let audioItems = found.audio.enumerated().filter { shard.contains(firstAudio + $0.offset) }.map(\.element)
+        for path in lessons.flatMap({ $0.clips.values.map(\.file).sorted() }) + localizedFiles + audioItems {
             let key = canonical(path)
             if seenAudio.insert(key).inserted { audioPaths.append(key) }
         }
@@ -131,6 +169,8 @@ public struct LibraryValidator: Sendable {
         for (lesson, own) in zip(lessons, localized) {
             findings += check(lesson: lesson, scans: scans, localized: own.map { $0.0.clips[$0.1]! })
             findings += untranslated(lesson)
+        }
+        for lesson in allLessons {
             for override in lesson.locales.values.flatMap(\.values) {
                 if let file = override.file { used.insert(canonical(file)) }
             }
@@ -143,8 +183,8 @@ public struct LibraryValidator: Sendable {
             }
         }
         // What a lesson that did not load uses is unknown: no file is called unused then.
-        let allLoaded = lessons.count == found.lessons.count
-        for path in found.audio where !used.contains(canonical(path)) {
+        let allLoaded = allLessons.count == found.lessons.count
+        for path in audioItems where !used.contains(canonical(path)) {
             if let error = unreadable[canonical(path)] {
                 findings.append(Finding(.error, .unreadable, lesson: nil, file: display(path), error.message))
             }
@@ -161,7 +201,35 @@ public struct LibraryValidator: Sendable {
                 path: name, clips: lesson.clips.count, files: Set(lesson.clips.values.map { canonical($0.file) }).count,
                 errors: mine.filter { $0.severity == .error }.count, warnings: mine.filter { $0.severity == .warning }.count)
         }
-        return Report(findings: findings, lessons: summaries, audioFiles: audioPaths.count)
+        // Each finding to its item: a lesson's to it, an audio file's to it, the rest to 1.
+        var byLesson: [String: [Finding]] = [:]
+        var byFile: [String: [Finding]] = [:]
+        var general: [Finding] = []
+        let audioNames = Set(audioItems.map(display))
+        for finding in findings {
+            if let lesson = finding.lesson {
+                byLesson[lesson, default: []].append(finding)
+            } else if audioNames.contains(finding.file) {
+                byFile[finding.file, default: []].append(finding)
+            } else {
+                general.append(finding)
+            }
+        }
+        let summaryOf = Dictionary(summaries.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        var items: [Report.Item] = []
+        if shard.contains(1) { items.append(Report.Item(ordinal: 1, kind: .paths, path: "", findings: general, summary: nil)) }
+        for (offset, path) in found.lessons.enumerated() where shard.contains(offset + 2) {
+            let name = display(path)
+            items.append(Report.Item(ordinal: offset + 2, kind: .lesson, path: name, findings: byLesson[name] ?? [], summary: summaryOf[name]))
+        }
+        for (offset, path) in found.audio.enumerated() where shard.contains(firstAudio + offset) {
+            let name = display(path)
+            items.append(Report.Item(ordinal: firstAudio + offset, kind: .audio, path: name, findings: byFile[name] ?? [], summary: nil))
+        }
+        let names = (found.lessons.map { "lesson " + display($0) } + found.audio.map { "audio " + display($0) }).joined(separator: "\n")
+        return Report(
+            findings: findings, lessons: summaries, audioFiles: audioPaths.count, items: items, itemCount: firstAudio - 1 + found.audio.count,
+            itemDigest: BatchReport.digest(Data(names.utf8)))
     }
 
     // MARK: - Finding the files

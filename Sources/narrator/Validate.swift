@@ -24,9 +24,14 @@ struct Validate: ParsableCommand {
             through a word's sound, timings that drift), clips no chain plays, audio files no \
             lesson uses.
             Exit status: 1 when there are errors, 0 with warnings only.
+            A batch over many machines: --shard K/N checks only this worker's items (the \
+            paths' own findings, then each lesson, then each audio file found, round robin), \
+            --report writes them as JSON Lines, and `narrator merge` joins the N reports into \
+            the report of one unsharded run, byte for byte.
 
-            Example:
+            Examples:
               narrator validate Timings/lessons Audio/lessons
+              narrator validate Timings/lessons Audio/lessons --shard 2/3 --report part2.jsonl
             """)
 
     @Argument(help: "Lesson files, or folders to search for lessons and audio files.")
@@ -44,6 +49,12 @@ struct Validate: ParsableCommand {
     @Option(help: "Warn when a clip's integrated loudness is more than this many LU from the median of its lesson's clips on the same bus (0.1 to 40; default 3).")
     var loudnessTolerance: Double = LibraryValidator.defaultLoudnessTolerance
 
+    @Option(help: "Check only this worker's items, K of N workers (e.g. 2/8).")
+    var shard: String?
+
+    @Option(help: "Write each item's findings as JSON Lines (for `narrator merge`).")
+    var report: String?
+
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one lesson file or folder") }
         guard loudnessTolerance.isFinite, LibraryValidator.loudnessTolerances.contains(loudnessTolerance) else {
@@ -55,7 +66,11 @@ struct Validate: ParsableCommand {
     func run() throws {
         let started = ContinuousClock.now
         let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
-        let report = LibraryValidator(loudnessTolerance: loudnessTolerance, locale: locale).validate(paths: paths) { done, total in bar.draw(done, total) }
+        var part = Shard.whole
+        try reportingErrors { () throws(NarratorError) in part = try shard.map { text throws(NarratorError) in try Shard(parsing: text) } ?? .whole }
+        let report = LibraryValidator(loudnessTolerance: loudnessTolerance, locale: locale).validate(paths: paths, shard: part) { done, total in
+            bar.draw(done, total)
+        }
         bar.finish()
         let elapsed = ContinuousClock.now - started
 
@@ -67,7 +82,29 @@ struct Validate: ParsableCommand {
         } else {
             print(Self.text(report, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
         }
+        if let path = self.report {
+            try reportingErrors { () throws(NarratorError) in
+                let header = BatchReport.Header(report: "validate", manifestDigest: report.itemDigest, items: report.itemCount, shard: part)
+                try AtomicFile.write(BatchReport.text(header: header, items: report.items.map(Self.itemLine)), to: path)
+            }
+        }
         if report.errors > 0 { throw ExitCode(1) }
+    }
+
+    /// An item's line of `--report`: `{"item", "lesson" or "audio", ["clips", "files"], "findings"}`.
+    static func itemLine(_ item: LibraryValidator.Report.Item) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let findings = (try? encoder.encode(item.findings)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+        var fields: [String] = []
+        switch item.kind {
+        case .paths: break
+        case .lesson: fields.append("\"lesson\": \(EventEncoder.quoted(item.path))")
+        case .audio: fields.append("\"audio\": \(EventEncoder.quoted(item.path))")
+        }
+        if let summary = item.summary { fields.append("\"clips\": \(summary.clips), \"files\": \(summary.files)") }
+        fields.append("\"findings\": \(findings)")
+        return BatchReport.itemLine(ordinal: item.ordinal, fields: fields.joined(separator: ", "))
     }
 
     /// The findings, one a line, then the tables by lesson and by check.

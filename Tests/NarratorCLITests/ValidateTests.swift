@@ -91,6 +91,58 @@ struct ValidateTests {
         #expect(lines.last?.hasPrefix("7 errors, 8 warnings: 1 lesson, 8 audio files in ") == true, "\(lines.last ?? "")")
     }
 
+    /// The broken library with a second lesson, validated whole and by 2, 3 and 5 workers:
+    /// each worker reports its own items (round robin), every finding of the whole run is in
+    /// exactly one of them, and the merged reports are the whole run's report, byte for byte.
+    @Test func shardedRunsMergeToTheWholeRun() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Self.brokenLibrary(dir)
+        dir.write("second.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "good.wav"}, "b": {"file": "nowhere.wav"}}, "chains": {"c": [{"clip": "a"}, {"clip": "b"}]}}"#)
+        let whole = try run(Repo.narrator, ["validate", ".", "--report", "whole.jsonl"], cwd: dir.path)
+        #expect(whole.status == 1)
+        let wholeReport = try String(contentsOfFile: dir.file("whole.jsonl"), encoding: .utf8)
+        let wholeLines = wholeReport.split(separator: "\n").map(String.init)
+        let header = try #require(try JSONSerialization.jsonObject(with: Data(wholeLines[0].utf8)) as? [String: Any])
+        let items = try #require((header["manifest"] as? [String: Any])?["items"] as? Int)
+        // The paths, two lessons, and the seven audio files found.
+        #expect(items == 1 + 2 + 7 && wholeLines.count == items + 1, "\(wholeReport)")
+        func findings(_ lines: [String]) -> [String] {
+            lines.dropFirst().flatMap { line -> [String] in
+                let item = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+                return ((item?["findings"] as? [[String: Any]]) ?? []).map { "\($0["severity"]!) \($0["file"]!) \($0["message"]!)" }
+            }
+        }
+        let all = findings(wholeLines)
+        #expect(all.count == 7 + 8 + 1, "the broken library's faults and second.json's missing file: \(all)")
+        for count in [2, 3, 5] {
+            var parts: [String] = []
+            var found: [String] = []
+            for k in 1...count {
+                let part = "part\(k)of\(count).jsonl"
+                let result = try run(Repo.narrator, ["validate", ".", "--shard", "\(k)/\(count)", "--report", part], cwd: dir.path)
+                let lines = try String(contentsOfFile: dir.file(part), encoding: .utf8).split(separator: "\n").map(String.init)
+                let ordinals = lines.dropFirst().map { line in
+                    ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["item"] as? Int ?? 0
+                }
+                #expect(ordinals == Array(stride(from: k, through: items, by: count)), "worker \(k)/\(count): items \(ordinals)")
+                let mine = findings(lines)
+                #expect(result.status == (mine.contains { $0.hasPrefix("error") } ? 1 : 0), "worker \(k)/\(count) exit status")
+                found += mine
+                parts.append(part)
+            }
+            #expect(found.sorted() == all.sorted(), "\(count) workers found what one run found")
+            let merged = try run(Repo.narrator, ["merge"] + parts.reversed() + ["--to", "merged\(count).jsonl"], cwd: dir.path)
+            #expect(merged.status == 0, "\(merged.stderr)")
+            #expect(try String(contentsOfFile: dir.file("merged\(count).jsonl"), encoding: .utf8) == wholeReport, "\(count) workers merged")
+        }
+        // A worker of another library is refused.
+        dir.write("third.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "good.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        _ = try run(Repo.narrator, ["validate", ".", "--shard", "2/2", "--report", "other.jsonl"], cwd: dir.path)
+        let mixed = try run(Repo.narrator, ["merge", "part1of2.jsonl", "other.jsonl", "--to", "mixed.jsonl"], cwd: dir.path)
+        #expect(mixed.status == 1 && mixed.stderr.contains("another manifest"), "\(mixed.stderr)")
+    }
+
     @Test func jsonForMachines() throws {
         let dir = TempDir()
         defer { dir.remove() }
