@@ -28,7 +28,7 @@ struct Align: ParsableCommand {
     @Option(help: "A UTF-8 text file holding what is spoken.")
     var transcript: String?
 
-    @Option(help: "The timings to write: .json, .vtt, .srt or .smil.")
+    @Option(help: "The timings to write: .json, .txt (Audacity labels), .vtt, .srt or .smil.")
     var timings: String
 
     @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …).")
@@ -61,7 +61,7 @@ struct Align: ParsableCommand {
         try reportingErrors { () throws(NarratorError) in
             let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
             guard TimingFormat.writable[ext] != nil else {
-                throw NarratorError(file: timings, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+                throw NarratorError(file: timings, "cannot write '.\(ext)' (expected \(TimingFormat.writableList))")
             }
             let source = transcript ?? "--text"
             let spoken: String
