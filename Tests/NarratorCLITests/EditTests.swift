@@ -167,6 +167,7 @@ struct EditTests {
         let litFor = (lit.last?[0] as? Double ?? 0) - (lit.first?[0] as? Double ?? 0)
         #expect(litFor > 250 && litFor < 1000, "highlighted for \(litFor) ms")
         let clock = lit.first?[2] as? String ?? "?"
+        #expect(lit.contains { $0[4] as? String == "block" }, "the playhead moves while it plays: \(samples)")
 
         // A range: the highlight goes from word to word, in order, and only over the range.
         let range = try #require(report["range"] as? [String: Any])
@@ -174,6 +175,32 @@ struct EditTests {
         #expect(log.filter { $0.hasPrefix("word@") } == ["word@1", "word@2", "word@3"], "\(log)")
         #expect(log.contains("play@\(expectedStart)-93600"), "\(log)")
         print("edit in Chromium: page width \(width) px, drag 37 px → frame \(expectedStart); word lit \(litFor) ms on the \(clock) clock")
+    }
+
+    /// With an audio clock that never moves (an output that does not start) the page's own
+    /// clock takes over: the word is still lit for as long as it lasts, then not; and with
+    /// prefers-reduced-motion no playhead moves, only the word's highlight changes.
+    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    func highlightWithoutAnAudioClockAndWithReducedMotion() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let editor = try Editor(dir, lesson: Self.lesson(dir, timings: "w.json"))
+        let driven = try runTool(
+            "python3",
+            [Repo.path("Tests/clients/edit_browser.py"), editor.url, "--play", "1", "--reduced-motion", "--no-audio", "--frozen-audio-clock",
+             "--timeout", "30"])
+        #expect(editor.stop() == 0)
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        let play = try #require(report["play"] as? [String: Any])
+        let samples = try #require(play["samples"] as? [[Any]])
+        let lit = samples.filter { $0[1] as? Int == 1 }
+        #expect(samples.allSatisfy { $0[1] is NSNull || $0[1] as? Int == 1 } && samples.last?[1] is NSNull, "\(samples)")
+        #expect(lit.contains { $0[2] as? String == "wall" }, "the page's clock took over: \(samples)")
+        // "two" is 400 ms long.
+        let litFor = (lit.last?[0] as? Double ?? 0) - (lit.first?[0] as? Double ?? 0)
+        #expect(litFor > 250 && litFor < 1000, "highlighted for \(litFor) ms")
+        #expect(samples.allSatisfy { $0[4] as? String == "none" }, "no playhead with reduced motion: \(samples)")
     }
 
     /// Save's checks: every bad body is a 400 with one line saying what is wrong, and the file

@@ -2,8 +2,8 @@
 """Drives the `narrator edit` page in headless Chromium over the DevTools protocol.
 
 Usage:
-  edit_browser.py PAGE_URL --drag WORD:EDGE:PIXELS [--key WORD:EDGE:KEY] [--play WORD] [--range A:B]
-                  [--chromium PATH] [--timeout S]
+  edit_browser.py PAGE_URL [--drag WORD:EDGE:PIXELS] [--key WORD:EDGE:KEY] [--play WORD] [--range A:B]
+                  [--reduced-motion] [--no-audio] [--frozen-audio-clock] [--chromium PATH] [--timeout S]
 
 What it does, in this order:
   1. opens PAGE_URL at 1200×600 and waits until the page is ready;
@@ -19,7 +19,10 @@ It prints one JSON object: "canvas" (the waveform's left and width in CSS pixels
 handle's frame before the drag and the pixels pressed and released at), "handles" (the
 frames the dragged and keyed handles showed after), "saved" (the page's state and status),
 "play" and "range" (each: the samples, [ms since the click, index of the word element with
-class "playing" or null, the page's clock], and the page's log).
+class "playing" or null, the page's clock, how many words have the class, the playhead's CSS
+display], and the page's log). --reduced-motion emulates prefers-reduced-motion: reduce;
+--no-audio starts Chromium with --disable-audio-output; --frozen-audio-clock keeps the page's
+AudioContext.currentTime at 0 (an audio output that never starts).
 """
 
 import argparse
@@ -70,8 +73,9 @@ async def sample_playback(tools, timeout):
         state = await tools.evaluate(
             "(() => { const p = document.querySelector('.word.playing');"
             " return [window.editor.state, p ? Number(p.dataset.index) : null, window.editor.clock,"
-            " document.querySelectorAll('.word.playing').length]; })()")
-        samples.append([round((time.monotonic() - start) * 1000, 1), state[1], state[2], state[3]])
+            " document.querySelectorAll('.word.playing').length,"
+            " getComputedStyle(document.getElementById('playhead')).display]; })()")
+        samples.append([round((time.monotonic() - start) * 1000, 1), state[1], state[2], state[3], state[4]])
         if state[0] != "playing":
             break
         await asyncio.sleep(0.01)
@@ -87,6 +91,13 @@ async def drive(args, devtools_url):
         tools.session = attached["sessionId"]
         await tools.call("Page.enable")
         await tools.call("Emulation.setDeviceMetricsOverride", width=1200, height=600, deviceScaleFactor=1, mobile=False)
+        if args.frozen_audio_clock:
+            # What a machine whose audio output never starts shows the page: an audio clock
+            # that stays where it was.
+            await tools.call("Page.addScriptToEvaluateOnNewDocument", source=(
+                "Object.defineProperty(BaseAudioContext.prototype, 'currentTime', {get() { return 0; }});"))
+        if args.reduced_motion:
+            await tools.call("Emulation.setEmulatedMedia", features=[{"name": "prefers-reduced-motion", "value": "reduce"}])
         await tools.call("Page.navigate", url=args.url)
         await tools.wait_for("window.editor && window.editor.state === 'ready'", args.timeout)
         canvas = await box(tools, "#wave")
@@ -146,6 +157,9 @@ def main():
     parser.add_argument("--key")
     parser.add_argument("--play", type=int)
     parser.add_argument("--range")
+    parser.add_argument("--reduced-motion", action="store_true", help="emulate prefers-reduced-motion: reduce")
+    parser.add_argument("--no-audio", action="store_true", help="start Chromium with --disable-audio-output")
+    parser.add_argument("--frozen-audio-clock", action="store_true", help="the page's AudioContext.currentTime stays 0")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--timeout", type=float, default=20)
     args = parser.parse_args()
@@ -153,7 +167,7 @@ def main():
     browser = subprocess.Popen(
         [args.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
          "--autoplay-policy=no-user-gesture-required", "--remote-debugging-port=0", "--user-data-dir=" + profile,
-         "about:blank"],
+         ] + (["--disable-audio-output"] if args.no_audio else []) + ["about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         devtools_url = None
