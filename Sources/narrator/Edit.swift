@@ -18,7 +18,7 @@ struct Edit: ParsableCommand {
             stdout. Ctrl-C ends it. What each format keeps: docs/edit.md.
 
             Example:
-              narrator edit Timings/lessons/picture-dictionary.json --clip def.apple
+              narrator edit Timings/lessons/picture-dictionary.json --clip apple
             """)
 
     @Argument(help: "The lesson file (JSON).")

@@ -250,6 +250,33 @@ struct EditTests {
         #expect(written.map(\.start) == w.map(\.start) && written.map(\.end) == w.map(\.end))
     }
 
+    /// A clip that is a region of its file: the page has the words the region holds whole, in
+    /// the region's frames; the others stay where they are, and a word moved onto one is refused.
+    @Test func aRegionEditsItsWordsAndKeepsTheOthers() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = Self.lesson(dir, timings: "w.json")
+        // 0.45 s to 1.7 s: frames 21600 to 81600; "one" (to 24000) is cut, "four" (from 81600) outside.
+        let lesson = dir.write(
+            "region.json",
+            #"{"sampleRate": 48000, "clips": {"w": {"file": "w.wav", "timings": "w.json", "start": 0.45, "end": 1.7}}, "chains": {"c": [{"clip": "w"}]}}"#)
+        let editor = try Editor(dir, lesson: lesson)
+        defer { _ = editor.stop() }
+        let got = try runTool("python3", ["-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1] + 'clip.json').read().decode())", editor.url])
+        let clip = try #require(try JSONSerialization.jsonObject(with: Data(got.stdout.utf8)) as? [String: Any])
+        #expect(clip["frames"] as? Int == 60000)
+        let shown = try #require(clip["words"] as? [[String: Any]])
+        #expect(shown.map { $0["text"] as? String ?? "" } == ["two", "three"])
+        #expect(shown.map { $0["start"] as? Int ?? -1 } == [33600 - 21600, 57600 - 21600])
+
+        let onto = try Self.post(editor.url, [Self.body([("two", 1000, 31200), ("three", 36000, 55200)])])
+        #expect(onto.first?.status == 400 && onto.first?.text.contains("overlaps 'two'") == true, "\(onto)")
+        let moved = try Self.post(editor.url, [Self.body([("two", 2400, 31200), ("three", 36000, 60000)])])
+        #expect(moved.first?.status == 200, "\(moved)")
+        let written = try Self.jsonFrames(dir.file("w.json"))
+        #expect(written.map(\.start) == [4800, 24000, 57600, 81600] && written.map(\.end) == [24000, 52800, 81600, 93600], "\(written)")
+    }
+
     /// Audacity labels are written back as Audacity labels, to the frame; WebVTT as WebVTT,
     /// to the millisecond it holds (the reply says where each boundary landed).
     @Test func otherFormatsAreSavedInTheirOwnFormat() throws {
