@@ -28,6 +28,23 @@ public struct TimingEditor: Sendable {
     /// Positions in `fileWords` of the words shown (those the region holds whole).
     public let shown: [Int]
     let sentences: [SentenceTiming]
+    /// The file's modification time and size when it was read or last saved.
+    private var stamp: FileStamp?
+
+    struct FileStamp: Equatable {
+        let modified: Date
+        let size: Int
+        init?(_ path: String) {
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                let modified = attributes[.modificationDate] as? Date, let size = attributes[.size] as? Int
+            else { return nil }
+            (self.modified, self.size) = (modified, size)
+        }
+    }
+
+    /// Whether something else has changed the file since it was read or last saved (a Save
+    /// would overwrite that change).
+    public var changedOnDisk: Bool { FileStamp(path) != stamp }
 
     /// The words shown, in the clip's frames.
     public var words: [WordTiming] {
@@ -49,6 +66,7 @@ public struct TimingEditor: Sendable {
     /// file at `rate`). `lesson`/`key` name where the clip's timings are set, for errors.
     public init(path: String, rate: Int, regionStart: Int, clipFrames: Int) throws(NarratorError) {
         let ext = URL(fileURLWithPath: path).pathExtension.lowercased()
+        stamp = FileStamp(path)
         let imported = try WordTimings.read(path: path, rate: rate)
         guard let format = Self.editable[ext], format == imported.format else {
             let name = imported.format == .json ? "Narrator JSON" : imported.format.rawValue
@@ -125,6 +143,7 @@ public struct TimingEditor: Sendable {
             throw NarratorError(file: path, "read back \(Wording.count(written.count, "word")) after saving \(fileWords.count)")
         }
         fileWords = written
+        stamp = FileStamp(path)
         return words
     }
 

@@ -29,7 +29,8 @@ public struct EditSession: Sendable {
 
 /// The editing page's server: `/` (edit.html), `/edit.js`, `/audio.wav`, `/clip.json` (the
 /// clip, its envelope and its words in frames) and `POST /save` (the words; 400 with one line
-/// when they do not pass `TimingEditor.check`, the file untouched).
+/// when they do not pass `TimingEditor.check`, 409 when something else changed the file since
+/// it was read; the file untouched either way).
 public enum EditServer {
     /// A Save request's body is read up to this size (a word takes some 60 bytes).
     static let bodyLimit = 4 << 20
@@ -64,7 +65,8 @@ public enum EditServer {
             } catch {
                 return response(.contentTooLarge, "text/plain; charset=utf-8", Array("the request is over \(bodyLimit) bytes\n".utf8))
             }
-            let outcome = editor.withLock { editor -> Result<(TimingEditor, [WordTiming]), NarratorError> in
+            let outcome = editor.withLock { editor -> Result<(TimingEditor, [WordTiming]), NarratorError>? in
+                guard !editor.changedOnDisk else { return nil }
                 var copy = editor
                 do throws(NarratorError) {
                     let words = try copy.save(Data(buffer: body))
@@ -75,6 +77,9 @@ public enum EditServer {
                 }
             }
             switch outcome {
+            case nil:
+                let message = "\(session.editor.path): changed on disk since the page was opened; Save would overwrite that change (restart narrator edit to load it)\n"
+                return response(.conflict, "text/plain; charset=utf-8", Array(message.utf8))
             case .success(let (saved, words)):
                 let json = """
                     {"saved":\(EventEncoder.quoted(saved.path)),"format":\(EventEncoder.quoted(saved.format.rawValue)),\

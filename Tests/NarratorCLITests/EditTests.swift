@@ -177,6 +177,26 @@ struct EditTests {
         print("edit in Chromium: page width \(width) px, drag 37 px → frame \(expectedStart); word lit \(litFor) ms on the \(clock) clock")
     }
 
+    /// In a WebVTT file (milliseconds) a dragged boundary lands on the millisecond the file will
+    /// hold, on the page as in the file.
+    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    func dragInAMillisecondFormatSnapsToWhatItHolds() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let editor = try Editor(dir, lesson: Self.lesson(dir, timings: "w.vtt"))
+        let driven = try runTool("python3", [Repo.path("Tests/clients/edit_browser.py"), editor.url, "--drag", "1:start:37", "--timeout", "30"])
+        #expect(editor.stop() == 0)
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        let width = try #require((report["canvas"] as? [String: Any])?["width"] as? Double)
+        let grab = try #require(report["grab"] as? [String: Any])
+        // 33600 + 37 px × 96017 / width frames, in whole milliseconds at 48 kHz.
+        let millis = Int(((33600 + 37 * Double(Self.frames) / width) / 48).rounded())
+        #expect(grab["after"] as? Int == millis * 48, "\(grab)")
+        let text = try String(contentsOfFile: dir.file("w.vtt"), encoding: .utf8)
+        #expect(text.contains(String(format: "00:00:%06.3f", Double(millis) / 1000)), "\(text)")
+    }
+
     /// With an audio clock that never moves (an output that does not start) the page's own
     /// clock takes over: the word is still lit for as long as it lasts, then not; and with
     /// prefers-reduced-motion no playhead moves, only the word's highlight changes.
@@ -248,6 +268,13 @@ struct EditTests {
         #expect(good.first?.status == 200, "\(good)")
         let written = try Self.jsonFrames(dir.file("w.json"))
         #expect(written.map(\.start) == w.map(\.start) && written.map(\.end) == w.map(\.end))
+
+        // Changed by something else since: Save refuses (409) rather than overwrite it.
+        let theirs = try String(contentsOfFile: dir.file("w.json"), encoding: .utf8).replacingOccurrences(of: "\"one\"", with: "\"won\"") + "\n"
+        _ = dir.write("w.json", theirs)
+        let conflict = try Self.post(editor.url, [Self.body(w)])
+        #expect(conflict.first?.status == 409 && conflict.first?.text.contains("changed on disk") == true, "\(conflict)")
+        #expect(try String(contentsOfFile: dir.file("w.json"), encoding: .utf8) == theirs)
     }
 
     /// A clip that is a region of its file: the page has the words the region holds whole, in

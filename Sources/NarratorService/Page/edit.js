@@ -78,9 +78,15 @@
     return [words[i].start, i + 1 < words.length ? words[i + 1].start : clip.frames];
   }
 
+  // A frame the file's format holds exactly: any, or (WebVTT, SubRip) a whole millisecond's.
+  function representable(frame) {
+    const r = clip.resolution;
+    return r > 1 ? Math.round(Math.round(frame / r) * r) : Math.round(frame);
+  }
+
   function move(i, edge, frame) {
     const [low, high] = limits(i, edge);
-    const to = Math.min(high, Math.max(low, Math.round(frame)));
+    const to = Math.min(high, Math.max(low, representable(frame)));
     if (to === words[i][edge]) return false;
     words[i][edge] = to;
     editor.dirty = true;
