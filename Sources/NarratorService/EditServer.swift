@@ -58,6 +58,17 @@ public enum EditServer {
             return response(.ok, "application/json", Array(json.utf8))
         }
         router.post("/save") { request, _ in
+            // Only the page itself may save: a JSON request (which another site's page cannot
+            // send here without a CORS preflight this server never grants), to a loopback Host
+            // (no DNS rebinding), from no other origin.
+            let host = request.head.authority ?? ""
+            let origin = request.headers[.origin]
+            guard host.hasPrefix("127.0.0.1:") || host.hasPrefix("localhost:"), origin == nil || origin == "http://" + host else {
+                return response(.forbidden, "text/plain; charset=utf-8", Array("only the editing page on this machine may save\n".utf8))
+            }
+            guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
+                return response(.unsupportedMediaType, "text/plain; charset=utf-8", Array("Save takes application/json\n".utf8))
+            }
             var request = request
             let body: ByteBuffer
             do {

@@ -88,7 +88,8 @@ struct EditTests {
             import json, sys, urllib.request, urllib.error
             out = []
             for body in json.loads(sys.argv[2]):
-                request = urllib.request.Request(sys.argv[1] + "save", data=body.encode(), method="POST")
+                request = urllib.request.Request(sys.argv[1] + "save", data=body.encode(), method="POST",
+                                                 headers={"Content-Type": "application/json"})
                 try:
                     with urllib.request.urlopen(request, timeout=20) as reply:
                         out.append([reply.status, reply.read().decode()])
@@ -268,6 +269,18 @@ struct EditTests {
         #expect(good.first?.status == 200, "\(good)")
         let written = try Self.jsonFrames(dir.file("w.json"))
         #expect(written.map(\.start) == w.map(\.start) && written.map(\.end) == w.map(\.end))
+
+        // Not from the page: another origin, a text/plain body (what another site could send).
+        let foreign = try runTool("python3", ["-c", """
+            import sys, urllib.request, urllib.error
+            for headers in ({"Content-Type": "application/json", "Origin": "http://evil.example"}, {"Content-Type": "text/plain"}):
+                try:
+                    urllib.request.urlopen(urllib.request.Request(sys.argv[1] + "save", data=sys.argv[2].encode(), method="POST", headers=headers), timeout=20)
+                    print(200)
+                except urllib.error.HTTPError as error:
+                    print(error.code)
+            """, editor.url, Self.body(w)])
+        #expect(foreign.stdout.split(separator: "\n") == ["403", "415"], "\(foreign.stdout) \(foreign.stderr)")
 
         // Changed by something else since: Save refuses (409) rather than overwrite it.
         let theirs = try String(contentsOfFile: dir.file("w.json"), encoding: .utf8).replacingOccurrences(of: "\"one\"", with: "\"won\"") + "\n"
