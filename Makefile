@@ -21,7 +21,7 @@ PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|ReadAlongPageTests
 
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber

@@ -15,6 +15,8 @@ public enum EventEncoder {
         case double(Double)
         case string(String)
         case bool(Bool)
+        /// An array of strings (the daemon's `library` listing: a lesson's answers, its sounds).
+        case strings([String])
         case null
 
         public init(_ field: Cue.Field) {
@@ -58,6 +60,9 @@ public enum EventEncoder {
         case seeked
         /// A streamed file could not be read; its voice plays silence.
         case streamProblem
+        /// The daemon's `library` listing: one chain or activity of a lesson of the library (or a
+        /// lesson file that cannot be read, with its `problem`).
+        case program
         /// Terminal (daemon): the request did all it was asked.
         case finished
         /// Terminal: stopped before its end (a stop request, Ctrl-C, the client gone, the daemon stopping).
@@ -228,6 +233,13 @@ public enum EventEncoder {
         case .double(let number): appendDouble(number, to: &out)
         case .string(let text): appendString(text, to: &out)
         case .bool(let flag): out.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .strings(let texts):
+            out.append(UInt8(ascii: "["))
+            for (k, text) in texts.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(text, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
         case .null: out.append(contentsOf: "null".utf8)
         }
     }

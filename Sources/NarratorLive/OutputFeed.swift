@@ -222,7 +222,8 @@ public final class OutputFeed: @unchecked Sendable {
     /// had. An output calls it every millisecond or two while it waits (see `AudioOutput`).
     /// Real time; does nothing when nothing was asked.
     public func takeTransportRequests() {
-        guard state.started, state.timelineRunning, !shouldStop, !wantsStandby else { return }
+        // Back from standby, `render` comes first: the clock settles again before a resume.
+        guard state.started, state.timelineRunning, !shouldStop, !standbyWanted.load(ordering: .relaxed) else { return }
         adoptSpeedStage()
         guard transportPending else { return }
         takeTransportRequests(now: clock.now())
@@ -712,6 +713,20 @@ public final class OutputFeed: @unchecked Sendable {
         mixer = next
         state.generation += 1
         state.cueCursor = Self.firstCue(in: next.cueFrames, atOrAfter: switched)
+        if switched > offeredFrame {
+            // A late switch (the output could not take back enough): the new plan's cues from
+            // the frame asked for to the switch were never rendered, yet they happened (an
+            // answer's `tap` and `feedback`, its response's `clipStart`). They are marked at
+            // the switch, heard with its first frame, instead of being lost.
+            var cursor = Self.firstCue(in: next.cueFrames, atOrAfter: offeredFrame)
+            while cursor < state.cueCursor && marks.free > 4 {
+                marks.push(
+                    RenderedMark(
+                        kind: .cue, generation: state.generation, index: cursor, timelineFrame: next.cueFrames[cursor],
+                        outputFrame: state.rendered))
+                cursor += 1
+            }
+        }
         switchedAt.store(switched, ordering: .relaxed)
         planState.store(2, ordering: .releasing)
     }

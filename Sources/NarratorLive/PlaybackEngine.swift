@@ -348,6 +348,10 @@ public final class PlaybackEngine: @unchecked Sendable {
 
         // The cues of each plan the marks may name (0: the schedule; one more per switch).
         var plans: [Int: [Cue]] = [0: schedule.cues]
+        // After a late switch, the new plan's cues (by index) that the old plan also had
+        // between the frame asked for and the switch: they were delivered from the old plan
+        // (its audio played there), so the new plan's marks of them are not.
+        var alreadyDelivered: [Int: Set<Int>] = [:]
         var generation = 0
         var cues = schedule.cues
         // Marks rendered and not yet delivered, in output order from `waiting`.
@@ -394,10 +398,21 @@ public final class PlaybackEngine: @unchecked Sendable {
                 if let (plan, differs) = replanner(heard, heard + responseDelayFrames), let switched = offer(plan, at: max(earliest, differs)) {
                     // The plans agree before the switch: the new one's cues are marked from
                     // where it took over.
-                    if switched > max(earliest, differs) {
-                        onEvent(.lateSwitch(wanted: max(earliest, differs), switched: switched, at: clock.now()))
-                    }
+                    let wanted = max(earliest, differs)
                     generation += 1
+                    if switched > wanted {
+                        onEvent(.lateSwitch(wanted: wanted, switched: switched, at: clock.now()))
+                        // The feed marks the new plan's cues from `wanted` at the switch.
+                        var played = cues.filter { $0.frame >= wanted && $0.frame < switched }
+                        var same = Set<Int>()
+                        for (index, cue) in plan.cues.enumerated() where cue.frame >= wanted && cue.frame < switched {
+                            if let match = played.firstIndex(of: cue) {
+                                played.remove(at: match)
+                                same.insert(index)
+                            }
+                        }
+                        if !same.isEmpty { alreadyDelivered[generation] = same }
+                    }
                     plans[generation] = plan.cues
                     cues = plan.cues
                     feed.holdFrame.store(nextHold(in: cues, after: max(lastDelivered, heard)), ordering: .releasing)
@@ -448,7 +463,7 @@ public final class PlaybackEngine: @unchecked Sendable {
                                 startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
                                 firstFrameHeardTime: heard)))
                 case .cue:
-                    guard let cue = plans[mark.generation]?[mark.index] else { continue }
+                    guard let cue = plans[mark.generation]?[mark.index], alreadyDelivered[mark.generation]?.contains(mark.index) != true else { continue }
                     moment.append(.cue(cue, at: heard, delivered: now))
                     lastDelivered = max(lastDelivered, cue.frame)
                 case .paused:
@@ -471,6 +486,7 @@ public final class PlaybackEngine: @unchecked Sendable {
                 // Plans no mark names any more are dropped.
                 let oldest = marks.map(\.generation).min() ?? generation
                 plans = plans.filter { $0.key >= min(oldest, generation) }
+                alreadyDelivered = alreadyDelivered.filter { $0.key >= min(oldest, generation) }
             }
             if lastDelivered >= feed.holdFrame.load(ordering: .relaxed) {
                 feed.holdFrame.store(nextHold(in: cues, after: lastDelivered), ordering: .releasing)

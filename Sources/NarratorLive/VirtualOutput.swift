@@ -104,7 +104,11 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
         stopped = true
     }
 
+    /// Whether it can take back what it was given (false: like ALSA's plugins that cannot).
+    public var rewinds = true
+
     public func rewind(_ frames: Int) -> Int {
+        guard rewinds else { return 0 }
         let back = max(0, min(frames, givenFrames - played))
         if keepsSamples {
             // The device's own record, not the engine's work: outside the render probe.

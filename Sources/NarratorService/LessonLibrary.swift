@@ -52,6 +52,50 @@ struct LessonLibrary: Sendable {
         return try NarratorLesson(path: path)
     }
 
+    /// The most lesson files `programs()` reads.
+    static let maxListedLessons = 1000
+
+    /// What the library holds, for a client's menu (the `library` request): for each `.json`
+    /// file at the library's top level, in byte order of its name (at most `maxListedLessons`),
+    /// the members of one `program` event per chain (`lesson`, `chain`) and per activity
+    /// (`lesson`, `activity`, `answers` its steps' answers in step order, once each, `sounds`
+    /// and `states` its tap sounds' and intro states' names, sorted), chains and activities
+    /// sorted by name; or one event with `lesson` and `problem` (why it cannot be read) for a
+    /// file that is not a lesson or leads out of the library. Run by a loader child: a lesson
+    /// file is read here.
+    func programs() -> [[EventEncoder.Member]] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .prefix(Self.maxListedLessons)
+        var events: [[EventEncoder.Member]] = []
+        for name in names {
+            let lessonMember = EventEncoder.Member("lesson", .string(name))
+            let lesson: Lesson
+            do throws(NarratorError) {
+                lesson = try load(name).lesson
+            } catch {
+                events.append([lessonMember, EventEncoder.Member("problem", .string(publicDescription(of: error)))])
+                continue
+            }
+            for chain in lesson.chains.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                events.append([lessonMember, EventEncoder.Member("chain", .string(chain))])
+            }
+            for id in lesson.activities.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                guard let activity = lesson.activities[id] else { continue }
+                var answers: [String] = []
+                for step in activity.steps where !answers.contains(step.answer) { answers.append(step.answer) }
+                events.append([
+                    lessonMember, EventEncoder.Member("activity", .string(id)),
+                    EventEncoder.Member("answers", .strings(answers)),
+                    EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
+                    EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
+                ])
+            }
+        }
+        return events
+    }
+
     /// `error` as a client may read it: files inside the library by their path in it, any other
     /// absolute path by its last component only (`…/name`). Clients never learn where the
     /// library or anything else lives on the host.

@@ -210,7 +210,8 @@ struct LessonLoader: Sendable {
 
     /// `narrator serve --prepare-request -`: prepares the request (read from the standard input
     /// to its end; `-` is the only argument the daemon gives) and writes its events' bodies, one
-    /// per line: for `cues` every cue, then `finished`; for `play` only `finished`; or one `error`. Paths
+    /// per line: for `cues` every cue, then `finished`; for `play` only `finished`; for `library`
+    /// a `program` event per chain and activity of each lesson, then `finished`; or one `error`. Paths
     /// in errors are the library's own. Returns the exit status: `preparedStatus` after `finished`,
     /// `refusedStatus` after `error`.
     static func child(library root: String, request argument: String) -> Int32 {
@@ -257,6 +258,10 @@ struct LessonLoader: Sendable {
         switch parsed {
         case .success(.cues(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, true)
         case .success(.play(let name, let which, let number)): (lesson, program, seed, listing) = (name, which, number, false)
+        case .success(.library):
+            for fields in library.programs() { emit(EventLine(.program, frame: nil, heard: nil, fields: fields)) }
+            emit(EventLine(.finished, frame: nil, heard: nil))
+            return preparedStatus
         case .success: return 2
         case .failure(let error):
             emit(.error(library.publicDescription(of: error)))

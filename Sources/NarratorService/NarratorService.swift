@@ -275,9 +275,19 @@ public final class NarratorService: Sendable {
                 return refuse("\(Self.maxActiveRequests) requests are already active on this connection")
             }
             switch request {
-            case .play(let lesson, let program, let seed), .cues(let lesson, let program, let seed):
-                let listing: Bool
-                if case .cues = request { listing = true } else { listing = false }
+            case .play, .cues, .library:
+                let job: Job
+                switch request {
+                case .play(let lesson, let program, let seed):
+                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: false)
+                case .cues(let lesson, let program, let seed):
+                    job = Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: true)
+                default:
+                    // Listed by a loader child like a schedule's cues; it reads no lesson named
+                    // by the request, and plays nothing (the program is not used).
+                    job = Job(recipient: me, message: data, lesson: ".", program: .chain("", repeats: 1), seed: 0, listing: true)
+                }
+                let listing = job.listing
                 if state.queue.count >= Self.maxQueued {
                     return refuse("busy: \(Self.maxQueued) requests are waiting to be prepared; try again shortly")
                 }
@@ -285,7 +295,7 @@ public final class NarratorService: Sendable {
                     return refuse("busy: \(Self.maxQueuedPerConnection) requests of this connection are waiting to be prepared; wait for their answers")
                 }
                 state.connections[connection]?.requests[id] = listing ? .listing(canceled: false) : .preparing(canceled: nil)
-                state.queue.append(Job(recipient: me, message: data, lesson: lesson, program: program, seed: seed, listing: listing))
+                state.queue.append(job)
                 return true
             case .subscribe(let playback):
                 if playback == "next" {

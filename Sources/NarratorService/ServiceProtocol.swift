@@ -9,6 +9,8 @@ enum ServiceRequest: Sendable {
     case play(lesson: String, program: Program, seed: UInt64)
     /// A chain's or an activity's cue schedule, without playing it.
     case cues(lesson: String, program: Program, seed: UInt64)
+    /// The library's lessons and what each can play: a `program` event per chain and activity.
+    case library
     /// For an activity this connection plays: the child tapped (an answer, a sound's name,
     /// `replay`, `close`).
     case tap(target: RequestID, answer: String)
@@ -30,7 +32,7 @@ enum ServiceRequest: Sendable {
         case speed(Double)
     }
 
-    static let operations = ["play", "cues", "tap", "replay", "close", "stop", "subscribe", "pause", "resume", "seek", "say", "speed", "volume"]
+    static let operations = ["play", "cues", "library", "tap", "replay", "close", "stop", "subscribe", "pause", "resume", "seek", "say", "speed", "volume"]
 
     /// The largest numeric id, in magnitude: whole numbers a JSON client holds exactly (2^53 − 1,
     /// JavaScript's safe integers).
@@ -100,6 +102,9 @@ enum ServiceRequest: Sendable {
                 throw NarratorError(file: "request", place: "chain", "missing key (give a chain or an activity)")
             }
             return op == "play" ? .play(lesson: lesson, program: program, seed: seed) : .cues(lesson: lesson, program: program, seed: seed)
+        case "library":
+            try allow([])
+            return .library
         case "tap":
             try allow(["request", "answer"])
             return .tap(target: try target(), answer: try fields.required("answer", in: root).string())

@@ -11,16 +11,25 @@ struct Align: ParsableCommand {
             installs it) on AUDIO and the words of the text, then moves each word's start to \
             where its sound begins and its end to where it stops (a pause between words becomes \
             a gap), never more than 100 ms beyond the aligner's interval (docs/align.md). \
-            Writes the timings by OUT's extension, as `timings convert` does: .json, .vtt, .srt \
-            or .smil. --json prints each word's aligner and refined frames and its confidence.
+            Writes the timings by OUT's extension, as `timings convert` does: .json, .txt, .vtt, \
+            .srt or .smil. --json prints each word's aligner and refined frames and its confidence.
 
-            Example:
+            A batch: --manifest FILE lists one recording a line (JSON Lines: {"audio", "text" \
+            or "transcript", "timings", optional "language"}, paths relative to the manifest). \
+            --shard K/N aligns only this worker's items (the 1st, N+1th, … for 1/N), so N \
+            workers run the same command with no coordination; --report writes each item's \
+            result as JSON Lines, and `narrator merge` joins the N reports into the report of \
+            one unsharded run, byte for byte (docs/align.md).
+
+            Examples:
               narrator align Audio/lessons/sight-words/part1.wav --text "I can see" \\
                 --timings part1.json
+              narrator align --manifest Timings/batch/sight-words.jsonl --to aligned \\
+                --shard 1/2 --report part1.jsonl
             """)
 
     @Argument(help: "The recording (any format libsndfile reads; aeneas reads it through ffmpeg).")
-    var audio: String
+    var audio: String?
 
     @Option(help: "The text that is spoken.")
     var text: String?
@@ -29,9 +38,9 @@ struct Align: ParsableCommand {
     var transcript: String?
 
     @Option(help: "The timings to write: .json, .txt (Audacity labels), .vtt, .srt or .smil.")
-    var timings: String
+    var timings: String?
 
-    @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …).")
+    @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …); a manifest item's \"language\" overrides it.")
     var language = "eng"
 
     @Option(help: "The sample rate the timings are in frames at (the lesson's).")
@@ -43,58 +52,160 @@ struct Align: ParsableCommand {
     @Option(help: "Seconds of audio aeneas aligns at once: longer recordings are aligned in pieces cut at pauses (aeneas drifts on long files).")
     var piece = 120
 
+    @Option(help: "A batch: one recording a line, as JSON Lines (see above).")
+    var manifest: String?
+
+    @Option(help: "With --manifest: align only this worker's items, K of N workers (e.g. 2/8).")
+    var shard: String?
+
+    @Option(help: "With --manifest: write each item's result (words, confidence, or its error) as JSON Lines.")
+    var report: String?
+
+    @Option(help: "With --manifest: the folder the items' timings are written under (default: the manifest's folder); made if missing.")
+    var to: String?
+
     @Flag(help: "Print each word's aligner and refined frames and its confidence as JSON.")
     var json = false
 
     func validate() throws {
-        guard (text == nil) != (transcript == nil) else { throw ValidationError("give the text with --text or --transcript (one of them)") }
+        if manifest != nil {
+            guard audio == nil, text == nil, transcript == nil, timings == nil else {
+                throw ValidationError("with --manifest, each item names its audio, text and timings: give none of them on the command line")
+            }
+            guard !json else { throw ValidationError("--json prints one alignment; with --manifest, --report writes each item's result") }
+        } else {
+            guard shard == nil, report == nil, to == nil else { throw ValidationError("--shard, --report and --to go with --manifest") }
+            guard audio != nil else { throw ValidationError("give the recording (AUDIO), or a batch with --manifest") }
+            guard timings != nil else { throw ValidationError("give the timings to write with --timings") }
+            guard (text == nil) != (transcript == nil) else { throw ValidationError("give the text with --text or --transcript (one of them)") }
+        }
         guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
         guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds") }
         guard (10...3600).contains(piece) else { throw ValidationError("--piece must be between 10 and 3600 seconds") }
-        // aeneas reads its settings as `key=value|key=value`: a language is letters and dashes.
-        guard (2...12).contains(language.count), language.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "-") }) else {
-            throw ValidationError("--language must be a language code such as eng")
-        }
+        guard Self.isLanguage(language) else { throw ValidationError("--language must be a language code such as eng") }
+    }
+
+    /// aeneas reads its settings as `key=value|key=value`: a language is letters and dashes.
+    static func isLanguage(_ code: String) -> Bool {
+        (2...12).contains(code.count) && code.allSatisfy { $0.isASCII && ($0.isLetter || $0 == "-") }
     }
 
     func run() throws {
+        if let manifest {
+            try runBatch(manifest)
+            return
+        }
         try reportingErrors { () throws(NarratorError) in
-            let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
-            guard TimingFormat.writable[ext] != nil else {
-                throw NarratorError(file: timings, "cannot write '.\(ext)' (expected \(TimingFormat.writableList))")
-            }
+            let audio = audio ?? "", timings = timings ?? ""
+            try Self.checkWritable(timings)
             let source = transcript ?? "--text"
-            let spoken: String
-            if let transcript {
-                guard let decoded = String(data: try InputFile.read(path: transcript, limit: InputFile.documentLimit), encoding: .utf8) else {
-                    throw NarratorError(file: transcript, "not UTF-8 text")
-                }
-                spoken = decoded
-            } else {
-                spoken = text ?? ""
-            }
-            let words = spoken.split(whereSeparator: \.isWhitespace).map(String.init)
-            guard !words.isEmpty else { throw NarratorError(file: source, "holds no words") }
-
-            let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
-            let aligned = try Aeneas.alignInChunks(
-                audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
-                chunkSeconds: piece)
-            let refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
-            let result = refined.map(\.timing)
-            let notes = ["narrator align: confidence per word (agreement with aeneas × voiced part)"]
-                + refined.map {
-                    "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
-                }
-            try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
+            let words = try Self.words(text: text, transcript: transcript)
+            let refined = try align(audio: audio, words: words, source: source, timings: timings, language: language)
             if json {
                 print(Self.report(refined, rate: rate, audio: audio, timings: timings), terminator: "")
             } else {
-                let low = refined.filter { $0.confidence < 0.5 }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
-                let doubt = low.isEmpty ? "" : "; low confidence: " + low.joined(separator: ", ")
-                print("\(audio): \(Wording.count(result.count, "word")) aligned → \(timings)\(doubt)")
+                print(Self.summary(refined, audio: audio, timings: timings))
             }
         }
+    }
+
+    static func checkWritable(_ timings: String) throws(NarratorError) {
+        let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
+        guard TimingFormat.writable[ext] != nil else {
+            throw NarratorError(file: timings, "cannot write '.\(ext)' (expected \(TimingFormat.writableList))")
+        }
+    }
+
+    /// The words of `text`, or of the file `transcript`.
+    static func words(text: String?, transcript: String?) throws(NarratorError) -> [String] {
+        let spoken: String
+        if let transcript {
+            guard let decoded = String(data: try InputFile.read(path: transcript, limit: InputFile.documentLimit), encoding: .utf8) else {
+                throw NarratorError(file: transcript, "not UTF-8 text")
+            }
+            spoken = decoded
+        } else {
+            spoken = text ?? ""
+        }
+        let words = spoken.split(whereSeparator: \.isWhitespace).map(String.init)
+        guard !words.isEmpty else { throw NarratorError(file: transcript ?? "--text", "holds no words") }
+        return words
+    }
+
+    /// Aligns one recording, refines its boundaries and writes its timings.
+    func align(audio: String, words: [String], source: String, timings: String, language: String) throws(NarratorError) -> [BoundaryRefinement.Word] {
+        let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
+        let aligned = try Aeneas.alignInChunks(
+            audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
+            chunkSeconds: piece)
+        let refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
+        let result = refined.map(\.timing)
+        let notes = ["narrator align: confidence per word (agreement with aeneas × voiced part)"]
+            + refined.map {
+                "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
+            }
+        try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
+        return refined
+    }
+
+    /// `AUDIO: N words aligned → TIMINGS[; low confidence: …]`.
+    static func summary(_ refined: [BoundaryRefinement.Word], audio: String, timings: String) -> String {
+        let low = refined.filter { $0.confidence < 0.5 }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
+        let doubt = low.isEmpty ? "" : "; low confidence: " + low.joined(separator: ", ")
+        return "\(audio): \(Wording.count(refined.count, "word")) aligned → \(timings)\(doubt)"
+    }
+
+    /// The items of a manifest this worker aligns, one after the other. An item that fails is
+    /// reported (its line on stderr, its `error` in the report) and the batch goes on; the
+    /// exit status is then 1. The report is written once every item is done (complete or absent).
+    func runBatch(_ manifestPath: String) throws {
+        var failures = 0
+        try reportingErrors { () throws(NarratorError) in
+            let part = try shard.map { text throws(NarratorError) in try Shard(parsing: text) } ?? .whole
+            let batch = try AlignManifest.read(path: manifestPath, defaultLanguage: language, outputFolder: to)
+            for item in batch.items { try Self.checkWritable(item.timings) }
+            var lines: [String] = []
+            for item in batch.items where part.contains(item.ordinal) {
+                var fields = "\"audio\": \(EventEncoder.quoted(item.written.audio)), \"timings\": \(EventEncoder.quoted(item.written.timings))"
+                do throws(NarratorError) {
+                    let words = try Self.words(text: item.text, transcript: item.transcript)
+                    let folder = URL(fileURLWithPath: item.timings).deletingLastPathComponent().path
+                    do {
+                        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                    } catch {
+                        throw NarratorError(file: folder, "cannot make the folder: \(error.localizedDescription)")
+                    }
+                    let refined = try align(
+                        audio: item.audio, words: words, source: item.transcript ?? "\(manifestPath): line \(item.line): text", timings: item.timings,
+                        language: item.language)
+                    print(Self.summary(refined, audio: item.audio, timings: item.timings))
+                    fields += ", " + Self.itemFields(refined)
+                } catch {
+                    failures += 1
+                    printError("\(manifestPath): line \(item.line): \(error.description)")
+                    fields += ", \"error\": \(EventEncoder.quoted(error.description))"
+                }
+                lines.append(BatchReport.itemLine(ordinal: item.ordinal, fields: fields))
+            }
+            if let report {
+                let header = BatchReport.Header(report: "align", manifestDigest: batch.digest, items: batch.items.count, shard: part)
+                try AtomicFile.write(BatchReport.text(header: header, items: lines), to: report)
+            }
+            if failures > 0 {
+                throw NarratorError(file: manifestPath, "\(Wording.count(failures, "item")) of shard \(part) failed (above)")
+            }
+        }
+    }
+
+    /// An aligned item's report fields: its word count, its confidence (mean and least), and
+    /// the words under 0.5.
+    static func itemFields(_ refined: [BoundaryRefinement.Word]) -> String {
+        let confidences = refined.map(\.confidence)
+        let mean = confidences.reduce(0, +) / Double(max(1, confidences.count))
+        let least = confidences.min() ?? 0
+        let low = refined.filter { $0.confidence < 0.5 }.map { EventEncoder.quoted("\($0.timing.index) \($0.timing.text)") }
+        return "\"words\": \(refined.count), \"confidence\": {\"mean\": \(String(format: "%.3f", mean)), \"least\": \(String(format: "%.3f", least))}, "
+            + "\"lowConfidence\": [\(low.joined(separator: ", "))]"
     }
 
     /// `{"audio", "timings", "rate", "words": [{text, start, end, startFrame, endFrame,

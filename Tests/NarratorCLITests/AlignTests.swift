@@ -182,6 +182,73 @@ struct AlignTests {
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "connected (gaps 0-30 ms), espeak -s 175", connected: true)
     }
 
+    /// A manifest of five recordings (the fourth missing) aligned by three workers
+    /// (`--shard 1/3` … `3/3`) and merged: the same timing files, byte for byte, and the same
+    /// report as one unsharded run; each item once; the missing one reported, not fatal.
+    @Test func aShardedBatchIsOneRun() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let sentences = ["one two three", "I can see", "a red apple", "missing", "the big dog runs"]
+        var lines: [String] = []
+        for (k, sentence) in sentences.enumerated() {
+            let audio = "rec\(k + 1).wav"
+            if sentence != "missing" {
+                let spoken = try runTool("espeak-ng", ["-v", "en", "-w", dir.file(audio), sentence])
+                try #require(spoken.status == 0, "\(spoken.stderr)")
+            }
+            let ext = ["json", "vtt", "json", "json", "srt"][k]
+            lines.append(#"{"audio": "\#(audio)", "text": "\#(sentence)", "timings": "out/\#(k + 1).\#(ext)"}"#)
+            if k == 1 { lines.append("") }
+        }
+        let manifest = dir.write("book.jsonl", lines.joined(separator: "\n") + "\n")
+        try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
+        func outputs() throws -> [String: Data] {
+            var found: [String: Data] = [:]
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir.file("out")) {
+                found[name] = try Data(contentsOf: URL(fileURLWithPath: dir.file("out/\(name)")))
+            }
+            return found
+        }
+
+        let whole = try run(Repo.narrator, ["align", "--manifest", manifest, "--report", dir.file("whole.jsonl")])
+        #expect(whole.status == 1, "the missing recording fails the batch")
+        #expect(whole.stderr.contains("book.jsonl: line 5: ") && whole.stderr.contains("rec4.wav"), "\(whole.stderr)")
+        #expect(whole.stderr.contains("1 item of shard 1/1 failed"), "\(whole.stderr)")
+        let once = try outputs()
+        #expect(once.keys.sorted() == ["1.json", "2.vtt", "3.json", "5.srt"])
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.file("out")) {
+            try FileManager.default.removeItem(atPath: dir.file("out/\(name)"))
+        }
+
+        var parts: [String] = []
+        for k in [3, 1, 2] {
+            let part = dir.file("part\(k).jsonl")
+            let result = try run(Repo.narrator, ["align", "--manifest", manifest, "--shard", "\(k)/3", "--report", part])
+            // Shard 1/3 holds items 1 and 4 (the missing one).
+            #expect(result.status == (k == 1 ? 1 : 0), "shard \(k)/3: \(result.stderr)")
+            let items = try String(contentsOfFile: part, encoding: .utf8).split(separator: "\n").dropFirst().map { line in
+                try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["item"] as? Int
+            }
+            #expect(items == Array(stride(from: k, through: 5, by: 3)), "shard \(k)/3 aligned items \(items)")
+            parts.append(part)
+        }
+        #expect(try outputs() == once, "the workers wrote the same timing files as one run")
+        let merged = try run(Repo.narrator, ["merge"] + parts + ["--to", dir.file("merged.jsonl")])
+        #expect(merged.status == 0, "\(merged.stderr)")
+        let mergedReport = try String(contentsOfFile: dir.file("merged.jsonl"), encoding: .utf8)
+        let wholeReport = try String(contentsOfFile: dir.file("whole.jsonl"), encoding: .utf8)
+        #expect(mergedReport == wholeReport)
+        // The report itself: one header, then items 1 to 5 once each, the fourth an error.
+        let rows = wholeReport.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(rows.count == 6 && rows[0]?["shard"] as? String == "1/1")
+        #expect(rows.dropFirst().map { $0?["item"] as? Int } == [1, 2, 3, 4, 5])
+        #expect(rows[4]?["error"] != nil && rows[1]?["words"] as? Int == 3 && rows[5]?["words"] as? Int == 4)
+        // A part missing: merge refuses, and writes nothing.
+        let short = try run(Repo.narrator, ["merge", parts[0], parts[1], "--to", dir.file("short.jsonl")])
+        #expect(short.status == 1 && short.stderr.contains("missing the report of shard 2/3"), "\(short.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("short.jsonl")))
+    }
+
     @Test func speechOverAMusicBed() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -272,6 +339,49 @@ struct AlignFailureTests {
             dir, python: "printf '{\"fragments\": [{\"begin\": \"nan\", \"end\": \"1e400\", \"id\": \"f1\", \"lines\": [\"one\"]}]}' > \"$6\"")
         #expect(nan.status == 1 && nan.stderr.split(separator: "\n").count == 1, "\(nan.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("out.json")))
+    }
+
+    /// A bad manifest or shard is one line naming the manifest's line and key, before any
+    /// item is aligned.
+    @Test func badManifestsFailBeforeAeneas() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let marker = dir.file("ran")
+        let bin = dir.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let script = dir.write("bin/python3", "#!/bin/sh\ntouch \(marker); exit 1\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let good = #"{"audio": "a.wav", "text": "one", "timings": "a.json"}"#
+        func attempt(_ manifest: String, _ extra: [String] = []) throws -> ProcessResult {
+            let path = dir.write("m.jsonl", manifest)
+            return try run("/usr/bin/env", ["PATH=\(bin)", Repo.narrator, "align", "--manifest", path] + extra)
+        }
+        let cases: [(String, [String], String)] = [
+            (good + "\n{\"audio\": \"b.wav\"\n", [], "m.jsonl: line 2"),
+            (good + "\n" + #"{"audio": "b.wav", "text": "one", "timings": "b.json", "speed": 2}"#, [], "line 2.speed: unknown key"),
+            (#"{"text": "one", "timings": "b.json"}"#, [], "line 1.audio: missing key"),
+            (#"{"audio": "b.wav", "text": "one"}"#, [], "line 1.timings: missing key"),
+            (#"{"audio": "b.wav", "text": "one", "transcript": "t.txt", "timings": "b.json"}"#, [], "line 1: give the words"),
+            (#"{"audio": 3, "text": "one", "timings": "b.json"}"#, [], "line 1.audio: expected a string"),
+            (#"{"audio": "", "text": "one", "timings": "b.json"}"#, [], "line 1.audio: expected a file path"),
+            (#"{"audio": "b.wav", "text": "one", "timings": "b.json", "language": "eng|x=y"}"#, [], "line 1.language"),
+            (good + "\n" + #"{"audio": "b.wav", "text": "two", "timings": "./a.json"}"#, [], "is written by line 1 too"),
+            (#"{"audio": "b.wav", "text": "one", "timings": "b.TextGrid"}"#, [], "cannot write '.textgrid'"),
+            ("\n \n", [], "lists no recordings"),
+            ("[1, 2]", [], "line 1: expected an object"),
+            (good, ["--shard", "3/2"], "K must be between 1 and N"),
+            (good, ["--shard", "x"], "is not K/N"),
+        ]
+        for (manifest, extra, saying) in cases {
+            let result = try attempt(manifest, extra)
+            #expect(result.status == 1 && result.stderr.contains(saying), "\(manifest) \(extra): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+        }
+        let mixed = try run(Repo.narrator, ["align", dir.file("a.wav"), "--manifest", dir.file("m.jsonl")])
+        #expect(mixed.status == 1 && mixed.stderr.contains("with --manifest"), "\(mixed.stderr)")
+        let loose = try run(Repo.narrator, ["align", dir.file("a.wav"), "--text", "one", "--timings", dir.file("a.json"), "--shard", "1/2"])
+        #expect(loose.status == 1 && loose.stderr.contains("--shard, --report and --to go with --manifest"), "\(loose.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
     @Test func badArgumentsFailBeforeAeneas() throws {

@@ -336,6 +336,48 @@ struct EngineTests {
         #expect(played.count >= expected.count && Array(played.prefix(expected.count)) == expected, "the output did not play the old plan then the new one")
     }
 
+    /// The same switch on a device that cannot take back what it holds: the new plan takes
+    /// over late (`lateSwitch`), where the output's rendering had got to. Its cues between the
+    /// frame asked for and the switch (here its `clipStart`) were never rendered but happened:
+    /// each comes once, at the switch, stamped when the switch's first frame was heard. The
+    /// old plan's cues up to the switch come too (its audio played there).
+    @Test func aLateSwitchLosesNoCueOfTheNewPlan() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let other = try LiveFixture.schedule("other", bank: fixture.bank)
+        let differs = Schedule.firstDifference(fixture.schedule, other)
+        let offered = Atomic<Bool>(false)
+        let playback = VirtualPlayback(fixture.schedule)
+        playback.output.rewinds = false
+        let outcome = try playback.play(replanner: { heard, _ in
+            guard heard >= differs - 960, !offered.exchange(true, ordering: .relaxed) else { return nil }
+            return (other, differs)
+        })
+        #expect(outcome == .finished)
+        let late = playback.log.events.compactMap { if case .lateSwitch(let wanted, let switched, _) = $0 { (wanted, switched) } else { nil } }
+        try #require(late.count == 1, "\(playback.log.events)")
+        let (wanted, switched) = late[0]
+        #expect(wanted == differs && switched > differs)
+        // The new plan's cues there, less those the old plan had too (a clip both play ends
+        // at the frame where they part: it ended once).
+        let oldThere = fixture.schedule.cues.filter { $0.frame >= differs && $0.frame < switched }
+        let skipped = other.cues.filter { $0.frame >= differs && $0.frame < switched && !oldThere.contains($0) }
+        try #require(!skipped.isEmpty, "no cue of the new plan alone between \(differs) and \(switched): the test proves nothing")
+        let expected = fixture.schedule.cues.filter { $0.frame < switched } + skipped + other.cues.filter { $0.frame >= switched }
+        #expect(playback.log.cues.map(\.cue) == expected, "every cue once, in order")
+        // The output: the old plan's render up to the switch, then the new one's.
+        let reference = try LiveFixture.render(other, in: fixture.dir, name: "other.wav")
+        let expectedAudio = Array(fixture.reference[..<(switched * 2)]) + Array(reference[(switched * 2)...])
+        let inserted = playback.deviceFrame(ofTimelineFrame: 0, expectedAudio)
+        let played = Array(playback.output.samples.dropFirst(inserted * 2).prefix(expectedAudio.count))
+        #expect(played == expectedAudio, "the output did not play the old plan up to the switch, then the new one")
+        let switchHeard = try #require(playback.output.heardTime(ofFrame: inserted + switched))
+        for (cue, heard, delivered) in playback.log.cues where skipped.contains(cue) {
+            #expect(abs(heard - switchHeard) <= 1_000, "\(cue.type) at \(cue.frame) stamped \(ms(heard - switchHeard)) from the switch")
+            #expect(delivered >= switchHeard && delivered <= switchHeard + 1_000_000, "\(cue.type) at \(cue.frame) delivered \(ms(delivered - switchHeard)) from the switch")
+        }
+    }
+
     /// Rendering holds before a held cue's frame (an activity's idle prompt): the frames from
     /// it on are handed over only once it is within the hold margin (10 ms) of being heard,
     /// and playback still runs without a gap.

@@ -24,6 +24,21 @@ It prints "said" (the word clicked), "states" (the page's state after each step)
 playback's events as the page saw them, type@frame), "replies" (each control request's terminal
 event), "speedReply" (the speed request's), "pausedRed"
 (the red box in a screenshot while paused) and "sayRed" (while the word was being said).
+
+With --scenario it watches one program play: a hook installed before the page loads records,
+after the page has handled each event of a playback, the event and what the page shows then
+("snapshots": the word highlighted, the sentence, the tiles pulsing and their animation and
+outline, the clips laid out, the words shown). --tap ANSWER:TYPE clicks the answer tile once
+an event of that type has come; --shot NAME:EXPRESSION saves OUT_DIR/NAME.png the first time
+the page expression holds (with its red box and the snapshot count then); --until EXPRESSION
+ends the watch (default: the playback has ended); --reduced-motion emulates
+prefers-reduced-motion: reduce; --keyboard makes --tap focus the tile and press Enter. It prints {"snapshots", "shots", "final"}.
+
+With --every it opens the page for every program of the library (the menu's listing), one
+after the other, waits until it plays (or fails) and its first clip with words is laid out
+when it has one, and prints, for each, what the page showed: "state", "error", "clips" (the
+clipStart events heard), "blocks" (the clips laid out), "words", "bookWords" (the words of the
+schedule the page knows) and "listed" (the program's listing).
 """
 
 import argparse
@@ -38,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import zlib
 
 import websockets
@@ -160,6 +176,8 @@ async def open_playing_page(socket, url, timeout):
 async def drive(url, out_dir, devtools_url, timeout):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
         tools = await open_playing_page(socket, url, timeout)
+        # A clip's text is laid out when its clipStart is heard, just after `start`.
+        await tools.wait_for("document.querySelectorAll('.word').length > 0", timeout)
         words = await tools.evaluate(
             "[...document.querySelectorAll('.word')].map(s => { const r = s.getBoundingClientRect();"
             " return {key: s.dataset.key, text: s.textContent, box: [r.left, r.top, r.right, r.bottom]}; })")
@@ -239,6 +257,146 @@ async def drive_controls(url, out_dir, devtools_url, timeout):
             "pausedRed": red_box(paused_shot), "sayRed": red_box(say_shot)}
 
 
+HOOK = r"""
+(() => {
+  window.__snapshots = [];
+  const Native = window.WebSocket;
+  function snapshot(event) {
+    if (!window.readAlong || event.id === "library" || /^(sheet|book)[0-9]+$/.test(String(event.id))) return;
+    const text = document.getElementById("text");
+    const pulsing = [...document.querySelectorAll(".tile.pulsing")].map((t) => {
+      const style = getComputedStyle(t);
+      return { target: t.dataset.target, animation: style.animationName, outline: style.outlineStyle };
+    });
+    window.__snapshots.push({
+      event: { id: event.id, type: event.type, clip: event.clip, index: event.index, text: event.text,
+               target: event.target, frame: event.frame, answer: event.answer, result: event.result },
+      playing: window.readAlong.playing, state: window.readAlong.state, current: window.readAlong.current,
+      sentence: window.readAlong.sentence, now: document.getElementById("now").textContent,
+      pulsing, blocks: [...text.children].map((c) => c.dataset.clip),
+      words: [...text.querySelectorAll(".word")].map((w) => w.dataset.key),
+      heard: [...text.querySelectorAll(".word.heard")].map((w) => w.dataset.key),
+    });
+  }
+  window.WebSocket = function (url, protocols) {
+    const socket = new Native(url, protocols);
+    let handler = null;
+    socket.addEventListener("message", (message) => {
+      if (handler) handler.call(socket, message);
+      try { snapshot(JSON.parse(message.data)); } catch (e) { window.__hookError = String(e); }
+    });
+    Object.defineProperty(socket, "onmessage", { set(h) { handler = h; }, get() { return handler; } });
+    return socket;
+  };
+})();
+"""
+
+
+async def new_tab(socket, width=800, height=480, reduced_motion=False):
+    tools = DevTools(socket)
+    target = await tools.call("Target.createTarget", session=False, url="about:blank")
+    attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
+    tools.session = attached["sessionId"]
+    await tools.call("Page.enable")
+    await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+    if reduced_motion:
+        await tools.call("Emulation.setEmulatedMedia", features=[{"name": "prefers-reduced-motion", "value": "reduce"}])
+    await tools.call("Page.addScriptToEvaluateOnNewDocument", source=HOOK)
+    return tools
+
+
+async def press_enter(tools):
+    for kind in ("keyDown", "keyUp"):
+        await tools.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
+                         nativeVirtualKeyCode=13, **({"text": "\r"} if kind == "keyDown" else {}))
+
+
+async def drive_scenario(url, out_dir, devtools_url, timeout, taps, shots, until, reduced_motion, keyboard=False):
+    async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
+        tools = await new_tab(socket, reduced_motion=reduced_motion)
+        await tools.call("Page.navigate", url=url)
+        await tools.wait_for("window.readAlong && window.readAlong.playing !== null", timeout)
+        pending_taps = list(taps)
+        pending_shots = list(shots)
+        taken = {}
+        done = until or "window.readAlong.playing === null && ['ended', 'closed', 'error'].includes(window.readAlong.state)"
+        deadline = time.monotonic() + timeout * 3
+        while time.monotonic() < deadline:
+            for answer, kind in list(pending_taps):
+                seen = await tools.evaluate("window.__snapshots.some(s => s.event.type === %s)" % json.dumps(kind))
+                if seen:
+                    # With the keyboard: the tile is focused and Enter pressed, as a real key.
+                    action = "t.focus(); return document.activeElement === t;" if keyboard else "t.click(); return true;"
+                    clicked = await tools.evaluate(
+                        "(() => { const t = [...document.querySelectorAll('button.tile')].find(b => b.dataset.target === %s);"
+                        " if (!t) return false; %s })()" % (json.dumps(answer), action))
+                    if clicked and keyboard:
+                        await press_enter(tools)
+                    if not clicked:
+                        raise RuntimeError("no answer tile %s" % answer)
+                    pending_taps.remove((answer, kind))
+            for name, expression in list(pending_shots):
+                if await tools.evaluate("!!(%s)" % expression):
+                    count = await tools.evaluate("window.__snapshots.length")
+                    png = base64.b64decode((await tools.call("Page.captureScreenshot", format="png"))["data"])
+                    after = await tools.evaluate("[window.readAlong.current, [...document.querySelectorAll('.tile.pulsing')].map(t => t.dataset.target)]")
+                    path = os.path.join(out_dir, name + ".png")
+                    with open(path, "wb") as file:
+                        file.write(png)
+                    taken[name] = {"file": path, "snapshots": count, "red": red_box(png), "current": after[0], "pulsing": after[1]}
+                    pending_shots.remove((name, expression))
+            if not pending_taps and not pending_shots and await tools.evaluate("!!(%s)" % done):
+                break
+            await asyncio.sleep(0.01)
+        timed_out = time.monotonic() >= deadline
+        snapshots = await tools.evaluate("window.__snapshots")
+        final = await tools.evaluate(
+            "({state: readAlong.state, error: readAlong.error, log: readAlong.log, taps: readAlong.taps, pulses: readAlong.pulses,"
+            " clips: readAlong.clipsStarted, replies: readAlong.replies, hookError: window.__hookError || null,"
+            " tiles: [...document.querySelectorAll('.tile')].map(t => ({name: t.dataset.target, button: t.tagName === 'BUTTON',"
+            " label: t.getAttribute('aria-label'), pulses: Number(t.dataset.pulses)})),"
+            " words: [...document.querySelectorAll('.word')].map(w => ({key: w.dataset.key, tag: w.tagName, label: w.getAttribute('aria-label')})),"
+            " live: document.getElementById('now').getAttribute('aria-live')})")
+    return {"snapshots": snapshots, "shots": taken, "final": final, "timedOut": timed_out,
+            "pending": {"taps": pending_taps, "shots": pending_shots}}
+
+
+async def drive_every(url, out_dir, devtools_url, timeout):
+    base = url.split("#")[0].split("?")[0]
+    token = url.split("#", 1)[1] if "#" in url else ""
+    results = []
+    async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
+        tools = await new_tab(socket)
+        await tools.call("Page.navigate", url=url)
+        await tools.wait_for("window.readAlong && window.readAlong.program !== null", timeout)
+        library = await tools.evaluate("window.readAlong.library")
+        for program in library:
+            if "problem" in program:
+                results.append({"listed": program, "state": "unreadable"})
+                continue
+            kind = "chain" if "chain" in program else "activity"
+            address = "%s?lesson=%s&%s=%s#%s" % (base, urllib.parse.quote(program["lesson"]), kind, urllib.parse.quote(program[kind]), token)
+            await tools.call("Page.navigate", url=address)
+            await tools.wait_for("window.readAlong && window.readAlong.program !== null && window.readAlong.program.lesson === %s" % json.dumps(program["lesson"]), timeout)
+            # Playing (or over, or failed); and, when its schedule has words, its first clip
+            # with words laid out (or the playback over).
+            await tools.wait_for(
+                "(() => { const r = window.readAlong; if (r.state === 'error') return true;"
+                " if (!['playing', 'paused', 'ended', 'closed'].includes(r.state)) return false;"
+                " const hasWords = [...book.values()].some(c => c.words.size > 0);"
+                " return !hasWords || r.playing === null || document.querySelectorAll('#text .word').length > 0; })()", timeout * 2)
+            shown = await tools.evaluate(
+                "({state: readAlong.state, error: readAlong.error, clips: readAlong.clipsStarted, program: readAlong.program,"
+                " blocks: [...document.getElementById('text').children].map(c => c.dataset.clip),"
+                " words: document.querySelectorAll('#text .word').length,"
+                " bookWords: [...book.values()].reduce((n, c) => n + c.words.size, 0),"
+                " status: document.getElementById('status').textContent})")
+            shown["listed"] = program
+            results.append(shown)
+        await tools.call("Page.navigate", url="about:blank")
+    return {"programs": results}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
@@ -246,6 +404,13 @@ def main():
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--timeout", type=float, default=20)
     parser.add_argument("--controls", action="store_true")
+    parser.add_argument("--scenario", action="store_true")
+    parser.add_argument("--every", action="store_true")
+    parser.add_argument("--tap", action="append", default=[], help="ANSWER:EVENT_TYPE (--scenario)")
+    parser.add_argument("--shot", action="append", default=[], help="NAME:EXPRESSION (--scenario)")
+    parser.add_argument("--until", default=None)
+    parser.add_argument("--reduced-motion", action="store_true")
+    parser.add_argument("--keyboard", action="store_true", help="--tap focuses the tile and presses Enter")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="narrator-chromium-")
@@ -266,8 +431,15 @@ def main():
         if devtools_url is None:
             sys.stderr.write("read_along_browser: chromium did not start\n")
             return 1
-        run = drive_controls if args.controls else drive
-        result = asyncio.run(run(args.url, args.out_dir, devtools_url, args.timeout))
+        if args.scenario:
+            taps = [tuple(t.rsplit(":", 1)) for t in args.tap]
+            shots = [tuple(t.split(":", 1)) for t in args.shot]
+            result = asyncio.run(drive_scenario(args.url, args.out_dir, devtools_url, args.timeout, taps, shots, args.until, args.reduced_motion, args.keyboard))
+        elif args.every:
+            result = asyncio.run(drive_every(args.url, args.out_dir, devtools_url, args.timeout))
+        else:
+            run = drive_controls if args.controls else drive
+            result = asyncio.run(run(args.url, args.out_dir, devtools_url, args.timeout))
         print(json.dumps(result))
         return 0
     finally:

@@ -1,44 +1,65 @@
-// The picture-dictionary popup, driven only by the daemon's WebSocket events.
+// The read-along page: any chain or activity of the daemon's library, driven only by the
+// daemon's WebSocket events (docs/read-along.md).
 //
-// Address: /?lesson=L&activity=A#token=T (defaults: picture-dictionary.json, word-popup).
-// It asks for the activity's cue schedule ("cues") to lay out the words, then plays it
-// ("play"); each "word" cue turns its word red when the daemon says it is heard. Replay and
-// close are requests of the same protocol, and so are the controls: the pause/play button,
-// a tap on a word (it is said on its own, red while heard, then playback goes back where it
-// was), and the music volume slider (docs/controls.md).
+// Address: /?lesson=L&chain=C (or &activity=A, [&state=S]) [&seed=N] #token=T. Without a lesson
+// it plays the library's picture-dictionary popup, else its first program; the menu at the top
+// (the daemon's "library" listing) picks another.
+//
+// For what it plays it first asks for the cue schedule ("cues"), only as a book of each clip's
+// words and sentences and of the pulse targets; then it plays ("play") and lays out a clip's text
+// when that clip's clipStart is heard (a clip the schedule did not show, such as the feedback
+// after an answer, is laid out word by word as its cues come). Each "sentence" cue highlights
+// its sentence (and says it to a screen reader, politely), each "word" cue turns its word red,
+// each "pulse" cue pulses the tile of its target. In an activity the answers are tiles too: a
+// tap on one sends "tap". The controls: pause/play, a tap on a word (said on its own, then back
+// where playback was), replay, close, the music volume and the speed (docs/controls.md).
 "use strict";
 
 const query = new URLSearchParams(location.search);
 const token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
-const lesson = query.get("lesson") || "picture-dictionary.json";
-const activity = query.get("activity") || "word-popup";
+const seed = /^[0-9]{1,9}$/.test(query.get("seed") || "") ? Number(query.get("seed")) : 0;
+const reducedMotion = window.matchMedia ? window.matchMedia("(prefers-reduced-motion: reduce)") : { matches: false };
 
 const body = document.body;
-const headword = document.getElementById("headword");
-const definition = document.getElementById("definition");
+const text = document.getElementById("text");
+const tiles = document.getElementById("tiles");
+const now = document.getElementById("now");
+const title = document.getElementById("title");
 const status = document.getElementById("status");
+const menu = document.getElementById("program");
+const stateMenu = document.getElementById("state");
+const pauseButton = document.getElementById("pause");
+const speedChoice = document.getElementById("speed");
 
 // What the page shows and knows, for people and for tests.
-const readAlong = { state: "connecting", current: null, playing: null, events: 0, lastEvent: null, log: [], replies: {} };
+const readAlong = {
+  state: "connecting", program: null, current: null, sentence: null, playing: null, events: 0, lastEvent: null,
+  log: [], replies: {}, library: [], clipsStarted: [], pulses: [], taps: [], error: null,
+};
 window.readAlong = readAlong;
 
 let socket = null;
 let nextId = 1;
-const spans = new Map();   // "clip/index" -> span
-const sheetWords = [];
+let sheetId = null;
+// The schedule's book: clip → {words: Map(index → {text, frame}), sentences: Map(index → {frame, endFrame, text})}.
+let book = new Map();
+// The clip being heard: {clip, element, words: Map(index → button), sentences: Map(index → span), open: span or null}.
+let block = null;
+let pendingClip = null;
+const tileByName = new Map();
+// For an activity, the cue schedules of its lesson's chains, asked for one after another while
+// it plays: they add to the book the clips the activity's own schedule does not reach (the
+// feedback after an answer, the next step's prompts).
+let bookQueue = [];
+const bookIds = new Set();
+const maxBookChains = 32;
 
 function setState(state, note) {
   readAlong.state = state;
   body.dataset.state = state;
   body.classList.toggle("closed", state === "closed");
   status.textContent = note || state;
-}
-
-function highlight(key) {
-  if (readAlong.current !== null && spans.has(readAlong.current)) spans.get(readAlong.current).classList.remove("heard");
-  readAlong.current = key;
-  if (key !== null && spans.has(key)) spans.get(key).classList.add("heard");
-  body.dataset.current = key === null ? "" : key;
+  if (state === "error") readAlong.error = note || "error";
 }
 
 function send(request) {
@@ -47,30 +68,320 @@ function send(request) {
   return request.id;
 }
 
-function layOut() {
-  headword.textContent = "";
-  definition.textContent = "";
-  spans.clear();
-  sheetWords.forEach((word, n) => {
-    const span = document.createElement("span");
-    span.className = "word";
-    span.textContent = word.text;
-    span.dataset.key = word.clip + "/" + word.index;
-    span.addEventListener("click", () => {
-      // Said on its own, then back where playback was: paused stays paused.
-      if (readAlong.playing) send({ op: "say", request: readAlong.playing, clip: word.clip, word: word.index, then: readAlong.state === "paused" ? "pause" : "resume" });
-    });
-    spans.set(span.dataset.key, span);
-    // The first word is the headword; the rest is the definition.
-    const parent = n === 0 ? headword : definition;
-    if (n > 1) parent.appendChild(document.createTextNode(" "));
-    parent.appendChild(span);
+// MARK: the menu
+
+function programLabel(program) {
+  return program.chain !== undefined ? "chain " + program.chain : "activity " + program.activity;
+}
+
+function sameProgram(a, b) {
+  return a.lesson === b.lesson && a.chain === b.chain && a.activity === b.activity;
+}
+
+function buildMenu() {
+  menu.textContent = "";
+  const groups = new Map();
+  readAlong.library.forEach((program, n) => {
+    if (!groups.has(program.lesson)) {
+      const group = document.createElement("optgroup");
+      group.label = program.lesson;
+      groups.set(program.lesson, group);
+      menu.appendChild(group);
+    }
+    const option = document.createElement("option");
+    option.value = String(n);
+    if (program.problem !== undefined) {
+      option.textContent = "cannot be read: " + program.problem;
+      option.disabled = true;
+    } else {
+      option.textContent = programLabel(program);
+    }
+    groups.get(program.lesson).appendChild(option);
   });
+}
+
+// The program the address names, else the picture-dictionary popup, else the first.
+function programFromAddress() {
+  const lesson = query.get("lesson");
+  if (lesson) {
+    const wanted = { lesson, chain: query.get("chain") || undefined, activity: query.get("activity") || undefined };
+    if (wanted.chain === undefined && wanted.activity === undefined) {
+      // A lesson alone: its first activity, else its first chain.
+      const own = readAlong.library.filter((p) => p.lesson === lesson && p.problem === undefined);
+      return own.find((p) => p.activity !== undefined) || own[0] || wanted;
+    }
+    return readAlong.library.find((p) => sameProgram(p, wanted)) || wanted;
+  }
+  const playable = readAlong.library.filter((p) => p.problem === undefined);
+  return playable.find((p) => p.lesson === "picture-dictionary.json" && p.activity === "word-popup") || playable[0] || null;
+}
+
+function showStates(program) {
+  const states = (program.states || []).filter((s) => s !== "default");
+  stateMenu.textContent = "";
+  stateMenu.hidden = states.length === 0;
+  for (const name of states) {
+    const option = document.createElement("option");
+    option.value = option.textContent = name;
+    stateMenu.appendChild(option);
+  }
+  if (query.get("state") && states.includes(query.get("state"))) stateMenu.value = query.get("state");
+}
+
+function choose(program) {
+  if (!program) { setState("error", "the library has no lesson to play"); return; }
+  const index = readAlong.library.findIndex((p) => sameProgram(p, program));
+  if (index >= 0) menu.value = String(index);
+  showStates(program);
+  prepare(program);
+}
+
+menu.addEventListener("change", () => {
+  const program = readAlong.library[Number(menu.value)];
+  if (!program) return;
+  const address = new URLSearchParams({ lesson: program.lesson });
+  address.set(program.chain !== undefined ? "chain" : "activity", program.chain !== undefined ? program.chain : program.activity);
+  history.replaceState(null, "", "?" + address.toString() + location.hash);
+  showStates(program);
+  prepare(program);
+});
+document.getElementById("start").addEventListener("click", () => { if (readAlong.program) prepare(readAlong.program); });
+
+// MARK: laying out
+
+function clearView() {
+  text.textContent = "";
+  tiles.textContent = "";
+  tileByName.clear();
+  now.textContent = "";
+  block = null;
+  pendingClip = null;
+  highlight(null);
+  readAlong.sentence = null;
+  readAlong.clipsStarted = [];
+  readAlong.pulses = [];
+  readAlong.taps = [];
+  readAlong.error = null;
+}
+
+function tile(name, answer) {
+  let element = tileByName.get(name);
+  if (element && (!answer || element.tagName === "BUTTON")) return element;
+  const replaced = element;
+  if (answer) {
+    element = document.createElement("button");
+    element.type = "button";
+    element.className = "tile answer";
+    element.setAttribute("aria-label", "Answer " + name);
+    element.addEventListener("click", () => {
+      if (readAlong.playing) readAlong.tapRequest = send({ op: "tap", request: readAlong.playing, answer: name });
+    });
+  } else {
+    element = document.createElement("span");
+    element.className = "tile";
+    element.setAttribute("role", "img");
+    element.setAttribute("aria-label", name);
+  }
+  element.textContent = name;
+  element.dataset.target = name;
+  element.dataset.pulses = "0";
+  if (replaced) tiles.replaceChild(element, replaced);
+  else tiles.appendChild(element);
+  tileByName.set(name, element);
+  return element;
+}
+
+function wordButton(clip, index, word) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "word";
+  button.textContent = word;
+  button.dataset.key = clip + "/" + index;
+  button.setAttribute("aria-label", "Say “" + word + "”");
+  button.addEventListener("click", () => {
+    // Said on its own, then back where playback was: paused stays paused.
+    if (readAlong.playing) send({ op: "say", request: readAlong.playing, clip, word: index, then: readAlong.state === "paused" ? "pause" : "resume" });
+  });
+  return button;
+}
+
+// A new block for `clip`, with the words the book has for it (in sentences where it has them).
+function openBlock(clip) {
+  if (block) block.element.classList.add("past");
+  // The text of what is being heard, and of the clip before it: older clips go.
+  while (text.children.length > 1) text.removeChild(text.firstChild);
+  const element = document.createElement("p");
+  element.className = "clip";
+  element.dataset.clip = clip;
+  text.appendChild(element);
+  block = { clip, element, words: new Map(), sentences: new Map(), open: null };
+  const known = book.get(clip);
+  if (known) {
+    const sentences = [...known.sentences.entries()].sort((a, b) => a[1].frame - b[1].frame);
+    const words = [...known.words.entries()].sort((a, b) => a[0] - b[0]);
+    for (const [index, word] of words) {
+      const sentence = sentences.find(([, s]) => word.frame >= s.frame && word.frame < s.endFrame);
+      let parent = element;
+      if (sentence) {
+        parent = block.sentences.get(sentence[0]) || addSentence(sentence[0]);
+      }
+      addWord(parent, clip, index, word.text);
+    }
+  }
+  scrollTo(element);
+}
+
+function addSentence(index) {
+  const span = document.createElement("span");
+  span.className = "sentence";
+  span.dataset.key = block.clip + "/" + index;
+  if (block.element.childNodes.length > 0) block.element.appendChild(document.createTextNode(" "));
+  block.element.appendChild(span);
+  block.sentences.set(index, span);
+  return span;
+}
+
+function addWord(parent, clip, index, word) {
+  if (parent.childNodes.length > 0) parent.appendChild(document.createTextNode(" "));
+  const button = wordButton(clip, index, word);
+  parent.appendChild(button);
+  block.words.set(index, button);
+  return button;
+}
+
+function scrollTo(element) {
+  if (element && element.scrollIntoView) element.scrollIntoView({ block: "nearest", behavior: reducedMotion.matches ? "auto" : "smooth" });
+}
+
+function highlight(button) {
+  const old = readAlong.current && text.querySelector(".word.heard");
+  if (old) old.classList.remove("heard");
+  readAlong.current = button ? button.dataset.key : null;
+  body.dataset.current = readAlong.current || "";
+  if (button) {
+    button.classList.add("heard");
+    scrollTo(button);
+  }
+}
+
+function highlightSentence(span, words) {
+  const old = text.querySelector(".sentence.reading");
+  if (old) old.classList.remove("reading");
+  readAlong.sentence = span ? span.dataset.key : null;
+  if (span) {
+    span.classList.add("reading");
+    now.textContent = words;
+  }
+}
+
+// The block of what is being heard for `clip`: the open one, or one opened now (a clip without
+// words opens none until its first word or sentence comes).
+function blockFor(clip) {
+  if (!block || block.clip !== clip || pendingClip === clip) {
+    pendingClip = null;
+    openBlock(clip);
+  }
+  return block;
+}
+
+function onSentence(event) {
+  const current = blockFor(event.clip);
+  const span = current.sentences.get(event.index) || addSentence(event.index);
+  current.open = span;
+  highlightSentence(span, event.text);
+}
+
+function onWord(event) {
+  if (pendingClip !== event.clip && !(block && block.clip === event.clip)) {
+    // A word of a clip on the page but not the one being heard (a tap on a word of the clip
+    // before): highlighted where it is.
+    const shown = text.querySelectorAll(".word");
+    const key = event.clip + "/" + event.index;
+    const found = [...shown].reverse().find((b) => b.dataset.key === key);
+    if (found) { highlight(found); return; }
+  }
+  const current = blockFor(event.clip);
+  let button = current.words.get(event.index);
+  if (!button) {
+    // Not in the book (a clip the schedule did not show): laid out as it is heard, in the
+    // sentence being heard if there is one.
+    const parent = current.open && current.open.isConnected ? current.open : current.element;
+    button = addWord(parent, event.clip, event.index, event.text);
+  }
+  highlight(button);
+}
+
+function onPulse(event) {
+  readAlong.pulses.push(event.target + "@" + event.frame);
+  const element = tile(event.target, false);
+  element.classList.remove("pulsing");
+  void element.offsetWidth;  // restarts the animation of a tile pulsed again
+  element.classList.add("pulsing");
+  element.dataset.pulses = String(Number(element.dataset.pulses) + 1);
+  clearTimeout(element.pulseTimer);
+  element.pulseTimer = setTimeout(() => element.classList.remove("pulsing"), 1300);
+}
+
+function onTap(event) {
+  readAlong.taps.push(event.answer + ":" + event.result);
+  const element = tileByName.get(event.answer);
+  if (!element || (event.result !== "correct" && event.result !== "wrong")) return;
+  element.classList.add(event.result);
+  setTimeout(() => element.classList.remove(event.result), 1500);
+}
+
+// MARK: playing
+
+function prepare(program) {
+  if (readAlong.playing) send({ op: "stop", request: readAlong.playing });
+  readAlong.playing = null;
+  readAlong.program = program;
+  clearView();
+  book = new Map();
+  bookIds.clear();
+  bookQueue = program.activity === undefined ? [] : readAlong.library
+    .filter((p) => p.lesson === program.lesson && p.chain !== undefined)
+    .slice(0, maxBookChains)
+    .map((p) => ({ op: "cues", lesson: p.lesson, chain: p.chain, seed }));
+  title.textContent = program.lesson + " · " + programLabel(program);
+  for (const answer of program.answers || []) tile(answer, true);
+  for (const sound of program.sounds || []) tile(sound, true);
+  sheetId = "sheet" + nextId++;
+  setState("loading", "loading " + program.lesson + "…");
+  send(Object.assign({ id: sheetId, op: "cues", seed }, request(program)));
+}
+
+function request(program) {
+  const fields = { lesson: program.lesson };
+  if (program.chain !== undefined) fields.chain = program.chain;
+  else {
+    fields.activity = program.activity;
+    if (!stateMenu.hidden && stateMenu.value) fields.state = stateMenu.value;
+  }
+  return fields;
+}
+
+function note(event) {
+  let clip = book.get(event.clip);
+  if (!clip) {
+    clip = { words: new Map(), sentences: new Map() };
+    book.set(event.clip, clip);
+  }
+  if (event.type === "word") clip.words.set(event.index, { text: event.text, frame: event.frame });
+  else clip.sentences.set(event.index, { frame: event.frame, endFrame: event.endFrame, text: event.text });
+}
+
+function nextBook() {
+  const next = bookQueue.shift();
+  if (!next) return;
+  next.id = "book" + nextId++;
+  bookIds.add(next.id);
+  send(next);
 }
 
 function play() {
   highlight(null);
-  readAlong.playing = send({ op: "play", lesson, activity });
+  readAlong.playing = send(Object.assign({ op: "play", seed }, request(readAlong.program)));
   setState("starting");
 }
 
@@ -79,10 +390,24 @@ function play() {
 function onEvent(event) {
   readAlong.events += 1;
   readAlong.lastEvent = event;
-  if (event.id === "sheet") {
-    if (event.type === "word") sheetWords.push(event);
-    if (event.type === "finished") { layOut(); play(); }
+  if (event.id === "library") {
+    if (event.type === "program") readAlong.library.push(event);
+    if (event.type === "finished" || event.type === "error") {
+      buildMenu();
+      choose(programFromAddress());
+    }
+    return;
+  }
+  if (event.id === sheetId) {
+    if (event.type === "word" || event.type === "sentence") note(event);
+    if (event.type === "pulse") tile(event.target, false);
+    if (event.type === "finished") { play(); nextBook(); }
     if (event.type === "error") setState("error", event.message);
+    return;
+  }
+  if (bookIds.has(event.id)) {
+    if (event.type === "word" || event.type === "sentence") note(event);
+    if (event.type === "finished" || event.type === "error" || event.type === "stopped") { bookIds.delete(event.id); nextBook(); }
     return;
   }
   if (event.id !== readAlong.playing) {
@@ -95,21 +420,48 @@ function onEvent(event) {
   switch (event.type) {
     case "start":
       setState("playing");
+      pauseButton.textContent = "❚❚ Pause";
+      pauseButton.setAttribute("aria-label", "Pause");
       if (Number(speedChoice.value) !== 1) readAlong.speedRequest = send({ op: "speed", request: readAlong.playing, speed: Number(speedChoice.value) });
       break;
-    case "paused": highlight(null); setState("paused", "paused: ▶ goes on"); pauseButton.textContent = "▶ Play"; break;
-    case "resumed": setState("playing"); pauseButton.textContent = "⏸ Pause"; break;
+    case "paused":
+      highlight(null);
+      setState("paused", "paused: ▶ goes on");
+      pauseButton.textContent = "▶ Play";
+      pauseButton.setAttribute("aria-label", "Play");
+      break;
+    case "resumed":
+      setState("playing");
+      pauseButton.textContent = "❚❚ Pause";
+      pauseButton.setAttribute("aria-label", "Pause");
+      break;
     case "seeked": highlight(null); break;
-    case "word": highlight(event.clip + "/" + event.index); break;
-    case "clipStart": case "clipEnd": highlight(null); break;
+    case "clipStart":
+      highlight(null);
+      readAlong.clipsStarted.push(event.clip);
+      // A clip with words in the book is laid out now; one without waits for its first word.
+      if (book.has(event.clip) && book.get(event.clip).words.size > 0) openBlock(event.clip);
+      else pendingClip = event.clip;
+      break;
+    case "clipEnd": highlight(null); highlightSentence(null); break;
+    case "sentence": onSentence(event); break;
+    case "word": onWord(event); break;
+    case "pulse": onPulse(event); break;
+    case "tap": onTap(event); break;
+    case "feedback": status.textContent = event.kind === "correct" ? "right!" : "try again"; break;
     case "close": setState("closed"); break;
-    case "finished": highlight(null); if (readAlong.state !== "closed") setState("ended", "ended: replay to hear it again"); readAlong.playing = null; break;
+    case "finished":
+      highlight(null);
+      if (readAlong.state !== "closed") setState("ended", "ended: replay to hear it again");
+      readAlong.playing = null;
+      break;
     case "stopped": highlight(null); setState("ended", "stopped: " + (event.reason || "")); readAlong.playing = null; break;
     case "error": highlight(null); setState("error", event.message); readAlong.playing = null; break;
   }
 }
 
-const pauseButton = document.getElementById("pause");
+// MARK: controls
+
 pauseButton.addEventListener("click", () => {
   if (!readAlong.playing) return;
   send({ op: readAlong.state === "paused" ? "resume" : "pause", request: readAlong.playing });
@@ -117,16 +469,13 @@ pauseButton.addEventListener("click", () => {
 document.getElementById("volume").addEventListener("change", (input) => {
   readAlong.volumeRequest = send({ op: "volume", bus: "music", gain: Number(input.target.value) });
 });
-
 // The speed applies to what plays now and to what plays next (each playback is set to it at its start).
-const speedChoice = document.getElementById("speed");
 speedChoice.addEventListener("change", () => {
   if (readAlong.playing) readAlong.speedRequest = send({ op: "speed", request: readAlong.playing, speed: Number(speedChoice.value) });
 });
-
 document.getElementById("replay").addEventListener("click", () => {
   if (readAlong.playing) send({ op: "replay", request: readAlong.playing });
-  else play();
+  else if (readAlong.program) prepare(readAlong.program);
 });
 document.getElementById("close").addEventListener("click", () => {
   if (readAlong.playing) send({ op: "close", request: readAlong.playing });
@@ -134,6 +483,6 @@ document.getElementById("close").addEventListener("click", () => {
 });
 
 socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws?token=" + encodeURIComponent(token));
-socket.onopen = () => { setState("loading"); send({ id: "sheet", op: "cues", lesson, activity }); };
+socket.onopen = () => { setState("loading", "reading the library…"); send({ id: "library", op: "library" }); };
 socket.onmessage = (message) => onEvent(JSON.parse(message.data));
 socket.onclose = () => { if (readAlong.state !== "closed") setState("disconnected", "disconnected from the daemon"); };

@@ -1,0 +1,376 @@
+import Foundation
+import NarratorTestSupport
+import Testing
+
+/// The daemon's `library` listing, and the read-along page (docs/read-along.md) in headless
+/// Chromium: a lesson of the sample library laid out clip by clip as it is heard, an activity
+/// answered with its tiles, a lesson written here, and every program of the sample library.
+@Suite("Read-along page", .serialized)
+struct ReadAlongPageTests {
+    static let library = Repo.path("Timings/lessons")
+    static var canBrowse: Bool {
+        PulseTestServer.findExecutable("chromium") != nil && Clients.havePythonWebSockets && PulseTestServer.isAvailable && PulseTestServer.findExecutable("sox") != nil
+    }
+
+    /// What a lesson file declares, read here from its JSON (not by Narrator's parser).
+    struct Declared: Equatable, CustomStringConvertible {
+        var chains: [String]
+        var activities: [String: [String]]
+        var description: String { "chains \(chains), activities \(activities)" }
+
+        init(path: String) throws {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+            chains = ((object["chains"] as? [String: Any]) ?? [:]).keys.sorted()
+            var activities: [String: [String]] = [:]
+            for (id, value) in (object["activities"] as? [String: Any]) ?? [:] {
+                var answers: [String] = []
+                for step in ((value as? [String: Any])?["steps"] as? [[String: Any]]) ?? [] {
+                    if let answer = step["answer"] as? String, !answers.contains(answer) { answers.append(answer) }
+                }
+                activities[id] = answers
+            }
+            self.activities = activities
+        }
+
+        init(events: [ReceivedEvent]) {
+            chains = events.compactMap { $0.fields["chain"] as? String }
+            var activities: [String: [String]] = [:]
+            for event in events {
+                if let id = event.fields["activity"] as? String { activities[id] = event.fields["answers"] as? [String] ?? ["(none)"] }
+            }
+            self.activities = activities
+        }
+    }
+
+    @Test func libraryListsEveryChainAndActivityOfEveryLesson() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": 1, "op": "library"}"#, #"{"id": 2, "op": "library", "lesson": "math.json"}"#])
+        #expect(reply.status == 0, "\(reply.stderr)")
+        let listing = reply.events.filter { $0.id == "1" }
+        #expect(listing.last?.type == "finished" && listing.filter(\.isTerminal).count == 1)
+        let programs = listing.filter { $0.type == "program" }
+        #expect(programs.allSatisfy { $0.frame == nil && $0.fields["heard"] is NSNull })
+        let lessons = try FileManager.default.contentsOfDirectory(atPath: Self.library).filter { $0.hasSuffix(".json") }.sorted()
+        #expect(Array(Set(programs.compactMap { $0.fields["lesson"] as? String })).sorted() == lessons)
+        for lesson in lessons {
+            let declared = try Declared(path: Self.library + "/" + lesson)
+            let listed = Declared(events: programs.filter { $0.fields["lesson"] as? String == lesson })
+            #expect(listed == declared, "\(lesson)")
+        }
+        let hatShop = try #require(programs.first { $0.fields["activity"] as? String == "hat-shop" })
+        #expect(hatShop.fields["sounds"] as? [String] == ["cat", "hats"] && hatShop.fields["states"] as? [String] == ["first-use", "return-use"])
+        // A key the op does not take: one error naming it.
+        let refused = reply.events.filter { $0.id == "2" }
+        #expect(refused.count == 1 && refused.first?.type == "error", "\(refused.map(\.fields))")
+        #expect((refused.first?.fields["message"] as? String)?.contains("lesson: unknown key") == true, "\(refused.map(\.fields))")
+        // The lines as sent, against the schema.
+        if EventSchema.available, PulseTestServer.findExecutable("socat") != nil {
+            let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+            #expect(raw.stdout.split(separator: "\n").count == listing.count)
+            #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
+        }
+    }
+
+    /// A library with a lesson, a file that is not a lesson, a broken one and a link that leads
+    /// out: the lessons are listed, each other file is one `problem` naming it by its path in the
+    /// library, and nothing about where the library lives.
+    @Test func libraryNamesWhatCannotBeRead() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try ReadAlongLesson.write(in: lessons)
+        _ = dir.write("lib/notes.json", #"{"hello": 1}"#)
+        _ = dir.write("lib/broken.json", #"{"sampleRate": 48000, "clips": {"#)
+        _ = dir.write("outside.json", #"{}"#)
+        try FileManager.default.createSymbolicLink(atPath: lessons + "/link.json", withDestinationPath: dir.file("outside.json"))
+        let daemon = try Daemon(dir: dir, library: lessons, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": "l", "op": "library"}"#])
+        let programs = reply.events.filter { $0.type == "program" }
+        #expect(programs.map { $0.fields["lesson"] as? String ?? "" } == ["broken.json", "link.json", "made.json", "made.json", "made.json", "notes.json"])
+        let problems = Dictionary(uniqueKeysWithValues: programs.compactMap { event in
+            (event.fields["problem"] as? String).map { (event.fields["lesson"] as? String ?? "", $0) }
+        })
+        #expect(Set(problems.keys) == ["broken.json", "link.json", "notes.json"], "\(problems)")
+        #expect(problems["link.json"]?.contains("outside the lesson library") == true, "\(problems)")
+        #expect(problems["broken.json"]?.hasPrefix("broken.json") == true, "\(problems)")
+        #expect(!problems.values.contains { $0.contains(dir.path) }, "\(problems)")
+        let made = programs.filter { $0.fields["lesson"] as? String == "made.json" }
+        #expect(made.compactMap { $0.fields["chain"] as? String } == ["ask", "right"])
+        #expect(made.first { $0.fields["activity"] != nil }?.fields["answers"] as? [String] == ["red"])
+        #expect(reply.events.last?.type == "finished")
+    }
+
+    // MARK: The page in Chromium
+
+    /// One program watched on the page: each playback event as the page received it, with what
+    /// the page showed once it had handled it.
+    struct Watched {
+        let snapshots: [[String: Any]]
+        let shots: [String: [String: Any]]
+        let final: [String: Any]
+
+        /// The snapshots of the playback's own events.
+        var playback: [[String: Any]] {
+            let name = snapshots.first { ($0["event"] as? [String: Any])?["type"] as? String == "start" }.flatMap { ($0["event"] as? [String: Any])?["id"] as? String }
+            return snapshots.filter { ($0["event"] as? [String: Any])?["id"] as? String == name }
+        }
+
+        static func type(_ snapshot: [String: Any]) -> String { (snapshot["event"] as? [String: Any])?["type"] as? String ?? "" }
+        static func event(_ snapshot: [String: Any]) -> [String: Any] { snapshot["event"] as? [String: Any] ?? [:] }
+    }
+
+    static func watch(_ daemon: Daemon, query: String, shots: URL, _ options: [String]) throws -> Watched {
+        let url = "http://127.0.0.1:\(daemon.port)/?\(query)#token=\(daemon.token)"
+        let driven = try runTool("python3", [Clients.browser, url, shots.path, "--timeout", "30", "--scenario"] + options)
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        #expect(report["timedOut"] as? Bool == false, "the page did not get there: \(report["pending"] ?? "")")
+        return Watched(
+            snapshots: report["snapshots"] as? [[String: Any]] ?? [], shots: report["shots"] as? [String: [String: Any]] ?? [:],
+            final: report["final"] as? [String: Any] ?? [:])
+    }
+
+    /// What holds at every word and sentence, whatever the lesson: the word highlighted is the
+    /// one whose cue came last, alone; the sentence highlighted is the last sentence cue's (and
+    /// the live region says it); a clip's text is on the page only once its clipStart has come.
+    static func expectFollows(_ watched: Watched, _ what: String) {
+        var started: [String] = []
+        var lastSentence: (key: String, text: String)?
+        for snapshot in watched.playback {
+            let event = Watched.event(snapshot)
+            let type = Watched.type(snapshot)
+            if type == "clipStart", let clip = event["clip"] as? String { started.append(clip) }
+            let blocks = snapshot["blocks"] as? [String] ?? []
+            #expect(blocks.allSatisfy { started.contains($0) }, "\(what): \(blocks) laid out when only \(started) had started")
+            // At most the clip being heard and the one before.
+            #expect(blocks.count <= 2, "\(what): \(blocks)")
+            if type == "sentence", let clip = event["clip"] as? String, let index = event["index"] as? Int {
+                lastSentence = ("\(clip)/\(index)", event["text"] as? String ?? "")
+            }
+            if type == "clipEnd" { lastSentence = nil }
+            if type == "word", let clip = event["clip"] as? String, let index = event["index"] as? Int {
+                #expect(snapshot["current"] as? String == "\(clip)/\(index)", "\(what): after word \(clip)/\(index) the page shows \(snapshot["current"] ?? "none")")
+                #expect(snapshot["heard"] as? [String] == ["\(clip)/\(index)"], "\(what): \(snapshot["heard"] ?? "")")
+                #expect((snapshot["words"] as? [String])?.contains("\(clip)/\(index)") == true)
+                if let lastSentence {
+                    #expect(snapshot["sentence"] as? String == lastSentence.key && snapshot["now"] as? String == lastSentence.text, "\(what): \(snapshot)")
+                }
+            }
+        }
+    }
+
+    /// The picture-dictionary popup (the default address's program): the definition's words
+    /// laid out when its clip starts, each red as its cue comes, its sentence highlighted.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func dictionaryPopupFollowsTheWords() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: Self.library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let shots = URL(fileURLWithPath: dir.file("shots"))
+        let watched = try Self.watch(daemon, query: "", shots: shots, ["--shot", "word:readAlong.current === 'apple/3'"])
+        // The timing file is the ground truth for the words.
+        let timings = try String(contentsOfFile: Self.library + "/dictionary/apple.txt", encoding: .utf8)
+        let texts = timings.split(separator: "\n").map { String($0.split(separator: "\t")[2]) }
+        let words = watched.playback.filter { Watched.type($0) == "word" }
+        #expect(words.map { Watched.event($0)["text"] as? String ?? "" } == texts)
+        // The whole definition is on the page from its clipStart, before its first word.
+        let clipStart = try #require(watched.playback.first { Watched.type($0) == "clipStart" })
+        #expect(clipStart["words"] as? [String] == texts.indices.map { "apple/\($0)" })
+        #expect(watched.playback.first.map { Watched.type($0) } == "start" && (watched.playback.first?["blocks"] as? [String]) == [])
+        Self.expectFollows(watched, "popup")
+        let shot = try #require(watched.shots["word"])
+        #expect(!(shot["red"] is NSNull) && shot["current"] as? String == "apple/3", "\(shot)")
+        let final = watched.final
+        #expect(final["state"] as? String == "ended" && final["error"] is NSNull, "\(final)")
+        let labels = (final["words"] as? [[String: Any]] ?? []).map { "\($0["tag"] ?? "") \($0["label"] ?? "")" }
+        #expect(labels.first == "BUTTON Say “apple”", "every word a button with a label: \(labels)")
+        #expect(final["live"] as? String == "polite")
+        try Self.keepForDocs(shot, as: "read-along-popup.png")
+    }
+
+    /// The sight-words activity: the right answer's tile, tapped once the prompt has ended,
+    /// gives the activity's `correct` tap and feedback; the next step's idle prompt pulses its
+    /// target's tile, animated, when its pulse cue comes; clips the activity's own schedule does
+    /// not reach are laid out too.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func sightWordsAnswerTileAndPulses() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: Self.library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let shots = URL(fileURLWithPath: dir.file("shots"))
+        let watched = try Self.watch(
+            daemon, query: "lesson=homer-sight-words.json&activity=sight-words", shots: shots,
+            ["--tap", "see:chainEnd", "--shot", "pulse:document.querySelector('.tile.pulsing')", "--until", "readAlong.pulses.length > 0"])
+        let playback = watched.playback
+        // The activity took "see" as the right answer: the next step starts.
+        #expect(playback.contains { Watched.type($0) == "stepStart" && Watched.event($0)["answer"] as? String == "hat" }, "the answer tile's tap was not taken")
+        Self.expectTap("see", in: playback)
+        // The pulse: its tile, by its target's name, pulses (animated) from the snapshot of its cue.
+        let pulse = try #require(playback.first { Watched.type($0) == "pulse" })
+        let target = try #require(Watched.event(pulse)["target"] as? String)
+        let pulsing = pulse["pulsing"] as? [[String: Any]] ?? []
+        #expect(pulsing.map { $0["target"] as? String ?? "" } == [target] && pulsing.first?["animation"] as? String == "pulse", "\(pulsing)")
+        // Before its cue nothing pulses.
+        let firstPulsing = playback.firstIndex { !($0["pulsing"] as? [[String: Any]] ?? []).isEmpty }
+        #expect(firstPulsing == playback.firstIndex { Watched.type($0) == "pulse" })
+        // The feedback's second sentence (clip p2) was not in the activity's own schedule: its words come from the chains'.
+        let p2 = try #require(playback.first { Watched.type($0) == "clipStart" && Watched.event($0)["clip"] as? String == "p2" })
+        #expect((p2["words"] as? [String] ?? []).filter { $0.hasPrefix("p2/") }.count == 4, "\(p2)")
+        Self.expectFollows(watched, "sight-words")
+        let tiles = watched.final["tiles"] as? [[String: Any]] ?? []
+        #expect(tiles.filter { $0["button"] as? Bool == true }.map { $0["name"] as? String ?? "" } == ["see", "hat"], "\(tiles)")
+        #expect(watched.final["error"] is NSNull)
+        let shot = try #require(watched.shots["pulse"])
+        #expect((shot["pulsing"] as? [String])?.isEmpty == false)
+        try Self.keepForDocs(shot, as: "read-along-activity.png")
+    }
+
+    /// A lesson written here (its words and their times are this test's): the answer tile,
+    /// pulsed by its own name, reached and pressed with the keyboard (Enter), under
+    /// prefers-reduced-motion: a static outline, no animation; both sentences highlighted in
+    /// turn.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func lessonMadeHereWithKeyboardAndReducedMotion() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try ReadAlongLesson.write(in: lessons)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let shots = URL(fileURLWithPath: dir.file("shots"))
+        let watched = try Self.watch(
+            daemon, query: "lesson=made.json&activity=pick", shots: shots,
+            ["--reduced-motion", "--keyboard", "--tap", "red:chainEnd", "--shot", "pulse:document.querySelector('.tile.pulsing')",
+             "--until", "readAlong.taps.length > 0 && readAlong.playing === null"])
+        let playback = watched.playback
+        let words = playback.filter { Watched.type($0) == "word" }.map { Watched.event($0)["text"] as? String ?? "" }
+        #expect(Array(words.prefix(ReadAlongLesson.words.count)) == ReadAlongLesson.words.map(\.text), "\(words)")
+        let sentences = playback.filter { Watched.type($0) == "sentence" }.map { Watched.event($0)["text"] as? String ?? "" }
+        #expect(Array(sentences.prefix(2)) == ["Pick the red ball.", "Tap it."], "\(sentences)")
+        Self.expectFollows(watched, "made.json")
+        // The pulse of "red" pulses the answer tile "red": an outline, not an animation.
+        let pulse = try #require(playback.first { Watched.type($0) == "pulse" })
+        #expect(Watched.event(pulse)["target"] as? String == "red")
+        let pulsing = pulse["pulsing"] as? [[String: Any]] ?? []
+        #expect(pulsing.count == 1 && pulsing.first?["animation"] as? String == "none" && pulsing.first?["outline"] as? String == "solid", "\(pulsing)")
+        #expect(playback.contains { Watched.type($0) == "advance" }, "the step answered, the activity advances")
+        Self.expectTap("red", in: playback)
+        #expect(watched.final["state"] as? String == "ended" && watched.final["error"] is NSNull, "\(watched.final)")
+        let tiles = watched.final["tiles"] as? [[String: Any]] ?? []
+        #expect(tiles.map { "\($0["name"] ?? "") \($0["label"] ?? "")" } == ["red Answer red"], "\(tiles)")
+        print("read-along screenshot: \(watched.shots["pulse"]?["file"] ?? "none")")
+    }
+
+    /// Every chain and activity of every sample lesson, opened on the page by its address:
+    /// each plays without an error, and a program with words shows the words of its first clip
+    /// with words, only clips that have started.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func everyProgramOfTheSampleLibraryPlaysOnThePage() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: Self.library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("every"), "--timeout", "30", "--every"])
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        let programs = try #require(report["programs"] as? [[String: Any]])
+        var expected = 0
+        for lesson in try FileManager.default.contentsOfDirectory(atPath: Self.library) where lesson.hasSuffix(".json") {
+            let declared = try Declared(path: Self.library + "/" + lesson)
+            expected += declared.chains.count + declared.activities.count
+        }
+        #expect(programs.count == expected, "the page's menu has \(programs.count) programs, the lessons declare \(expected)")
+        for shown in programs {
+            let listed = shown["listed"] as? [String: Any] ?? [:]
+            let name = "\(listed["lesson"] ?? "") \(listed["chain"] ?? listed["activity"] ?? "")"
+            #expect(["playing", "ended", "closed"].contains(shown["state"] as? String ?? ""), "\(name): \(shown)")
+            #expect(shown["error"] is NSNull, "\(name): \(shown)")
+            let clips = shown["clips"] as? [String] ?? []
+            let blocks = shown["blocks"] as? [String] ?? []
+            #expect(blocks.allSatisfy { clips.contains($0) }, "\(name): laid out \(blocks), started \(clips)")
+            if (shown["bookWords"] as? Int ?? 0) > 0, shown["state"] as? String == "playing" {
+                #expect((shown["words"] as? Int ?? 0) > 0, "\(name): no words shown")
+            }
+        }
+    }
+
+    /// The activity's `tap` cue for `answer`, `correct`, and its `feedback`, as the page
+    /// received them: always, even when the answer's plan took over late (`lateSwitch`), when
+    /// they come at the switch.
+    static func expectTap(_ answer: String, in playback: [[String: Any]]) {
+        let tap = playback.first { Watched.type($0) == "tap" }
+        #expect(tap != nil, "no tap cue (late switch: \(playback.contains { Watched.type($0) == "lateSwitch" }))")
+        if let tap {
+            #expect(Watched.event(tap)["answer"] as? String == answer && Watched.event(tap)["result"] as? String == "correct", "\(Watched.event(tap))")
+        }
+        #expect(playback.contains { Watched.type($0) == "feedback" })
+    }
+
+    /// Copies a screenshot for the docs page when asked to (NARRATOR_DOC_SHOTS=1), if small.
+    static func keepForDocs(_ shot: [String: Any], as name: String) throws {
+        guard let file = shot["file"] as? String else { return }
+        print("read-along screenshot: \(file)")
+        guard ProcessInfo.processInfo.environment["NARRATOR_DOC_SHOTS"] == "1" else { return }
+        let size = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0
+        guard size < 100_000 else { return }
+        let target = Repo.path("docs/images/" + name)
+        try? FileManager.default.createDirectory(atPath: Repo.path("docs/images"), withIntermediateDirectories: true)
+        try? FileManager.default.removeItem(atPath: target)
+        try FileManager.default.copyItem(atPath: file, toPath: target)
+    }
+}
+
+/// A small lesson written by the tests: a 2.4 s tone with six words in two sentences (times
+/// chosen here), a chain that pulses the answer "red" and asks, an activity with one step
+/// (answered: a short tone, "Yes!", then the activity advances).
+enum ReadAlongLesson {
+    static let words: [(start: Double, end: Double, text: String)] = [
+        (0.10, 0.40, "Pick"), (0.45, 0.65, "the"), (0.70, 1.00, "red"), (1.05, 1.40, "ball."), (1.60, 1.90, "Tap"), (1.95, 2.30, "it."),
+    ]
+
+    static func write(in folder: String) throws {
+        let tone = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", folder + "/ask.wav", "synth", "2.4", "sine", "330", "vol", "0.3"])
+        try #require(tone.status == 0, "\(tone.stderr)")
+        let yes = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", folder + "/yes.wav", "synth", "0.8", "sine", "660", "vol", "0.3"])
+        try #require(yes.status == 0, "\(yes.stderr)")
+        let labels = words.map { String(format: "%.6f\t%.6f\t%@", $0.start, $0.end, $0.text) }.joined(separator: "\n") + "\n"
+        try labels.write(toFile: folder + "/ask.txt", atomically: true, encoding: .utf8)
+        try "0.100000\t0.600000\tYes!\n".write(toFile: folder + "/yes.txt", atomically: true, encoding: .utf8)
+        let lesson = """
+            {
+              "sampleRate": 48000,
+              "channels": 2,
+              "clips": {
+                "ask": {"file": "ask.wav", "timings": "ask.txt"},
+                "yes": {"file": "yes.wav", "timings": "yes.txt"}
+              },
+              "chains": {
+                "ask": [{"pulse": ["red"]}, {"clip": "ask"}],
+                "right": [{"clip": "yes"}]
+              },
+              "activities": {
+                "pick": {"idleSeconds": 5.0, "steps": [
+                  {"prompt": "ask", "answer": "red", "correct": "right", "wrong": ["ask"]}
+                ]}
+              }
+            }
+            """
+        try lesson.write(toFile: folder + "/made.json", atomically: true, encoding: .utf8)
+    }
+}
