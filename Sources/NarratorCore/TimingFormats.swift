@@ -23,7 +23,9 @@ public enum TimingFormat: String, Sendable, CaseIterable {
     case markers
 
     /// The formats `timings convert` writes, by the output's extension.
-    public static let writable: [String: TimingFormat] = ["json": .json, "vtt": .webvtt, "srt": .srt, "smil": .smil]
+    public static let writable: [String: TimingFormat] = ["json": .json, "txt": .audacity, "vtt": .webvtt, "srt": .srt, "smil": .smil]
+    /// The writable extensions, as messages list them.
+    public static let writableList = ".json, .txt, .vtt, .srt or .smil"
 
     /// The format of `path`: by its extension, and for `.json` by what the document holds.
     public static func detect(path: String, data: Data) throws(NarratorError) -> TimingFormat {
@@ -258,7 +260,17 @@ extension WordTimings {
         return "{\"words\": [\n  " + lines.joined(separator: ",\n  ") + "\n]}\n"
     }
 
-    /// Writes `words` to `path` in the format its extension names (.json, .vtt, .srt, .smil;
+    /// An Audacity label track, `start<TAB>end<TAB>text` per line, seconds to the microsecond
+    /// (exact to the frame at any rate up to 500 kHz, as `writeJSON`). A text holding a tab or
+    /// a line break has its whitespace runs turned into one space: the format cannot quote them.
+    public static func writeAudacity(_ words: [WordTiming], rate: Int) -> String {
+        words.map { word in
+            let text = CueText.oneLine(word.text)
+            return String(format: "%.6f\t%.6f\t", Double(word.startFrame) / Double(rate), Double(word.endFrame) / Double(rate)) + text + "\n"
+        }.joined()
+    }
+
+    /// Writes `words` to `path` in the format its extension names (.json, .txt, .vtt, .srt, .smil;
     /// .smil also writes its XHTML page beside it). `audio` is the clip SMIL refers to.
     /// `sentences` of the words, when given, are kept where the format can hold them (SMIL's
     /// page: a `<span class="sentence">` around each sentence's words; WebVTT: no cue holds
@@ -271,11 +283,12 @@ extension WordTimings {
         let url = URL(fileURLWithPath: path)
         let ext = url.pathExtension.lowercased()
         guard let format = TimingFormat.writable[ext] else {
-            throw NarratorError(file: path, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+            throw NarratorError(file: path, "cannot write '.\(ext)' (expected \(TimingFormat.writableList))")
         }
         var files: [(String, String)] = []
         switch format {
         case .json: files = [(path, writeJSON(words, rate: rate))]
+        case .audacity: files = [(path, writeAudacity(words, rate: rate))]
         case .webvtt:
             var text = WebVTT.write(words, rate: rate, sentences: sentences)
             if !notes.isEmpty {

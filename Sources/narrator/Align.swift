@@ -12,8 +12,8 @@ struct Align: ParsableCommand {
             installs it) on AUDIO and the words of the text, then moves each word's start to \
             where its sound begins and its end to where it stops (a pause between words becomes \
             a gap), never more than 100 ms beyond the aligner's interval (docs/align.md). \
-            Writes the timings by OUT's extension, as `timings convert` does: .json, .vtt, .srt \
-            or .smil. --json prints each word's aligner and refined frames and its confidence.
+            Writes the timings by OUT's extension, as `timings convert` does: .json, .txt, .vtt, \
+            .srt or .smil. --json prints each word's aligner and refined frames and its confidence.
 
             A batch: --manifest FILE lists one recording a line (JSON Lines: {"audio", "text" \
             or "transcript", "timings", optional "language"}, paths relative to the manifest). \
@@ -38,7 +38,7 @@ struct Align: ParsableCommand {
     @Option(help: "A UTF-8 text file holding what is spoken.")
     var transcript: String?
 
-    @Option(help: "The timings to write: .json, .vtt, .srt or .smil.")
+    @Option(help: "The timings to write: .json, .txt (Audacity labels), .vtt, .srt or .smil.")
     var timings: String?
 
     @Option(help: "The language, as aeneas names it (eng, deu, fra, spa, …); a manifest item's \"language\" overrides it.")
@@ -113,7 +113,7 @@ struct Align: ParsableCommand {
     static func checkWritable(_ timings: String) throws(NarratorError) {
         let ext = URL(fileURLWithPath: timings).pathExtension.lowercased()
         guard TimingFormat.writable[ext] != nil else {
-            throw NarratorError(file: timings, "cannot write '.\(ext)' (expected .json, .vtt, .srt or .smil)")
+            throw NarratorError(file: timings, "cannot write '.\(ext)' (expected \(TimingFormat.writableList))")
         }
     }
 

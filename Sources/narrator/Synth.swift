@@ -11,7 +11,7 @@ struct Synth: ParsableCommand {
         discussion: """
             Writes the speech (mono at --rate: a 16-bit WAV, or by the extension .flac, .ogg, .opus \
             or .mp3) and its word timings (by the extension: \
-            .json, .vtt, .srt or .smil), one timed word per word of the text (or per pair espeak-ng \
+            .json, .txt, .vtt, .srt or .smil), one timed word per word of the text (or per pair espeak-ng \
             speaks as one), each starting where its sound starts (for a word that begins with a \
             stop, at its burst) and ending where its sound ends, so that a lesson can be built and tested before the \
             voice is recorded.
@@ -27,7 +27,7 @@ struct Synth: ParsableCommand {
     @Option(help: "The audio file to write: .wav (16-bit), .flac, .ogg (Vorbis), .opus or .mp3.")
     var output: String
 
-    @Option(help: "The word timings to write (.json, .vtt, .srt or .smil).")
+    @Option(help: "The word timings to write (.json, .txt, .vtt, .srt or .smil).")
     var timings: String
 
     @Option(help: "The espeak-ng voice (espeak-ng --voices lists them).")

@@ -21,7 +21,8 @@ struct Timings: ParsableCommand {
                 with the text from the XHTML page it points to), and the labelled cue markers of an \
                 audio file (.wav and what else libsndfile reads: each label starts a word that ends at \
                 the next marker or the audio's end; an unlabelled marker only ends a word).
-                Writes: .json (Narrator's, seconds to the microsecond), .vtt (karaoke timestamps), \
+                Writes: .json (Narrator's, seconds to the microsecond), .txt (Audacity labels, \
+                likewise), .vtt (karaoke timestamps), \
                 .srt, .smil (and its .xhtml page beside it). Times are taken to frames at --rate and \
                 checked (order, overlap) on the way.
 
@@ -33,7 +34,7 @@ struct Timings: ParsableCommand {
         @Argument(help: "The timing file to read.")
         var input: String
 
-        @Argument(help: "The file to write: .json, .vtt, .srt or .smil.")
+        @Argument(help: "The file to write: .json, .txt, .vtt, .srt or .smil.")
         var output: String
 
         @Option(help: "The sample rate the times are checked and rounded at (the lesson's).")

@@ -366,7 +366,7 @@ struct AlignFailureTests {
             (#"{"audio": "", "text": "one", "timings": "b.json"}"#, [], "line 1.audio: expected a file path"),
             (#"{"audio": "b.wav", "text": "one", "timings": "b.json", "language": "eng|x=y"}"#, [], "line 1.language"),
             (good + "\n" + #"{"audio": "b.wav", "text": "two", "timings": "./a.json"}"#, [], "is written by line 1 too"),
-            (#"{"audio": "b.wav", "text": "one", "timings": "b.txt"}"#, [], "cannot write '.txt'"),
+            (#"{"audio": "b.wav", "text": "one", "timings": "b.TextGrid"}"#, [], "cannot write '.textgrid'"),
             ("\n \n", [], "lists no recordings"),
             ("[1, 2]", [], "line 1: expected an object"),
             (good, ["--shard", "3/2"], "K must be between 1 and N"),
@@ -395,8 +395,8 @@ struct AlignFailureTests {
             try Self.attempt(dir, python: python, text: ["--transcript", dir.file("missing.txt")]), dir, saying: "missing.txt")
         Self.expectOneLine(try Self.attempt(dir, python: python, ["--language", "eng|x=y"]), dir, saying: "--language")
         let wrong = try run(
-            Repo.narrator, ["align", dir.file("clip.wav"), "--text", "one", "--timings", dir.file("out.txt")])
-        #expect(wrong.status == 1 && wrong.stderr.contains("cannot write '.txt'"), "\(wrong.stderr)")
+            Repo.narrator, ["align", dir.file("clip.wav"), "--text", "one", "--timings", dir.file("out.TextGrid")])
+        #expect(wrong.status == 1 && wrong.stderr.contains("cannot write '.textgrid'"), "\(wrong.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker))
     }
 }

@@ -197,6 +197,9 @@ import Testing
                 }
                 if arguments.first == "serve" {
                     try Self.serveUntilListening(arguments, variables: variables, cwd: dir.path, command: command)
+                } else if arguments.first == "edit" {
+                    // No browser from a test: the page's address on stdout is enough.
+                    try Self.serveUntilListening(arguments + ["--no-open"], variables: variables, cwd: dir.path, command: command)
                 } else {
                     let result = try Self.narrator(arguments, variables: variables, cwd: dir.path)
                     #expect(result.status == 0, "\(command): exit \(result.status): \(result.stderr)")
@@ -208,8 +211,8 @@ import Testing
         #expect(Set(ran) == Set(pages.compactMap(\.command.first)), "every subcommand's examples ran: \(ran)")
     }
 
-    /// `serve` as its example says: up until its stdout says where WebSocket listens, then
-    /// SIGTERM, and exit status 0.
+    /// `serve` (or `edit`) as its example says: up until its stdout says where WebSocket (or the
+    /// page) listens, then SIGTERM, and exit status 0.
     static func serveUntilListening(_ arguments: [String], variables: [String: String], cwd: String, command: String) throws {
         let out = cwd + "/serve.out"
         let err = cwd + "/serve.err"
@@ -229,6 +232,7 @@ import Testing
             let lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
             listening = lines.contains { line in
                 ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["port"] is Int
+                    || line.hasPrefix("http://127.0.0.1:")
             }
             if !listening { usleep(20_000) }
         }

@@ -17,7 +17,7 @@ import Testing
         texts.enumerated().map { WordTiming(index: $0, text: $1, startFrame: $0 * 4800, endFrame: $0 * 4800 + 2400) }
     }
 
-    @Test(arguments: ["srt", "vtt", "json", "smil"])
+    @Test(arguments: ["srt", "vtt", "json", "txt", "smil"])
     func markupCharactersRoundTrip(ext: String) throws {
         let dir = TempDir()
         defer { dir.remove() }

@@ -66,7 +66,7 @@ struct TimingFormatTests {
     }
 
     /// Import → export → import gives the same frames wherever the written format holds them:
-    /// JSON and SMIL (microseconds) always; SRT and WebVTT (milliseconds) when the source's
+    /// JSON, Audacity labels and SMIL (microseconds) always; SRT and WebVTT (milliseconds) when the source's
     /// times were whole milliseconds, and within half a millisecond otherwise.
     @Test(arguments: samples.map(\.file))
     func roundTripsToTheFrame(file: String) throws {
@@ -74,12 +74,12 @@ struct TimingFormatTests {
         defer { dir.remove() }
         let source = try WordTimings.read(path: Self.folder + "/" + file, rate: 48000)
         let wholeMilliseconds = source.words.allSatisfy { $0.startFrame % 48 == 0 && $0.endFrame % 48 == 0 }
-        for ext in ["json", "smil", "vtt", "srt"] {
+        for ext in ["json", "txt", "smil", "vtt", "srt"] {
             let path = dir.file("out." + ext)
             try WordTimings.write(source.words, rate: 48000, to: path)
             let back = try WordTimings.read(path: path, rate: 48000)
             #expect(back.words.map(\.text) == source.words.map(\.text), "\(file) → .\(ext)")
-            if ext == "json" || ext == "smil" || wholeMilliseconds {
+            if ext == "json" || ext == "txt" || ext == "smil" || wholeMilliseconds {
                 #expect(Self.words(back.words) == Self.words(source.words), "\(file) → .\(ext)")
             } else {
                 for (a, b) in zip(back.words, source.words) {
