@@ -31,7 +31,8 @@ struct Validate: ParsableCommand {
 
             Examples:
               narrator validate Timings/lessons Audio/lessons
-              narrator validate Timings/lessons Audio/lessons --shard 2/3 --report part2.jsonl
+              narrator validate Timings/lessons Audio/lessons --shard 2/3 \\
+                --report part2.jsonl
             """)
 
     @Argument(help: "Lesson files, or folders to search for lessons and audio files.")
