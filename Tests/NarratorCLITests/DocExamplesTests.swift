@@ -30,6 +30,76 @@ import Testing
         }
     }
 
+    /// The README's picture is what `narrator plot` draws of the sample chain today.
+    @Test func theReadmesPictureIsTheSampleChainsPlot() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let readme = try String(contentsOfFile: Repo.path("README.md"), encoding: .utf8)
+        #expect(readme.contains("](docs/images/sample-chain.svg)"))
+        let drawn = try run(
+            Repo.narrator, ["plot", "Timings/lessons/sample.json", "--chain", "correct", "--seed", "7", "--output", dir.file("chain.svg")],
+            cwd: Repo.root.path)
+        try #require(drawn.status == 0, "\(drawn.stderr)")
+        let committed = try Data(contentsOf: URL(fileURLWithPath: Repo.path("docs/images/sample-chain.svg")))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.file("chain.svg"))) == committed,
+                "docs/images/sample-chain.svg is not today's plot: make it again with narrator plot Timings/lessons/sample.json --chain correct --seed 7 --output docs/images/sample-chain.svg")
+    }
+
+    /// The lesson examples of docs/*.md marked `<!-- runnable: lesson FOLDER -->` (the fenced
+    /// `json` block right after the mark): each, written as a lesson file into FOLDER of the
+    /// repository (a copy of the path whose other entries are linked, so nothing lands in the
+    /// checkout), validates with no error and lays out every one of its chains.
+    static func lessonExamples() throws -> [(page: String, folder: String, json: String)] {
+        let docs = try FileManager.default.contentsOfDirectory(atPath: Repo.path("docs")).filter { $0.hasSuffix(".md") }.sorted()
+        var examples: [(String, String, String)] = []
+        for page in docs.map({ "docs/" + $0 }) {
+            let lines = try String(contentsOfFile: Repo.path(page), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+            for (index, line) in lines.enumerated() {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard text.hasPrefix("<!-- runnable: lesson "), text.hasSuffix(" -->") else { continue }
+                let folder = String(text.dropFirst("<!-- runnable: lesson ".count).dropLast(" -->".count))
+                guard index + 1 < lines.count, lines[index + 1] == "```json", let end = lines[(index + 2)...].firstIndex(of: "```") else {
+                    Issue.record("\(page): a lesson mark not followed by a ```json block")
+                    continue
+                }
+                examples.append((page, folder, lines[(index + 2)..<end].joined(separator: "\n")))
+            }
+        }
+        return examples
+    }
+
+    @Test func everyLessonExampleValidatesAndPlays() throws {
+        let examples = try Self.lessonExamples()
+        #expect(examples.contains { $0.page == "docs/lessons.md" }, "the lesson format's example is marked")
+        for (page, folder, json) in examples {
+            let dir = HelpTests.repoLookalike()
+            defer { dir.remove() }
+            // FOLDER made real, level by level, its other entries linked.
+            var real = dir.path
+            var repo = Repo.root.path
+            for component in folder.split(separator: "/").map(String.init) {
+                try FileManager.default.removeItem(atPath: real + "/" + component)
+                try FileManager.default.createDirectory(atPath: real + "/" + component, withIntermediateDirectories: false)
+                repo += "/" + component
+                real += "/" + component
+                for entry in try FileManager.default.contentsOfDirectory(atPath: repo) {
+                    try FileManager.default.createSymbolicLink(atPath: real + "/" + entry, withDestinationPath: repo + "/" + entry)
+                }
+            }
+            let lesson = real + "/docs-example.json"
+            try json.write(toFile: lesson, atomically: true, encoding: .utf8)
+            let checked = try run(Repo.narrator, ["validate", "--json", lesson], cwd: dir.path)
+            let report = (try? JSONSerialization.jsonObject(with: Data(checked.stdout.utf8))) as? [String: Any]
+            #expect(checked.status == 0 && report?["errors"] as? Int == 0, "\(page): \(checked.stdout.suffix(1500)) \(checked.stderr)")
+            let chains = try #require((try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])?["chains"] as? [String: Any])
+            #expect(!chains.isEmpty)
+            for chain in chains.keys.sorted() {
+                let cues = try run(Repo.narrator, ["cues", lesson, "--chain", chain], cwd: dir.path)
+                #expect(cues.status == 0 && cues.stdout.contains("\"chainEnd\""), "\(page): chain \(chain): \(cues.stderr)")
+            }
+        }
+    }
+
     @Test func theReadmesFirstLessonIsRunnable() throws {
         let readme = try #require(try Self.pages().first { $0.page == "README.md" })
         #expect(readme.blocks.count >= 3, "the sample, synth, the lesson")
