@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Batch work on both cores: `narrator validate` and `narrator pack` of the sample library
+# Batch work on both cores: `narrator validate`, `pack` and `render-all` of the sample library
 # (Timings/lessons), each timed on one core (taskset -c 0 and NARRATOR_JOBS=1: one item at a
 # time, in order) and on every core the machine has, in the same run. Prints the best wall time
 # of RUNS runs of each and the ratio one core / all cores (2.0 would be perfect on 2 cores).
@@ -60,15 +60,18 @@ best_of() {
 printf 'batch work on the sample library (%s lessons), best of %s runs, %s cores:\n' \
     "$(ls "$library"/*.json | wc -l)" "$runs" "$cores"
 printf '%-28s %10s %10s %8s\n' command "1 core" "all cores" ratio
-for name in validate pack; do
+for name in validate pack render-all; do
     if [[ $name == validate ]]; then
         args=(validate "$library" --no-progress)
-    else
+    elif [[ $name == pack ]]; then
         args=(pack "$library" --to "$work/out" --format "$format" --no-progress)
+    else
+        args=(render-all "$library" --to "$work/out" --ext flac --seed 7 --no-progress)
     fi
     one=$(best_of env NARRATOR_JOBS=1 taskset -c 0 "$narrator" "${args[@]}")
     all=$(best_of env "$narrator" "${args[@]}")
     label=$name
     [[ $name == pack ]] && label="pack --format $format"
+    [[ $name == render-all ]] && label="render-all --ext flac"
     printf '%-28s %9ss %9ss %8s\n' "$label" "$one" "$all" "$(awk -v a="$one" -v b="$all" 'BEGIN { printf "%.2f", a / b }')"
 done

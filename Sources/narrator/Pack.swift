@@ -109,7 +109,7 @@ struct Packer {
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw NarratorError(file: library, "not a folder")
         }
-        let lessonPaths = try findLessons(root)
+        let lessonPaths = try Self.findLessons(root)
         guard !lessonPaths.isEmpty else { throw NarratorError(file: library, "holds no lesson (JSON with \"sampleRate\" and \"chains\")") }
         let lessons = try lessonPaths.map { path throws(NarratorError) in try Lesson.load(path: path) }
 
@@ -325,7 +325,7 @@ struct Packer {
     }
 
     /// Every .json under `root` whose top level is an object with "sampleRate" and "chains".
-    func findLessons(_ root: String) throws(NarratorError) -> [String] {
+    static func findLessons(_ root: String) throws(NarratorError) -> [String] {
         guard let walker = FileManager.default.enumerator(atPath: root) else { throw NarratorError(file: root, "cannot be read") }
         var found: [String] = []
         while let name = walker.nextObject() as? String {
