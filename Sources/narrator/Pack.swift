@@ -104,13 +104,7 @@ struct Packer {
     }
 
     func run(progress: @escaping @Sendable (Int, Int) -> Void) throws(NarratorError) -> String {
-        let root = URL(fileURLWithPath: library).standardizedFileURL.path
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
-            throw NarratorError(file: library, "not a folder")
-        }
-        let lessonPaths = try Self.findLessons(root)
-        guard !lessonPaths.isEmpty else { throw NarratorError(file: library, "holds no lesson (JSON with \"sampleRate\" and \"chains\")") }
+        let (root, lessonPaths) = try Self.lessons(inLibrary: library)
         let lessons = try lessonPaths.map { path throws(NarratorError) in try Lesson.load(path: path) }
 
         // Every file the lessons name, and the folder that holds them all.
@@ -322,6 +316,19 @@ struct Packer {
                 "a clip reads its cue markers, so pack copies the file as it is and cannot bake in its loudness gain (\(String(format: "%+.2f dB", want.gain))): pack without --normalize")
         }
         return wants.mapValues(\.gain)
+    }
+
+    /// The library's folder (standardized) and its lessons, sorted; a path that is not a
+    /// folder, or a folder with no lesson, is an error naming it.
+    static func lessons(inLibrary library: String) throws(NarratorError) -> (root: String, paths: [String]) {
+        let root = URL(fileURLWithPath: library).standardizedFileURL.path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
+            throw NarratorError(file: library, "not a folder")
+        }
+        let paths = try findLessons(root)
+        guard !paths.isEmpty else { throw NarratorError(file: library, "holds no lesson (JSON with \"sampleRate\" and \"chains\")") }
+        return (root, paths)
     }
 
     /// Every .json under `root` whose top level is an object with "sampleRate" and "chains".

@@ -48,13 +48,7 @@ struct RenderAll: ParsableCommand {
             let type = try AudioFileType(path: "chain." + ext)
             try type.check(format: .s16, quality: quality, path: "--ext " + ext)
             if let locale, let problem = Lesson.localeTagProblem(locale) { throw NarratorError(file: "--locale", problem) }
-            let root = URL(fileURLWithPath: library).standardizedFileURL.path
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
-                throw NarratorError(file: library, "not a folder")
-            }
-            let paths = try Packer.findLessons(root)
-            guard !paths.isEmpty else { throw NarratorError(file: library, "holds no lesson (JSON with \"sampleRate\" and \"chains\")") }
+            let (root, paths) = try Packer.lessons(inLibrary: library)
 
             // Every chain of every lesson that loads; a lesson that does not is one line.
             var failures: [String] = []

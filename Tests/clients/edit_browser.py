@@ -29,17 +29,14 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
 import websockets
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from read_along_browser import DevTools  # noqa: E402
+from read_along_browser import DevTools, headless_chromium  # noqa: E402
 
 
 def handle_selector(word, edge):
@@ -163,35 +160,13 @@ def main():
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
     parser.add_argument("--timeout", type=float, default=20)
     args = parser.parse_args()
-    profile = tempfile.mkdtemp(prefix="narrator-chromium-")
-    browser = subprocess.Popen(
-        [args.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-         "--autoplay-policy=no-user-gesture-required", "--remote-debugging-port=0", "--user-data-dir=" + profile,
-         ] + (["--disable-audio-output"] if args.no_audio else []) + ["about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        devtools_url = None
-        deadline = time.monotonic() + args.timeout
-        while devtools_url is None and time.monotonic() < deadline:
-            line = browser.stderr.readline()
-            if not line:
-                break
-            found = re.search(r"DevTools listening on (ws://\S+)", line)
-            if found:
-                devtools_url = found.group(1)
+    flags = ["--autoplay-policy=no-user-gesture-required"] + (["--disable-audio-output"] if args.no_audio else [])
+    with headless_chromium(args.chromium, args.timeout, flags) as devtools_url:
         if devtools_url is None:
             sys.stderr.write("edit_browser: chromium did not start\n")
             return 1
         print(json.dumps(asyncio.run(drive(args, devtools_url))))
         return 0
-    finally:
-        browser.terminate()
-        try:
-            browser.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            browser.kill()
-        shutil.rmtree(profile, ignore_errors=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())

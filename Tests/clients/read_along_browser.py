@@ -44,6 +44,7 @@ schedule the page knows) and "listed" (the program's listing).
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import re
@@ -397,6 +398,36 @@ async def drive_every(url, out_dir, devtools_url, timeout):
     return {"programs": results}
 
 
+@contextlib.contextmanager
+def headless_chromium(chromium, timeout, flags=()):
+    """Headless Chromium with a fresh profile, yielding its DevTools WebSocket URL (None when it
+    did not start within `timeout` s); stopped and its profile removed afterwards. One place for
+    every browser driver of the tests."""
+    profile = tempfile.mkdtemp(prefix="narrator-chromium-")
+    browser = subprocess.Popen(
+        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+         "--remote-debugging-port=0", "--user-data-dir=" + profile] + list(flags) + ["about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        devtools_url = None
+        deadline = time.monotonic() + timeout
+        while devtools_url is None and time.monotonic() < deadline:
+            line = browser.stderr.readline()
+            if not line:
+                break
+            found = re.search(r"DevTools listening on (ws://\S+)", line)
+            if found:
+                devtools_url = found.group(1)
+        yield devtools_url
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("url")
@@ -413,21 +444,7 @@ def main():
     parser.add_argument("--keyboard", action="store_true", help="--tap focuses the tile and presses Enter")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    profile = tempfile.mkdtemp(prefix="narrator-chromium-")
-    browser = subprocess.Popen(
-        [args.chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-         "--remote-debugging-port=0", "--user-data-dir=" + profile, "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        devtools_url = None
-        deadline = time.monotonic() + args.timeout
-        while devtools_url is None and time.monotonic() < deadline:
-            line = browser.stderr.readline()
-            if not line:
-                break
-            found = re.search(r"DevTools listening on (ws://\S+)", line)
-            if found:
-                devtools_url = found.group(1)
+    with headless_chromium(args.chromium, args.timeout) as devtools_url:
         if devtools_url is None:
             sys.stderr.write("read_along_browser: chromium did not start\n")
             return 1
@@ -442,14 +459,6 @@ def main():
             result = asyncio.run(run(args.url, args.out_dir, devtools_url, args.timeout))
         print(json.dumps(result))
         return 0
-    finally:
-        browser.terminate()
-        try:
-            browser.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            browser.kill()
-        shutil.rmtree(profile, ignore_errors=True)
-
 
 if __name__ == "__main__":
     sys.exit(main())
