@@ -27,17 +27,9 @@ runs=${RUNS:-50}
 say() { printf '%s\n' "$*" >&2; }
 die() { say "bench-startup: $*"; exit 1; }
 
-if [[ -n ${NARRATOR:-} ]]; then
-    narrator=$NARRATOR
-    [[ -x $narrator ]] || die "NARRATOR=$narrator is not an executable"
-else
-    say "building narrator (release, scratch path .build-bench)..."
-    log=$(mktemp)
-    (cd "$repo" && swift build -c release --product narrator --scratch-path .build-bench) >"$log" 2>&1 \
-        || { cat "$log" >&2; rm -f "$log"; die "release build failed"; }
-    rm -f "$log"
-    narrator=$repo/.build-bench/release/narrator
-fi
+# shellcheck source=scripts/bench-lib.sh
+source "$repo/scripts/bench-lib.sh"
+bench_narrator bench-startup
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
