@@ -268,8 +268,11 @@ struct LessonLoader: Sendable {
             return refusedStatus
         }
         let prepared: PreparedProgram
+        var localesUsed: [String]?
         do throws(NarratorError) {
-            prepared = try library.load(lesson, locale: locale).prepare(program, seed: seed)
+            let loaded = try library.load(lesson, locale: locale)
+            localesUsed = loaded.lesson.resolution.map { $0.used.reversed() }
+            prepared = try loaded.prepare(program, seed: seed)
         } catch {
             emit(.error(library.publicDescription(of: error)))
             return refusedStatus
@@ -277,7 +280,11 @@ struct LessonLoader: Sendable {
         if listing {
             for cue in prepared.cues { emit(EventLine(listed: cue)) }
         }
-        emit(EventLine(.finished, frame: prepared.schedule.frames, heard: nil, fields: [EventEncoder.Member("sampleRate", .int(prepared.schedule.sampleRate))]))
+        // With a locale asked for: the lesson's locales that changed its clips, most specific
+        // first (empty: the default plays; the lesson has nothing in that language).
+        var fields = [EventEncoder.Member("sampleRate", .int(prepared.schedule.sampleRate))]
+        if let localesUsed { fields.append(EventEncoder.Member("locales", .strings(localesUsed))) }
+        emit(EventLine(.finished, frame: prepared.schedule.frames, heard: nil, fields: fields))
         return preparedStatus
     }
 

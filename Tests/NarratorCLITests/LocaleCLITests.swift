@@ -191,6 +191,8 @@ struct DaemonLocaleTests {
             #"{"id": "type", "op": "cues", "lesson": "colors.json", "chain": "colors", "locale": 5}"#,
             #"{"id": "tag", "op": "play", "lesson": "colors.json", "chain": "colors", "locale": "es_MX"}"#,
             #"{"id": "null", "op": "cues", "lesson": "colors.json", "chain": "colors", "locale": null}"#,
+            #"{"id": "fr", "op": "cues", "lesson": "colors.json", "chain": "colors", "locale": "fr-CA"}"#,
+            #"{"id": "es", "op": "cues", "lesson": "colors.json", "chain": "colors", "locale": "ES-es"}"#,
         ]
         let reply = try Clients.socat(daemon, input: requests.joined(separator: "\n") + "\n")
         let events = try ReceivedEvent.parse(reply.stdout)
@@ -203,6 +205,13 @@ struct DaemonLocaleTests {
         func error(_ id: String) -> String? {
             events.first { $0.id == id && $0.type == "error" }?.fields["message"] as? String
         }
+        // The listing's end says which of the lesson's locales changed its clips: none for a
+        // language it does not have (the default plays), and no key without a locale.
+        func locales(_ id: String) -> [String]? {
+            events.last { $0.id == id && $0.type == "finished" }?.fields["locales"] as? [String]
+        }
+        #expect(locales("mx") == ["es-MX", "es"] && locales("es") == ["es"] && locales("fr") == [])
+        #expect(events.last { $0.id == "default" && $0.type == "finished" }.map { $0.fields["locales"] == nil } == true)
         #expect(error("type") == "request: locale: expected a string")
         #expect(error("tag") == "request: locale: 'es_MX' is not a locale tag: subtags are joined by hyphens (es-MX)")
         #expect(error("null") == "request: locale: expected a string")
