@@ -138,6 +138,28 @@ public final class Mixer {
         }
     }
 
+    /// Where the ramps stand: the gains on their way to their targets, and the music's ducking.
+    /// Live playback takes a frame back (a rewind) by putting the levels back where they were
+    /// at a block's start and rendering again up to that frame (`render(into:frameCount:towards:)`
+    /// with the targets of then): the ramps go on from the level they had there.
+    public struct Levels: Sendable {
+        var gains: (Float, Float, Float, Float)
+        var duck: Int
+        /// The targets the block was rendered towards (nil: no live gains).
+        public var targets: (Float, Float, Float, Float)?
+    }
+
+    /// The levels now, with the targets the next block will be rendered towards.
+    public var levels: Levels {
+        Levels(gains: current, duck: duck, targets: gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) })
+    }
+
+    /// Puts the ramps back where `levels` had them.
+    public func restore(_ levels: Levels) {
+        current = levels.gains
+        duck = levels.duck
+    }
+
     /// Puts the gains where their targets are, without a ramp (before the first block).
     public func settleGains() {
         guard let gains else { return }
@@ -160,13 +182,18 @@ public final class Mixer {
     }
 
     public func render(into output: UnsafeMutableBufferPointer<Float>, frameCount: Int) {
+        render(into: output, frameCount: frameCount, towards: gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) })
+    }
+
+    /// `render`, with the gains stepping towards `targets` (a block rendered again after a
+    /// rewind goes towards the targets of when it was first rendered).
+    public func render(into output: UnsafeMutableBufferPointer<Float>, frameCount: Int, towards targets: (Float, Float, Float, Float)?) {
         precondition(output.count >= frameCount * channels)
         let blockStart = position
         let blockEnd = position + frameCount
         let target = output.baseAddress!
         target.update(repeating: 0, count: frameCount * channels)
         // Each bus apart, when a gain is not 1 or is on its way somewhere.
-        let targets = gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) }
         let separate = targets.map { !Self.allUnity($0) || !Self.allUnity(current) } ?? false
         if ducking != nil || separate {
             precondition(frameCount <= maxBlockFrames, "block larger than the mixer's maxBlockFrames")

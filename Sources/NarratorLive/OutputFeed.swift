@@ -81,6 +81,18 @@ public final class OutputFeed: @unchecked Sendable {
     private var mixer: Mixer
     private let filter: AudioClockFilter
     private let floatBlock: UnsafeMutableBufferPointer<Float>
+    /// Where each of the latest mixer blocks began (output and timeline frame), how long it
+    /// was, and the ramps' levels at its start: a rewind into a block puts the levels back
+    /// (`restoreLevels`). A ring; what it forgets is older than any rewind reaches.
+    private struct LevelMark {
+        var output: Int
+        var timeline: Int
+        var frames: Int
+        var levels: Mixer.Levels
+    }
+    private let levelMarks: UnsafeMutableBufferPointer<LevelMark>
+    private var levelMarkCount = 0
+    private var levelMarkNext = 0
     private let blockFrames: Int
     private let frameBytes: Int
 
@@ -184,6 +196,8 @@ public final class OutputFeed: @unchecked Sendable {
         filter = AudioClockFilter(rate: negotiated.sampleRate)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
+        levelMarks = .allocate(capacity: 64)
+        levelMarks.initialize(repeating: LevelMark(output: 0, timeline: 0, frames: 0, levels: mixer.levels))
         holdMarginFrames = negotiated.sampleRate * 10 / 1000
         let nanosecondsPerFrame = 1e9 / Double(negotiated.sampleRate)
         settleLimit =
@@ -191,7 +205,10 @@ public final class OutputFeed: @unchecked Sendable {
             + Int64(Double(negotiated.bufferFrames + (filter.agreement + 2) * negotiated.periodFrames) * nanosecondsPerFrame)
     }
 
-    deinit { floatBlock.deallocate() }
+    deinit {
+        floatBlock.deallocate()
+        levelMarks.deallocate()
+    }
 
     var blockCapacity: Int { blockFrames }
 
@@ -335,7 +352,11 @@ public final class OutputFeed: @unchecked Sendable {
                 segments.begin(output: state.rendered, timeline: mixer.position, advancing: true)
                 // Past the schedule's end the mixer renders silence: the device keeps running
                 // (and reporting its clock) until the last cue has been delivered.
-                mixer.render(into: floatBlock, frameCount: count)
+                let levels = mixer.levels
+                levelMarks[levelMarkNext] = LevelMark(output: state.rendered, timeline: mixer.position, frames: count, levels: levels)
+                levelMarkNext = (levelMarkNext + 1) % levelMarks.count
+                levelMarkCount = min(levelMarkCount + 1, levelMarks.count)
+                mixer.render(into: floatBlock, frameCount: count, towards: levels.targets)
             }
             applyFades(frames: count)
             convert(samples: count * negotiated.channels, into: target)
@@ -539,7 +560,44 @@ public final class OutputFeed: @unchecked Sendable {
         marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
         restoreFadeIn()
         moveMixer(to: segments.timeline(atOutput: state.rendered).frame)
+        restoreLevels(of: mixer)
         if state.stretching { speedStage!.restart(speed: state.speed) }
+    }
+
+    /// After a rewind to `state.rendered`: the gain ramps and the music's ducking go back to
+    /// the levels they had at that frame (the block it fell in is rendered again up to it,
+    /// towards the targets of then, into the scratch block), so that the frames rendered anew
+    /// go on from there, not from where the taken-back frames had left them. Not while
+    /// stretching: the stretcher's blocks are not the output's.
+    private func restoreLevels(of mixer: Mixer) {
+        let output = state.rendered
+        let wanted = mixer.position
+        var newest = -1
+        var k = 0
+        while k < levelMarkCount {
+            let index = (levelMarkNext - 1 - k + levelMarks.count) % levelMarks.count
+            if levelMarks[index].output < output {
+                newest = index
+                break
+            }
+            k += 1
+        }
+        // Marks at or past the frame rewound to are of frames taken back.
+        levelMarkCount -= k
+        levelMarkNext = (levelMarkNext - k + levelMarks.count) % levelMarks.count
+        guard newest >= 0, !state.stretching, mixer.canSeek else { return }
+        let mark = levelMarks[newest]
+        let again = min(mark.frames, output - mark.output)
+        levelMarks[newest].frames = again
+        mixer.seek(to: mark.timeline)
+        mixer.restore(mark.levels)
+        var done = 0
+        while done < again {
+            let count = min(again - done, blockFrames)
+            mixer.render(into: floatBlock, frameCount: count, towards: mark.levels.targets)
+            done += count
+        }
+        if mixer.position != wanted { mixer.seek(to: wanted) }
     }
 
     /// The earliest output frame a rewind may go back to: past the start mark and past the
@@ -700,6 +758,12 @@ public final class OutputFeed: @unchecked Sendable {
                 segments.truncate(at: state.rendered)
                 marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
                 restoreFadeIn()
+                // The new plan continues the old one's ramps from the frame it takes over at.
+                let at = segments.timeline(atOutput: state.rendered).frame
+                if mixer.canSeek {
+                    mixer.seek(to: at)
+                    restoreLevels(of: mixer)
+                }
             }
         }
         if state.stretching {

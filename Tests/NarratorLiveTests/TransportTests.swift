@@ -173,6 +173,35 @@ struct TransportTests {
         #expect(Self.compare(output, at: resumeDevice + f, reference, from: frame + f, count: reference.count / 2 - frame - f) == nil)
     }
 
+    /// A gain taken back in the middle of its ramp: a second request 4 ms after a master gain
+    /// change (the same sfx level: nothing to hear) makes the output take back what it holds,
+    /// into the 10 ms ramp. The frames rendered again go on from the ramp's level at the frame
+    /// rewound to, towards the targets of then: the output is sample for sample the one
+    /// without the second request. (Before, the ramp went on from where the taken-back frames
+    /// had left it: a step.) The ducking's envelope is put back the same way.
+    @Test func aRewindDuringAGainRampTakesTheRampBackToo() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        func play(first: Bool, second: Bool) throws -> [Int16] {
+            let playback = VirtualPlayback(fixture.schedule, periodFrames: 96, bufferFrames: 960)
+            playback.start()
+            playback.output.run(for: 700_000_000)
+            if first { playback.engine.gains.set(.master, gain: 0.25) }
+            playback.output.run(for: 4_000_000)
+            if second { playback.engine.gains.set(.sfx, gain: 1) }
+            try #require(playback.output.runToEnd(limit: 60_000_000_000))
+            #expect(playback.log.outcome == .finished)
+            return playback.output.samples
+        }
+        let plain = try play(first: false, second: false)
+        let once = try play(first: true, second: false)
+        let twice = try play(first: true, second: true)
+        try #require(plain != once, "the gain change is not heard: the test proves nothing")
+        #expect(once.count == twice.count)
+        let first = zip(once, twice).enumerated().first { $0.element.0 != $0.element.1 }
+        #expect(first == nil, "the outputs part at frame \((first?.offset ?? 0) / 2): \(first.map { "\($0.element.0) vs \($0.element.1)" } ?? "")")
+    }
+
     /// A pause longer than `releaseDeviceAfterPause` (2 s here): the output lets the device go
     /// (no render, no reports) until the resume, which takes it back; the clock settles again,
     /// and the rest of the render plays from the paused frame, faded in, with every cue once.
