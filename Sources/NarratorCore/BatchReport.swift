@@ -103,7 +103,7 @@ public enum BatchReport {
         var lines: [Int: String] = [:]
         for part in parts {
             guard let text = String(data: part.data, encoding: .utf8) else { throw NarratorError(file: part.path, "not UTF-8 text") }
-            var rows = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            var rows = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).map(String.init)
             if rows.last == "" { rows.removeLast() }
             guard let top = rows.first else { throw NarratorError(file: part.path, "empty: a report starts with its header line") }
             let mine = try parseHeader(top, file: part.path)

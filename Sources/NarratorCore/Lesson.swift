@@ -26,7 +26,7 @@ public struct Lesson: Sendable {
     /// The language `clips` speak (`"locale"`, a BCP 47 tag), when the lesson names it.
     public var locale: String? = nil
     /// What each other locale changes, clip by clip (`"locales"`), by tag as written.
-    public var locales: [String: [String: ClipOverride]] = [:]
+    public internal(set) var locales: [String: [String: ClipOverride]] = [:]
     /// Set by `localized(to:)`: the locale asked for and the tags that supplied its clips.
     public var resolution: LocaleResolution? = nil
 

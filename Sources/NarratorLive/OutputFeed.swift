@@ -83,7 +83,8 @@ public final class OutputFeed: @unchecked Sendable {
     private let floatBlock: UnsafeMutableBufferPointer<Float>
     /// Where each of the latest mixer blocks began (output and timeline frame), how long it
     /// was, and the ramps' levels at its start: a rewind into a block puts the levels back
-    /// (`restoreLevels`). A ring; what it forgets is older than any rewind reaches.
+    /// (`restoreLevels`). A ring; what it forgets (blocks under 16 frames could make it) is not
+    /// restored. Emptied when stretching starts or stops (the stretcher's blocks are not noted).
     private struct LevelMark {
         var output: Int
         var timeline: Int
@@ -196,7 +197,9 @@ public final class OutputFeed: @unchecked Sendable {
         filter = AudioClockFilter(rate: negotiated.sampleRate)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
-        levelMarks = .allocate(capacity: 64)
+        // A block can be as short as a few frames (a pull output's small requests): room for
+        // the buffer's worth in blocks of 16 frames, 64 at least.
+        levelMarks = .allocate(capacity: max(64, negotiated.bufferFrames / 16 + 1))
         levelMarks.initialize(repeating: LevelMark(output: 0, timeline: 0, frames: 0, levels: mixer.levels))
         holdMarginFrames = negotiated.sampleRate * 10 / 1000
         let nanosecondsPerFrame = 1e9 / Double(negotiated.sampleRate)
@@ -465,6 +468,7 @@ public final class OutputFeed: @unchecked Sendable {
         guard let speed = speedToApply else { return }
         if state.stretching { dropStretched() }
         state.speed = speed
+        if state.stretching != (speed != 1) { levelMarkCount = 0 }
         state.stretching = speed != 1
         if state.stretching { speedStage!.restart(speed: speed) }
     }

@@ -463,7 +463,9 @@ public final class PlaybackEngine: @unchecked Sendable {
                                 startTime: startTime, firstWriteTime: feed.firstRender.load(ordering: .acquiring),
                                 firstFrameHeardTime: heard)))
                 case .cue:
-                    guard let cue = plans[mark.generation]?[mark.index], alreadyDelivered[mark.generation]?.contains(mark.index) != true else { continue }
+                    // (A cue the old plan delivered is skipped once: a later seek back marks it
+                    // again, and then it is due.)
+                    guard let cue = plans[mark.generation]?[mark.index], alreadyDelivered[mark.generation]?.remove(mark.index) == nil else { continue }
                     moment.append(.cue(cue, at: heard, delivered: now))
                     lastDelivered = max(lastDelivered, cue.frame)
                 case .paused:

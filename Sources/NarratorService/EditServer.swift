@@ -43,11 +43,19 @@ public enum EditServer {
         let files = try pageFiles()
         let editor = Mutex(session.editor)
         let router = Router()
-        for (path, file) in files {
-            router.get(RouterPath(stringLiteral: path)) { _, _ in response(.ok, file.type, file.bytes) }
+        // Every route answers a loopback Host only: a page of another site that rebinds its
+        // name to 127.0.0.1 cannot read the clip or its words.
+        @Sendable func loopback(_ request: Request) -> Bool {
+            let host = request.head.authority ?? ""
+            return host.hasPrefix("127.0.0.1:") || host.hasPrefix("localhost:")
         }
-        router.get("/audio.wav") { _, _ in response(.ok, "audio/wav", session.wav) }
-        router.get("/clip.json") { _, _ in
+        let refused = response(.forbidden, "text/plain", Array("narrator edit answers 127.0.0.1 and localhost only\n".utf8))
+        for (path, file) in files {
+            router.get(RouterPath(stringLiteral: path)) { request, _ in loopback(request) ? response(.ok, file.type, file.bytes) : refused }
+        }
+        router.get("/audio.wav") { request, _ in loopback(request) ? response(.ok, "audio/wav", session.wav) : refused }
+        router.get("/clip.json") { request, _ in
+            guard loopback(request) else { return refused }
             let current = editor.withLock { $0 }
             let json = """
                 {"lesson":\(EventEncoder.quoted(session.lesson)),"clip":\(EventEncoder.quoted(session.clip)),\

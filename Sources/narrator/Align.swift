@@ -184,7 +184,9 @@ struct Align: ParsableCommand {
                 } catch {
                     failures += 1
                     printError("\(manifestPath): line \(item.line): \(error.description)")
-                    fields += ", \"error\": \(EventEncoder.quoted(error.description))"
+                    // Paths as the manifest spells them: the same report from every worker.
+                    let shown = NarratorError(file: batch.written(error.file), place: error.place, error.message)
+                    fields += ", \"error\": \(EventEncoder.quoted(shown.description))"
                 }
                 lines.append(BatchReport.itemLine(ordinal: item.ordinal, fields: fields))
             }

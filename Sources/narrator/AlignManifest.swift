@@ -27,6 +27,15 @@ struct AlignManifest {
     var items: [Item]
     /// `BatchReport.digest` of the manifest's bytes.
     var digest: String
+    /// The folders paths are relative to (standardized): the manifest's, and the timings'.
+    var folders: [String] = []
+
+    /// `path` as the manifest spells it (relative to its folder, or the timings' folder) when
+    /// it is under one: what a report says, the same for every worker wherever it runs.
+    func written(_ path: String) -> String {
+        for folder in folders where path.hasPrefix(folder + "/") { return String(path.dropFirst(folder.count + 1)) }
+        return path
+    }
 
     /// `outputFolder`: where the items' timings go (default: the manifest's folder).
     static func read(path: String, defaultLanguage: String, outputFolder: String? = nil) throws(NarratorError) -> AlignManifest {
@@ -39,7 +48,8 @@ struct AlignManifest {
         }
         var items: [Item] = []
         var writers: [String: Int] = [:]
-        for (offset, row) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines end in LF or CRLF (a Character each).
+        for (offset, row) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
             let line = offset + 1
             guard !row.allSatisfy(\.isWhitespace) else { continue }
             let place = "line \(line)"
@@ -76,6 +86,8 @@ struct AlignManifest {
                     timings: output, language: language, written: (audio, timings)))
         }
         guard !items.isEmpty else { throw NarratorError(file: path, "lists no recordings (one JSON object a line)") }
-        return AlignManifest(items: items, digest: BatchReport.digest(data))
+        return AlignManifest(
+            items: items, digest: BatchReport.digest(data),
+            folders: [outputs.standardizedFileURL.path, folder.standardizedFileURL.path])
     }
 }

@@ -53,11 +53,25 @@ struct RenderAll: ParsableCommand {
             // Every chain of every lesson that loads; a lesson that does not is one line.
             var failures: [String] = []
             var work: [(lesson: String, name: String, chain: String)] = []
+            var outputs: [String: String] = [:]
             for path in paths {
                 do throws(NarratorError) {
                     let lesson = try Lesson.load(path: path)
                     let name = String(path.dropFirst(root.count + 1).dropLast(".json".count))
-                    work += lesson.chains.keys.sorted().map { (path, name, $0) }
+                    for chain in lesson.chains.keys.sorted() {
+                        // A chain id becomes a file name: nothing that leaves the lesson's folder.
+                        guard !chain.isEmpty, chain != ".", chain != "..", !chain.contains("/"), !chain.contains("\0") else {
+                            failures.append("\(path): chains.\(chain): cannot be a file name (empty, '.', '..' or with a '/')")
+                            continue
+                        }
+                        let key = (name + "/" + chain).lowercased()
+                        if let other = outputs[key] {
+                            failures.append("\(path): chains.\(chain): would be written where \(other) is")
+                            continue
+                        }
+                        outputs[key] = "\(path): chains.\(chain)"
+                        work.append((path, name, chain))
+                    }
                 } catch {
                     failures.append(error.description)
                 }

@@ -368,6 +368,7 @@ struct AlignFailureTests {
             (good + "\n" + #"{"audio": "b.wav", "text": "two", "timings": "./a.json"}"#, [], "is written by line 1 too"),
             (#"{"audio": "b.wav", "text": "one", "timings": "b.TextGrid"}"#, [], "cannot write '.textgrid'"),
             ("\n \n", [], "lists no recordings"),
+            (good + "\r\n{\"audio\": 3}\r\n", [], "line 2.audio: expected a string"),
             ("[1, 2]", [], "line 1: expected an object"),
             (good, ["--shard", "3/2"], "K must be between 1 and N"),
             (good, ["--shard", "x"], "is not K/N"),

@@ -281,6 +281,17 @@ struct EditTests {
                     print(error.code)
             """, editor.url, Self.body(w)])
         #expect(foreign.stdout.split(separator: "\n") == ["403", "415"], "\(foreign.stdout) \(foreign.stderr)")
+        // Reading under another Host name (a site that rebinds its name to 127.0.0.1): refused.
+        let rebound = try runTool("python3", ["-c", """
+            import sys, urllib.request, urllib.error
+            for path in ("clip.json", "audio.wav", ""):
+                try:
+                    urllib.request.urlopen(urllib.request.Request(sys.argv[1] + path, headers={"Host": "evil.example:80"}), timeout=20)
+                    print(200)
+                except urllib.error.HTTPError as error:
+                    print(error.code)
+            """, editor.url])
+        #expect(rebound.stdout.split(separator: "\n") == ["403", "403", "403"], "\(rebound.stdout) \(rebound.stderr)")
 
         // Changed by something else since: Save refuses (409) rather than overwrite it.
         let theirs = try String(contentsOfFile: dir.file("w.json"), encoding: .utf8).replacingOccurrences(of: "\"one\"", with: "\"won\"") + "\n"

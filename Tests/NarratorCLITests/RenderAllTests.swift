@@ -59,12 +59,16 @@ struct RenderAllTests {
         dir.write("lib/a.json", #"{"sampleRate": 48000, "clips": {"x": {"file": "\#(good)"}}, "chains": {"fine": [{"clip": "x"}], "typo": [{"clip": "y"}]}}"#)
         dir.write("lib/sub/b.json", #"{"sampleRate": 48000, "clips": {"x": {"file": "\#(good)"}}, "chains": {"also": [{"clip": "x"}, {"silence": 0.5}]}}"#)
         dir.write("lib/c.json", #"{"sampleRate": 48000, "chains": {}, "clips": 3}"#)
+        // A chain id that would leave the output folder, and one that is no file name.
+        dir.write("lib/d.json", #"{"sampleRate": 48000, "clips": {"x": {"file": "\#(good)"}}, "chains": {"../../escape": [{"clip": "x"}], "..": [{"clip": "x"}]}}"#)
         let result = try run(Repo.narrator, ["render-all", dir.file("lib"), "--to", dir.file("out"), "--ext", "flac"])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.contains("a.json: chains.typo") && $0.contains("'y'") }, "\(result.stderr)")
         #expect(lines.contains { $0.contains("c.json") }, "\(result.stderr)")
-        #expect(lines.last?.contains("2 chains or lessons could not be rendered") == true, "\(result.stderr)")
+        #expect(lines.contains { $0.contains("d.json: chains.../../escape: cannot be a file name") }, "\(result.stderr)")
+        #expect(lines.last?.contains("4 chains or lessons could not be rendered") == true, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("escape.flac")) && !FileManager.default.fileExists(atPath: dir.file("out/escape.flac")))
         #expect(Set(try Self.tree(dir.file("out")).keys) == ["a/fine.flac", "a/fine.cues.json", "sub/b/also.flac", "sub/b/also.cues.json"])
         for bad in [["--ext", "txt"], ["--ext", "opus", "--quality", "2"], ["--locale", "not a tag"]] {
             let refused = try run(Repo.narrator, ["render-all", dir.file("lib"), "--to", dir.file("no")] + bad)
