@@ -245,22 +245,13 @@ public final class OutputFeed: @unchecked Sendable {
         // Back from standby, `render` comes first: the clock settles again before a resume.
         guard state.started, state.timelineRunning, !shouldStop, !standbyWanted.load(ordering: .relaxed) else { return }
         adoptSpeedStage()
-        guard transportPending else { return }
+        // (It does nothing when nothing was asked: the same checks as in `render`.)
         takeTransportRequests(now: clock.now())
     }
 
     /// Takes the stretcher the engine made (off this thread) once it is offered.
     private func adoptSpeedStage() {
         if speedStage == nil && speedStageReady.load(ordering: .acquiring) { speedStage = offeredSpeedStage }
-    }
-
-    /// Whether `takeTransportRequests(now:)` has something to do (the same conditions).
-    private var transportPending: Bool {
-        if let gains = mixer.gains, gains.changes != state.gainChanges, !state.paused, !fadingOut { return true }
-        let wantPause = pauseWanted.load(ordering: .acquiring)
-        let jump = jumpWanted.load(ordering: .acquiring)
-        if state.paused { return jump >= 0 || !wantPause }
-        return !fadingOut && (wantPause || jump >= 0 || speedToApply != nil)
     }
 
     /// Renders up to `frames` frames into `buffer` (interleaved, `negotiated.format`) and

@@ -260,27 +260,33 @@ struct Render: ParsableCommand {
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
             try checkOutput()
-            let prepared = try chainOptions.prepare()
-            // The cue sheet is written first, beside its target; both files are moved into
-            // place only once both are complete, and neither is left when either fails.
-            var cueSheet: AtomicFile?
-            if let cues {
-                do throws(NarratorError) {
-                    let file = try AtomicFile(path: cues)
-                    try file.write(Data(prepared.cueSheet(speed: speed).utf8))
-                    cueSheet = file
-                } catch {
-                    throw NarratorError(file: cues, "cannot write the cue sheet: \(error.message.replacingOccurrences(of: "cannot write: ", with: ""))")
-                }
-            }
+            try Self.write(try chainOptions.prepare(), to: output, cues: cues, format: format ?? .s16, quality: quality, speed: speed)
+        }
+    }
+
+    /// Renders `prepared` to `output` and its cue sheet to `cues` (render and render-all). The
+    /// cue sheet is written first, beside its target; both files are moved into place only once
+    /// both are complete, and neither is left when either fails.
+    static func write(
+        _ prepared: PreparedProgram, to output: String, cues: String?, format: OutputFormat = .s16, quality: Double?, speed: Double = 1
+    ) throws(NarratorError) {
+        var cueSheet: AtomicFile?
+        if let cues {
             do throws(NarratorError) {
-                try prepared.render(to: output, format: format ?? .s16, quality: quality, speed: speed)
-                try cueSheet?.commit()
+                let file = try AtomicFile(path: cues)
+                try file.write(Data(prepared.cueSheet(speed: speed).utf8))
+                cueSheet = file
             } catch {
-                cueSheet?.discard()
-                if error.file == cues { AtomicFile.removeWritten(output) }
-                throw error
+                throw NarratorError(file: cues, "cannot write the cue sheet: \(error.message.replacingOccurrences(of: "cannot write: ", with: ""))")
             }
+        }
+        do throws(NarratorError) {
+            try prepared.render(to: output, format: format, quality: quality, speed: speed)
+            try cueSheet?.commit()
+        } catch {
+            cueSheet?.discard()
+            if error.file == cues { AtomicFile.removeWritten(output) }
+            throw error
         }
     }
 }

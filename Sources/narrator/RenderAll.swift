@@ -92,15 +92,7 @@ struct RenderAll: ParsableCommand {
                     } catch {
                         throw NarratorError(file: folder, "cannot make the folder: \(error.localizedDescription)")
                     }
-                    let cues = try AtomicFile(path: base + ".cues.json")
-                    do throws(NarratorError) {
-                        try cues.write(Data(prepared.cueSheet().utf8))
-                        try prepared.render(to: base + "." + ext, quality: quality)
-                        try cues.commit()
-                    } catch {
-                        cues.discard()
-                        throw error
-                    }
+                    try Render.write(prepared, to: base + "." + ext, cues: base + ".cues.json", quality: quality)
                     return prepared.schedule.frames * 1000 / max(1, prepared.schedule.sampleRate)
                 }
             }
