@@ -51,10 +51,11 @@ let package = Package(
         .systemLibrary(
             name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
             providers: [.apt(["librsvg2-dev"])]),
-        // librsvg, libespeak-ng and libpulse are loaded with dlopen by the command that needs
-        // them, not at process start (about 70 shared libraries; docs/benchmarks.md): their
-        // module maps above give the headers and link nothing; each loader target holds the
-        // stubs of the functions called (scripts/make-lazy-stubs.py) and its `open` function.
+        // librsvg, libespeak-ng and libpulse are bound with dlopen by the command that needs
+        // them: their module maps above give the headers and link nothing; each loader target
+        // holds the stubs of the functions called (scripts/make-lazy-stubs.py) and its `open`
+        // function. (SwiftPM still passes pkg-config's libraries to the link, so the process
+        // still maps them at start: docs/status.md, docs/benchmarks.md.)
         .target(name: "CLazyLibrary"),
         .target(name: "CRsvgLoader", dependencies: ["CRsvg", "CLazyLibrary"]),
         .target(name: "CEspeakNGLoader", dependencies: ["CEspeakNG", "CLazyLibrary"]),
