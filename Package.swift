@@ -144,7 +144,7 @@ let package = Package(
             name: "NarratorCLITests",
             dependencies: [
                 "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport",
-                "NarratorTestTraits",
+                "NarratorTestTraits", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
     ]
 )

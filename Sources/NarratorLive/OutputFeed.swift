@@ -84,8 +84,11 @@ public final class OutputFeed: @unchecked Sendable {
     /// Where each of the latest mixer blocks began (output and timeline frame), how long it
     /// was, and the ramps' levels at its start: a rewind into a block puts the levels back
     /// (`restoreLevels`). A ring; what it forgets (blocks under 16 frames could make it) is not
-    /// restored. Emptied when stretching starts or stops (the stretcher's blocks are not noted).
+    /// restored. While stretching, a block is what the mixer fed the stretcher, found by its
+    /// timeline frame (its output frame is the stretcher's, not the block's); so the ring is
+    /// emptied when stretching starts or stops, and at a jump (no rewind goes back past one).
     private struct LevelMark {
+        /// The output frame of the block's first frame; while stretching, unused.
         var output: Int
         var timeline: Int
         var frames: Int
@@ -347,9 +350,7 @@ public final class OutputFeed: @unchecked Sendable {
                 // Past the schedule's end the mixer renders silence: the device keeps running
                 // (and reporting its clock) until the last cue has been delivered.
                 let levels = mixer.levels
-                levelMarks[levelMarkNext] = LevelMark(output: state.rendered, timeline: mixer.position, frames: count, levels: levels)
-                levelMarkNext = (levelMarkNext + 1) % levelMarks.count
-                levelMarkCount = min(levelMarkCount + 1, levelMarks.count)
+                noteLevels(LevelMark(output: state.rendered, timeline: mixer.position, frames: count, levels: levels))
                 mixer.render(into: floatBlock, frameCount: count, towards: levels.targets)
             }
             applyFades(frames: count)
@@ -390,7 +391,9 @@ public final class OutputFeed: @unchecked Sendable {
             let speed = stage.speed
             n = markCues(upTo: n) { output + TimeStretcher.outputFrame(forInput: $0 - timeline, speed: speed) }
             guard n > 0 else { break }
-            mixer.render(into: stage.input, frameCount: n)
+            let levels = mixer.levels
+            noteLevels(LevelMark(output: state.rendered, timeline: mixer.position, frames: n, levels: levels))
+            mixer.render(into: stage.input, frameCount: n, towards: levels.targets)
             stretcher.feed(UnsafeBufferPointer(rebasing: stage.input[0..<n * channels]))
         }
         return stretcher.take(into: UnsafeMutableBufferPointer(rebasing: floatBlock[0..<count * channels]))
@@ -472,6 +475,7 @@ public final class OutputFeed: @unchecked Sendable {
         marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
         let timeline = segments.timeline(atOutput: state.rendered).frame
         moveMixer(to: timeline)
+        restoreLevels(of: mixer)
         stage.restart(speed: state.speed)
     }
 
@@ -537,6 +541,7 @@ public final class OutputFeed: @unchecked Sendable {
         state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
         marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
         state.jumpOutput = state.rendered
+        levelMarkCount = 0
         if state.stretching { speedStage!.restart(speed: state.speed) }
     }
 
@@ -559,11 +564,21 @@ public final class OutputFeed: @unchecked Sendable {
         if state.stretching { speedStage!.restart(speed: state.speed) }
     }
 
-    /// After a rewind to `state.rendered`: the gain ramps and the music's ducking go back to
-    /// the levels they had at that frame (the block it fell in is rendered again up to it,
-    /// towards the targets of then, into the scratch block), so that the frames rendered anew
-    /// go on from there, not from where the taken-back frames had left them. Not while
-    /// stretching: the stretcher's blocks are not the output's.
+    /// Notes where a mixer block begins and the levels there (`LevelMark`).
+    @inline(__always)
+    private func noteLevels(_ mark: LevelMark) {
+        levelMarks[levelMarkNext] = mark
+        levelMarkNext = (levelMarkNext + 1) % levelMarks.count
+        levelMarkCount = min(levelMarkCount + 1, levelMarks.count)
+    }
+
+    /// After the timeline went back (a rewind to `state.rendered`, or what the stretcher was fed
+    /// dropped) to where the mixer now is: the gain ramps and the music's ducking go back to the
+    /// levels they had at that frame (the block it fell in is rendered again up to it, towards
+    /// the targets of then, into the scratch block), so that the frames rendered anew go on
+    /// from there, not from where the taken-back frames had left them. The block is found by
+    /// its output frame, or while stretching by its timeline frame (the marks since the latest
+    /// jump only: their timeline frames rise).
     private func restoreLevels(of mixer: Mixer) {
         let output = state.rendered
         let wanted = mixer.position
@@ -571,18 +586,18 @@ public final class OutputFeed: @unchecked Sendable {
         var k = 0
         while k < levelMarkCount {
             let index = (levelMarkNext - 1 - k + levelMarks.count) % levelMarks.count
-            if levelMarks[index].output < output {
+            if state.stretching ? levelMarks[index].timeline < wanted : levelMarks[index].output < output {
                 newest = index
                 break
             }
             k += 1
         }
-        // Marks at or past the frame rewound to are of frames taken back.
+        // Marks at or past the frame gone back to are of frames taken back.
         levelMarkCount -= k
         levelMarkNext = (levelMarkNext - k + levelMarks.count) % levelMarks.count
-        guard newest >= 0, !state.stretching, mixer.canSeek else { return }
+        guard newest >= 0, mixer.canSeek else { return }
         let mark = levelMarks[newest]
-        let again = min(mark.frames, output - mark.output)
+        let again = min(mark.frames, state.stretching ? wanted - mark.timeline : output - mark.output)
         levelMarks[newest].frames = again
         mixer.seek(to: mark.timeline)
         mixer.restore(mark.levels)

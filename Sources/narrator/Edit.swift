@@ -8,6 +8,7 @@ import Synchronization
 
 struct Edit: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "edit",
         abstract: "Adjust a clip's word timings by eye: a local page with its waveform, its words and Save.",
         discussion: """
             Serves a page on 127.0.0.1 with the clip's waveform and a box per word; each boundary \

@@ -4,6 +4,7 @@ import NarratorCore
 
 struct Merge: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "merge",
         abstract: "Join the reports of the N workers of a sharded batch into the report of one run.",
         discussion: """
             Each worker of `narrator align --manifest M --shard K/N --report PART` writes the \

@@ -171,4 +171,48 @@ struct SpeedTests {
         #expect(playback.log.outcome == .finished)
         #expect(narrator_allocation_count() == 0, "allocations while rendering")
     }
+
+    /// A take-back in the middle of a gain ramp while stretching (0.75×, in the 440 Hz tone at
+    /// half scale): a second request 4 ms after a master gain change to 0.25 (the same sfx
+    /// level: nothing to hear) makes the output take back what it holds and the stretcher start
+    /// again from the frame heard. The ramp (10 ms, linear: from a peak of 16384 to 4096) goes
+    /// on from its level at that frame: from one period of the tone to the next the peak falls
+    /// by at most twice what the ramp falls in a period at 1× (the stretcher at 0.75× repeats
+    /// periods, it never skips them). Before, the levels were where the mixer had fed the
+    /// stretcher ahead, the ramp's end: the peak fell by 7845 in one period.
+    @Test func aRewindWhileStretchingTakesTheGainRampBackToo() throws {
+        let fixture = try Fixture()
+        defer { fixture.dir.remove() }
+        let la = try #require(fixture.schedule.cues.first { if case .word(_, _, "la", _) = $0.kind { true } else { false } })
+        func play(second: Bool) throws -> (samples: [Int16], at: Int) {
+            let playback = VirtualPlayback(fixture.schedule, periodFrames: 96, bufferFrames: 960)
+            #expect(try playback.engine.setSpeed(0.75))
+            playback.start()
+            try TransportTests.run(playback) { log in log.cues.contains { $0.cue == la } }
+            playback.output.run(for: 200_000_000)
+            let at = playback.output.played
+            playback.engine.gains.set(.master, gain: 0.25)
+            playback.output.run(for: 4_000_000)
+            if second { playback.engine.gains.set(.sfx, gain: 1) }
+            try #require(playback.output.runToEnd(limit: 60_000_000_000))
+            #expect(playback.log.outcome == .finished)
+            #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues, "every cue once, in order")
+            return (playback.output.samples, at)
+        }
+        // One period of the tone (109.1 frames at 48 kHz): the peak of the left channel.
+        let period = 109
+        let periods = 4_800 / period
+        let steepest = 2 * (16_384 - 4_096) * period / 480
+        for second in [false, true] {
+            let (samples, at) = try play(second: second)
+            let peaks = (0..<periods).map { k in
+                Double((at + k * period..<at + (k + 1) * period).map { abs(Int(samples[2 * $0])) }.max() ?? 0)
+            }
+            let run = second ? "with the take-back" : "without"
+            try #require(peaks[0] > 16_000 && abs(peaks[periods - 1] - 4_096) < 100, "\(run): the ramp is heard: \(peaks)")
+            let drops = zip(peaks, peaks.dropFirst()).map { $0 - $1 }
+            let worst = drops.indices.max { drops[$0] < drops[$1] }!
+            #expect(drops[worst] <= Double(steepest), "\(run): the peak falls by \(drops[worst]) from period \(worst) to the next (at most \(steepest)): \(peaks)")
+        }
+    }
 }
