@@ -8,7 +8,5 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-swift build -c release --scratch-path .build-bench --product narrator >/dev/null
-swift build -c release --scratch-path .build-bench --product narrator-bench-daemon >/dev/null
-bin=$(swift build -c release --scratch-path .build-bench --show-bin-path)
+bin=$(bash scripts/build-release.sh narrator narrator-bench-daemon)
 "$bin/narrator-bench-daemon" "$bin/narrator" "${1:-50}"

@@ -21,7 +21,5 @@ command -v stress-ng >/dev/null || {
   echo "installing stress-ng" >&2
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends stress-ng >/dev/null
 }
-swift build -c release --scratch-path .build-bench --product narrator >/dev/null
-swift build -c release --scratch-path .build-bench --product narrator-bench-live >/dev/null
-bin=$(swift build -c release --scratch-path .build-bench --show-bin-path)
+bin=$(bash scripts/build-release.sh narrator narrator-bench-live)
 "$bin/narrator-bench-live" "$bin/narrator" "${STRESS_SECONDS:-300}"

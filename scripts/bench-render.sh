@@ -49,15 +49,9 @@ if [[ -n ${NARRATOR:-} ]]; then
     [[ -x $narrator ]] || die "NARRATOR=$narrator is not an executable"
     say "using NARRATOR=$narrator"
 else
-    say "building narrator (release, scratch path .build-bench)..."
-    build_log=$(mktemp)
-    if ! (cd "$repo" && swift build -c release --scratch-path .build-bench) >"$build_log" 2>&1; then
-        cat "$build_log" >&2
-        rm -f "$build_log"
-        die "release build failed"
-    fi
-    rm -f "$build_log"
-    narrator=$repo/.build-bench/release/narrator
+    say "building narrator (release as shipped, scripts/build-release.sh, scratch path .build-bench)..."
+    bin=$(bash "$repo/scripts/build-release.sh" narrator) || die "release build failed"
+    narrator=$bin/narrator
     [[ -x $narrator ]] || die "no binary at $narrator after the build"
 fi
 

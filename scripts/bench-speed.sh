@@ -11,8 +11,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-swift build -c release --scratch-path .build-bench --product narrator >/dev/null
-bin=$(swift build -c release --scratch-path .build-bench --show-bin-path)/narrator
+bin=$(bash scripts/build-release.sh narrator)/narrator
 lesson=Timings/lessons/sample.json
 work=$(mktemp -d)
 trap 'scripts/pulse-test-server.sh stop "$work/pulse" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT

@@ -3,7 +3,8 @@
 # work, against a Swift "hello" that imports Foundation, built with the same compiler in the
 # same run (the floor any Swift tool on Linux pays: the Swift runtime and Foundation loaded).
 #
-# Prints the median and 90th percentile wall time over RUNS runs of each of:
+# Prints the median, 90th percentile and minimum wall time, and the median CPU time (user +
+# system, which other load on the machine moves less), over RUNS runs of each of:
 #   narrator --version
 #   narrator inspect Audio/fixtures/sentence.wav   (opens and reads a WAV)
 #   hello (Foundation)
@@ -49,25 +50,27 @@ commands = [
 ]
 devnull = os.open(os.devnull, os.O_WRONLY)
 times = {name: [] for name, _ in commands}
+cpu = {name: [] for name, _ in commands}
 for name, argv in commands:  # each must work, and warms the page cache
     subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
 for _ in range(runs):
     for name, argv in commands:
         start = time.perf_counter()
         pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         elapsed = time.perf_counter() - start
         if status != 0:
             sys.exit(f"bench-startup: {name} failed (status {status})")
         times[name].append(elapsed * 1000)
+        cpu[name].append((usage.ru_utime + usage.ru_stime) * 1000)
 def libraries(path):
     out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
     return sum(1 for line in out.splitlines() if "=>" in line or line.strip().startswith("/"))
-print(f"start-up, {runs} runs each (wall ms, exec to exit):")
-print(f"{'command':44} {'median':>8} {'p90':>8} {'min':>8}")
+print(f"start-up, {runs} runs each (ms, exec to exit; CPU is user + system, less moved by other load):")
+print(f"{'command':44} {'median':>8} {'p90':>8} {'min':>8} {'CPU med':>8}")
 for name, _ in commands:
     t = sorted(times[name])
     p90 = t[min(len(t) - 1, int(round(0.9 * (len(t) - 1))))]
-    print(f"{name:44} {statistics.median(t):8.1f} {p90:8.1f} {t[0]:8.1f}")
+    print(f"{name:44} {statistics.median(t):8.1f} {p90:8.1f} {t[0]:8.1f} {statistics.median(cpu[name]):8.1f}")
 print(f"shared libraries at start (ldd): narrator {libraries(narrator)}, hello {libraries(hello)}")
 PY
