@@ -62,6 +62,9 @@ struct ReadAlongPageTests {
         }
         let hatShop = try #require(programs.first { $0.fields["activity"] as? String == "hat-shop" })
         #expect(hatShop.fields["sounds"] as? [String] == ["cat", "hats"] && hatShop.fields["states"] as? [String] == ["first-use", "return-use"])
+        // The sight words' hints pulse tile-see and tile-hat, the tiles of their steps' answers.
+        let sightWords = try #require(programs.first { $0.fields["activity"] as? String == "sight-words" })
+        #expect(sightWords.fields["pulseAnswers"] as? [String: String] == ["tile-see": "see", "tile-hat": "hat"], "\(sightWords.fields)")
         // A key the op does not take: one error naming it.
         let refused = reply.events.filter { $0.id == "2" }
         #expect(refused.count == 1 && refused.first?.type == "error", "\(refused.map(\.fields))")
@@ -103,6 +106,35 @@ struct ReadAlongPageTests {
         #expect(made.compactMap { $0.fields["chain"] as? String } == ["ask", "right"])
         #expect(made.first { $0.fields["activity"] != nil }?.fields["answers"] as? [String] == ["red"])
         #expect(reply.events.last?.type == "finished")
+    }
+
+    /// The listing links hint targets to answers and gives the transcripts of clips without
+    /// words, for the lesson written here (ground truth: what the test wrote): `tile-red` and
+    /// `tile-blue` are the tiles of the steps whose hints pulse them; `both`, pulsed by both
+    /// steps' hints, `star`, pulsed by a right answer's feedback, and `blue`, an answer's own
+    /// name, are not linked; only the clip with a transcript and no timings has a text.
+    @Test func libraryLinksHintTargetsAndGivesTexts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try HintLesson.write(in: lessons)
+        let daemon = try Daemon(dir: dir, library: lessons, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": "l", "op": "library"}"#])
+        #expect(reply.status == 0 && reply.events.last?.type == "finished", "\(reply.stderr)")
+        let programs = reply.events.filter { $0.type == "program" }
+        func program(_ key: String, _ name: String) -> ReceivedEvent? { programs.first { $0.fields[key] as? String == name } }
+        let pick = try #require(program("activity", "pick"))
+        #expect(pick.fields["pulseAnswers"] as? [String: String] == ["tile-red": "red", "tile-blue": "blue"], "\(pick.fields)")
+        #expect(pick.fields["texts"] as? [String: String] == ["hint": HintLesson.transcript], "\(pick.fields)")
+        #expect(program("chain", "hint")?.fields["texts"] as? [String: String] == ["hint": HintLesson.transcript])
+        #expect(program("chain", "ask").map { $0.fields["texts"] == nil } == true)
+        #expect(program("chain", "right").map { $0.fields["texts"] == nil } == true)
+        if EventSchema.available, PulseTestServer.findExecutable("socat") != nil {
+            let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+            #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
+        }
     }
 
     // MARK: The page in Chromium
@@ -275,6 +307,49 @@ struct ReadAlongPageTests {
         print("read-along screenshot: \(watched.shots["pulse"]?["file"] ?? "none")")
     }
 
+    /// A lesson whose idle prompt pulses `tile-red`, a target named unlike its answer `red`,
+    /// and says a clip with a transcript but no timings: the pulse pulses the answer tile `red`
+    /// (no second tile), and the clip's transcript is laid out at its clipStart, highlighted
+    /// while it plays and no longer once its clipEnd comes.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func hintPulsesItsAnswerTileAndATranscriptShows() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try HintLesson.write(in: lessons)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let shots = URL(fileURLWithPath: dir.file("shots"))
+        let watched = try Self.watch(
+            daemon, query: "lesson=hints.json&activity=pick", shots: shots,
+            ["--shot", "hint:document.querySelector('.transcript.reading')",
+             "--until", "window.__snapshots.some(s => s.event.type === 'clipEnd' && s.event.clip === 'hint')"])
+        let playback = watched.playback
+        Self.expectFollows(watched, "hints.json")
+        // The idle prompt's pulse of tile-red pulses the answer tile red, and nothing else.
+        let pulse = try #require(playback.first { Watched.type($0) == "pulse" && Watched.event($0)["target"] as? String == "tile-red" })
+        let pulsing = (pulse["pulsing"] as? [[String: Any]] ?? []).map { $0["target"] as? String ?? "" }
+        #expect(pulsing == ["red"], "\(pulsing)")
+        let tiles = (watched.final["tiles"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "") \($0["button"] as? Bool == true ? "button" : "image")" }
+        #expect(tiles == ["red button", "blue button", "both image"], "\(tiles)")
+        // The clip without timings: its transcript, from its clipStart to its clipEnd.
+        let start = try #require(playback.firstIndex { Watched.type($0) == "clipStart" && Watched.event($0)["clip"] as? String == "hint" })
+        let end = try #require(playback.firstIndex { Watched.type($0) == "clipEnd" && Watched.event($0)["clip"] as? String == "hint" })
+        func shown(_ snapshot: [String: Any]) -> [String] {
+            (snapshot["transcripts"] as? [[String: Any]] ?? []).map { "\($0["clip"] ?? "") \($0["text"] ?? "") \($0["reading"] as? Bool == true)" }
+        }
+        #expect(playback[..<start].allSatisfy { shown($0).isEmpty }, "a transcript before its clip started")
+        for snapshot in playback[start..<end] {
+            #expect(shown(snapshot) == ["hint \(HintLesson.transcript) true"], "\(shown(snapshot))")
+        }
+        #expect(shown(playback[end]) == ["hint \(HintLesson.transcript) false"], "\(shown(playback[end]))")
+        #expect(playback[start]["now"] as? String == HintLesson.transcript)
+        #expect(watched.shots["hint"] != nil && watched.final["error"] is NSNull, "\(watched.final)")
+    }
+
     /// Every chain and activity of every sample lesson, opened on the page by its address:
     /// each plays without an error, and a program with words shows the words of its first clip
     /// with words, only clips that have started.
@@ -372,5 +447,45 @@ enum ReadAlongLesson {
             }
             """
         try lesson.write(toFile: folder + "/made.json", atomically: true, encoding: .utf8)
+    }
+}
+
+/// A lesson written by the tests for hints and transcripts: a prompt with words (the 2.4 s tone
+/// of `ReadAlongLesson`), a hint clip with a transcript and no timings, two steps whose idle
+/// prompts pulse `tile-red` and `tile-blue` (and `both`, in each), a right answer's feedback
+/// that pulses `star`, and a wrong answer's that pulses `blue` (an answer's own name).
+enum HintLesson {
+    static let transcript = "Find the “red” ball, then the blue one — voilà."
+
+    static func write(in folder: String) throws {
+        try ReadAlongLesson.write(in: folder)
+        let hint = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", folder + "/hint.wav", "synth", "1.2", "sine", "440", "vol", "0.3"])
+        try #require(hint.status == 0, "\(hint.stderr)")
+        try FileManager.default.removeItem(atPath: folder + "/made.json")
+        let lesson = """
+            {
+              "sampleRate": 48000,
+              "channels": 2,
+              "clips": {
+                "ask": {"file": "ask.wav", "timings": "ask.txt"},
+                "hint": {"file": "hint.wav", "transcript": "\(transcript)"},
+                "yes": {"file": "yes.wav", "timings": "yes.txt", "transcript": "Yes!"}
+              },
+              "chains": {
+                "ask": [{"clip": "ask"}],
+                "hint": [{"clip": "hint"}],
+                "right": [{"clip": "yes"}]
+              },
+              "activities": {
+                "pick": {"idleSeconds": 0.3, "steps": [
+                  {"prompt": "ask", "answer": "red", "idle": {"chain": "hint", "pulse": ["tile-red", "both"]},
+                   "correct": {"chain": "right", "pulse": ["star"]}, "wrong": [{"chain": "hint", "pulse": ["blue"]}]},
+                  {"answer": "blue", "idle": {"chain": "hint", "pulse": ["tile-blue", "both"]},
+                   "correct": "right", "wrong": [{"chain": "hint", "pulse": ["tile-blue"]}]}
+                ]}
+              }
+            }
+            """
+        try lesson.write(toFile: folder + "/hints.json", atomically: true, encoding: .utf8)
     }
 }
