@@ -53,6 +53,14 @@ struct LessonLibrary: Sendable {
         return try NarratorLesson(path: path, locale: locale)
     }
 
+    /// What a `finished` event says of the locale a request asked for (`cues` and `play`): with
+    /// a `locale`, `locales`, the lesson's locales that changed its clips, most specific first
+    /// (`[]`: the default plays, the lesson has nothing in that language); without, nothing.
+    static func localesMember(of lesson: NarratorLesson) -> [EventEncoder.Member] {
+        guard let resolution = lesson.lesson.resolution else { return [] }
+        return [EventEncoder.Member("locales", .strings(resolution.used.reversed()))]
+    }
+
     /// The most lesson files `programs()` reads.
     static let maxListedLessons = 1000
 
