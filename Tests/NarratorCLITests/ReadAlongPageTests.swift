@@ -230,7 +230,7 @@ struct ReadAlongPageTests {
 
     /// The sight-words activity: the right answer's tile, tapped once the prompt has ended,
     /// gives the activity's `correct` tap and feedback; the next step's idle prompt pulses its
-    /// target's tile, animated, when its pulse cue comes; clips the activity's own schedule does
+    /// answer's tile (its target is `tile-hat`), animated, when its pulse cue comes; clips the activity's own schedule does
     /// not reach are laid out too.
     @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func sightWordsAnswerTileAndPulses() throws {
@@ -248,11 +248,14 @@ struct ReadAlongPageTests {
         // The activity took "see" as the right answer: the next step starts.
         #expect(playback.contains { Watched.type($0) == "stepStart" && Watched.event($0)["answer"] as? String == "hat" }, "the answer tile's tap was not taken")
         Self.expectTap("see", in: playback)
-        // The pulse: its tile, by its target's name, pulses (animated) from the snapshot of its cue.
+        // The pulse: its tile pulses (animated) from the snapshot of its cue: the answer's tile
+        // for a target a step's hints pulse (the lesson's idle and wrong feedback: tile-see and
+        // tile-hat), else the tile named by the target.
         let pulse = try #require(playback.first { Watched.type($0) == "pulse" })
         let target = try #require(Watched.event(pulse)["target"] as? String)
+        let tile = ["tile-see": "see", "tile-hat": "hat"][target] ?? target
         let pulsing = pulse["pulsing"] as? [[String: Any]] ?? []
-        #expect(pulsing.map { $0["target"] as? String ?? "" } == [target] && pulsing.first?["animation"] as? String == "pulse", "\(pulsing)")
+        #expect(pulsing.map { $0["target"] as? String ?? "" } == [tile] && pulsing.first?["animation"] as? String == "pulse", "\(target): \(pulsing)")
         // Before its cue nothing pulses.
         let firstPulsing = playback.firstIndex { !($0["pulsing"] as? [[String: Any]] ?? []).isEmpty }
         #expect(firstPulsing == playback.firstIndex { Watched.type($0) == "pulse" })
