@@ -137,6 +137,64 @@ struct ReadAlongPageTests {
         }
     }
 
+    /// A lesson made to swell the listing: 40 chains that each play one clip with a 40 KiB
+    /// transcript of control characters (6 bytes each once escaped), a chain of 100 clips with
+    /// 1 KiB ones, and a hint that pulses 20,000 targets. The listing still ends with `finished`,
+    /// every line parses and stays under the loader's 1 MiB, one program's `texts` and
+    /// `pulseAnswers` hold at most 64 KiB, and the lesson's `texts` at most 1 MiB in all.
+    @Test func libraryListingStaysBoundedWithLongTranscripts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        let tone = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", lessons + "/t.wav", "synth", "0.1", "sine", "330"])
+        try #require(tone.status == 0, "\(tone.stderr)")
+        let long = String(repeating: "\\u0001", count: 40 << 10)
+        let short = String(repeating: "\\u0002", count: 1 << 10)
+        var clips = [#""long": {"file": "t.wav", "transcript": "\#(long)"}"#]
+        var chains: [String] = []
+        for n in 0..<40 { chains.append(#""c\#(n)": [{"clip": "long"}]"#) }
+        for n in 0..<100 { clips.append(#""s\#(n)": {"file": "t.wav", "transcript": "\#(short)"}"#) }
+        chains.append(#""b-many": ["# + (0..<100).map { #"{"clip": "s\#($0)"}"# }.joined(separator: ", ") + "]")
+        let targets = (0..<20_000).map { #""t\#($0)""# }.joined(separator: ", ")
+        let lesson = """
+            {"sampleRate": 48000, "clips": {\(clips.joined(separator: ", "))}, "chains": {\(chains.joined(separator: ", "))},
+             "activities": {"a": {"steps": [{"answer": "x", "idle": {"chain": "c0", "pulse": [\(targets)]}, "correct": "c1", "wrong": ["c2"]}]}}}
+            """
+        try lesson.write(toFile: lessons + "/big.json", atomically: true, encoding: .utf8)
+        let daemon = try Daemon(dir: dir, library: lessons, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+        let lines = raw.stdout.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.utf8.count < 1 << 20 }, "\(lines.map(\.utf8.count).max() ?? 0) bytes")
+        let events = try ReceivedEvent.parse(raw.stdout)
+        #expect(events.last?.type == "finished" && events.filter { $0.type == "program" }.count == 42, "\(events.last?.fields ?? [:])")
+        func bytes(_ map: [String: String]) -> Int { map.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
+        var lessonTexts = 0
+        for event in events where event.type == "program" {
+            let texts = event.fields["texts"] as? [String: String] ?? [:]
+            #expect(bytes(texts) <= 64 << 10, "\(event.fields["chain"] ?? event.fields["activity"] ?? "")")
+            lessonTexts += bytes(texts)
+        }
+        #expect(lessonTexts <= 1 << 20 && lessonTexts >= 1 << 19, "\(lessonTexts)")
+        // Programs in byte order of their names: b-many, then c0, c1, c10 … c9. The chain of
+        // short clips gets, in byte order of their ids, what fits in 64 KiB; then as many long
+        // transcripts (4 + 40 Ki bytes each) as fit in the rest of the lesson's 1 MiB.
+        var left = 64 << 10
+        var expected: [String] = []
+        for id in (0..<100).map({ "s\($0)" }).sorted() where id.utf8.count + 1024 <= left {
+            expected.append(id)
+            left -= id.utf8.count + 1024
+        }
+        let many = try #require(events.first { $0.fields["chain"] as? String == "b-many" })
+        let fitted = (many.fields["texts"] as? [String: String] ?? [:]).keys.sorted()
+        #expect(expected.count < 100 && fitted == expected, "\(fitted.count) \(expected.count)")
+        let chainsWithText = events.filter { ($0.fields["chain"] as? String)?.hasPrefix("c") == true && $0.fields["texts"] != nil }
+        #expect(chainsWithText.count == ((1 << 20) - (64 << 10) + left) / (4 + (40 << 10)), "\(chainsWithText.count)")
+        let hints = try #require(events.first { $0.fields["activity"] as? String == "a" }?.fields["pulseAnswers"] as? [String: String])
+        #expect(bytes(hints) <= 64 << 10 && hints.count > 5000 && Set(hints.values) == ["x"], "\(hints.count)")
+    }
+
     // MARK: The page in Chromium
 
     /// One program watched on the page: each playback event as the page received it, with what
