@@ -17,6 +17,9 @@ public enum EventEncoder {
         case bool(Bool)
         /// An array of strings (the daemon's `library` listing: a lesson's answers, its sounds).
         case strings([String])
+        /// An object of strings, written with its keys in byte order (the `library` listing: a
+        /// program's `pulseAnswers`, its `texts`).
+        case stringMap([String: String])
         case null
 
         public init(_ field: Cue.Field) {
@@ -240,6 +243,15 @@ public enum EventEncoder {
                 appendString(text, to: &out)
             }
             out.append(UInt8(ascii: "]"))
+        case .stringMap(let map):
+            out.append(UInt8(ascii: "{"))
+            for (k, key) in map.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                appendString(map[key]!, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
         case .null: out.append(contentsOf: "null".utf8)
         }
     }

@@ -53,17 +53,33 @@ struct LessonLibrary: Sendable {
         return try NarratorLesson(path: path, locale: locale)
     }
 
+    /// What a `finished` event says of the locale a request asked for (`cues` and `play`): with
+    /// a `locale`, `locales`, the lesson's locales that changed its clips, most specific first
+    /// (`[]`: the default plays, the lesson has nothing in that language); without, nothing.
+    static func localesMember(of lesson: NarratorLesson) -> [EventEncoder.Member] {
+        guard let resolution = lesson.lesson.resolution else { return [] }
+        return [EventEncoder.Member("locales", .strings(resolution.used.reversed()))]
+    }
+
     /// The most lesson files `programs()` reads.
     static let maxListedLessons = 1000
+
+    /// The most bytes (UTF-8, keys and values) of one program's `texts`, and of its
+    /// `pulseAnswers`: an event line stays far under the loader's `maxLine` (1 MiB) even with
+    /// every character escaped.
+    static let maxProgramMapBytes = 64 << 10
+    /// The most bytes of `texts` all the programs of one lesson carry: a lesson of many chains
+    /// that play one long transcript does not make a listing of gigabytes.
+    static let maxLessonTextBytes = 1 << 20
 
     /// What the library holds, for a client's menu (the `library` request): for each `.json`
     /// file at the library's top level, in byte order of its name (at most `maxListedLessons`),
     /// the members of one `program` event per chain (`lesson`, `chain`) and per activity
     /// (`lesson`, `activity`, `answers` its steps' answers in step order, once each, `sounds`
-    /// and `states` its tap sounds' and intro states' names, sorted), chains and activities
-    /// sorted by name; or one event with `lesson` and `problem` (why it cannot be read) for a
-    /// file that is not a lesson or leads out of the library. Run by a loader child: a lesson
-    /// file is read here.
+    /// and `states` its tap sounds' and intro states' names, sorted, `pulseAnswers`), chains and
+    /// activities sorted by name, each with `texts` when it plays clips that have them; or one
+    /// event with `lesson` and `problem` (why it cannot be read) for a file that is not a lesson
+    /// or leads out of the library. Run by a loader child: a lesson file is read here.
     func programs() -> [[EventEncoder.Member]] {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
@@ -79,22 +95,108 @@ struct LessonLibrary: Sendable {
                 events.append([lessonMember, EventEncoder.Member("problem", .string(publicDescription(of: error)))])
                 continue
             }
+            var textBudget = Self.maxLessonTextBytes
+            func textsMember(_ chains: some Sequence<String>) -> [EventEncoder.Member] {
+                let texts = Self.texts(of: chains, in: lesson, budget: &textBudget)
+                return texts.isEmpty ? [] : [EventEncoder.Member("texts", .stringMap(texts))]
+            }
             for chain in lesson.chains.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                events.append([lessonMember, EventEncoder.Member("chain", .string(chain))])
+                events.append([lessonMember, EventEncoder.Member("chain", .string(chain))] + textsMember([chain]))
             }
             for id in lesson.activities.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 guard let activity = lesson.activities[id] else { continue }
                 var answers: [String] = []
-                for step in activity.steps where !answers.contains(step.answer) { answers.append(step.answer) }
-                events.append([
-                    lessonMember, EventEncoder.Member("activity", .string(id)),
-                    EventEncoder.Member("answers", .strings(answers)),
-                    EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
-                    EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
-                ])
+                var seen: Set<String> = []
+                for step in activity.steps where seen.insert(step.answer).inserted { answers.append(step.answer) }
+                events.append(
+                    [
+                        lessonMember, EventEncoder.Member("activity", .string(id)),
+                        EventEncoder.Member("answers", .strings(answers)),
+                        EventEncoder.Member("pulseAnswers", .stringMap(Self.pulseAnswers(of: activity))),
+                        EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
+                        EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
+                    ] + textsMember(Self.chains(of: activity)))
             }
         }
         return events
+    }
+
+    /// Which answer's tile a pulse target is, for a client that shows answers as tiles (the
+    /// read-along page): the lesson format links a target to an answer only through a step, so
+    /// each target a step's hints pulse (its `idle` feedback's and its `wrong` feedbacks'
+    /// `pulse`) is that step's answer's tile (`tile-see` of the step answered `see`). Not listed:
+    /// a target that is itself an answer or a tap sound (its own tile), one that steps with
+    /// different answers pulse (it could be either), and targets pulsed only by chains or by
+    /// `correct` feedback (a reward, such as a ticket, not a hint). At most
+    /// `maxProgramMapBytes`, in step order.
+    static func pulseAnswers(of activity: Activity) -> [String: String] {
+        var own = Set(activity.sounds.keys)
+        for step in activity.steps { own.insert(step.answer) }
+        var links: [String: String] = [:]
+        var ambiguous: Set<String> = []
+        var bytes = 0
+        for step in activity.steps {
+            for feedback in (step.idle.map { [$0] } ?? []) + step.wrong {
+                for target in feedback.pulse where !own.contains(target) && !ambiguous.contains(target) {
+                    if let linked = links[target] {
+                        if linked != step.answer { ambiguous.insert(target) }
+                        continue
+                    }
+                    let size = target.utf8.count + step.answer.utf8.count
+                    guard bytes + size <= maxProgramMapBytes else { continue }
+                    bytes += size
+                    links[target] = step.answer
+                }
+            }
+        }
+        for target in ambiguous { links[target] = nil }
+        return links
+    }
+
+    /// The chains `activity` may play: its intros, its steps' prompts and feedback, its final
+    /// and its sounds, once each.
+    static func chains(of activity: Activity) -> [String] {
+        var chains: [String] = Array(activity.intro.values) + Array(activity.sounds.values)
+        for step in activity.steps {
+            if let prompt = step.prompt { chains.append(prompt) }
+            if let idle = step.idle { chains.append(idle.chain) }
+            chains.append(step.correct.chain)
+            chains.append(contentsOf: step.wrong.map(\.chain))
+        }
+        if let final = activity.final { chains.append(final) }
+        var seen: Set<String> = []
+        return chains.filter { seen.insert($0).inserted }
+    }
+
+    /// What the clips `chains` play say when they have no words to show: clip id → transcript,
+    /// for each voice or effect clip (drawn from a pool too, not a `music` item) with a
+    /// `transcript` and neither `timings` nor word markers. In byte order of the ids, at most
+    /// `maxProgramMapBytes` and at most what is left of `budget` (spent here); a clip that does
+    /// not fit is left out.
+    static func texts(of chains: some Sequence<String>, in lesson: Lesson, budget: inout Int) -> [String: String] {
+        var clips: Set<String> = []
+        for chain in chains {
+            for item in lesson.chains[chain] ?? [] {
+                switch item {
+                case .clip(let id): clips.insert(id)
+                case .pool(let id): clips.formUnion(lesson.pools[id]?.clips ?? [])
+                case .silence, .pulse, .music: break
+                }
+            }
+        }
+        var texts: [String: String] = [:]
+        var bytes = 0
+        for id in clips.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            guard let clip = lesson.clips[id], clip.timings == nil, clip.markers != .words,
+                let transcript = clip.transcript, !transcript.allSatisfy(\.isWhitespace)
+            else { continue }
+            let size = id.utf8.count + transcript.utf8.count
+            guard bytes + size <= maxProgramMapBytes, size <= budget else { continue }
+            bytes += size
+            budget -= size
+            texts[id] = transcript
+        }
+        return texts
     }
 
     /// `error` as a client may read it: files inside the library by their path in it, any other

@@ -268,10 +268,10 @@ struct LessonLoader: Sendable {
             return refusedStatus
         }
         let prepared: PreparedProgram
-        var localesUsed: [String]?
+        let localesUsed: [EventEncoder.Member]
         do throws(NarratorError) {
             let loaded = try library.load(lesson, locale: locale)
-            localesUsed = loaded.lesson.resolution.map { $0.used.reversed() }
+            localesUsed = LessonLibrary.localesMember(of: loaded)
             prepared = try loaded.prepare(program, seed: seed)
         } catch {
             emit(.error(library.publicDescription(of: error)))
@@ -280,10 +280,7 @@ struct LessonLoader: Sendable {
         if listing {
             for cue in prepared.cues { emit(EventLine(listed: cue)) }
         }
-        // With a locale asked for: the lesson's locales that changed its clips, most specific
-        // first (empty: the default plays; the lesson has nothing in that language).
-        var fields = [EventEncoder.Member("sampleRate", .int(prepared.schedule.sampleRate))]
-        if let localesUsed { fields.append(EventEncoder.Member("locales", .strings(localesUsed))) }
+        let fields = [EventEncoder.Member("sampleRate", .int(prepared.schedule.sampleRate))] + localesUsed
         emit(EventLine(.finished, frame: prepared.schedule.frames, heard: nil, fields: fields))
         return preparedStatus
     }

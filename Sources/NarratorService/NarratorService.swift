@@ -518,7 +518,9 @@ public final class NarratorService: Sendable {
         let playback: Playback
         let forwarder = Forwarder(service: self)
         do {
-            let prepared = try library.load(job.lesson, locale: job.locale).prepare(job.program, seed: job.seed)
+            let loaded = try library.load(job.lesson, locale: job.locale)
+            let prepared = try loaded.prepare(job.program, seed: job.seed)
+            forwarder.finishedFields = LessonLibrary.localesMember(of: loaded)
             guard wanted(owner) else {
                 release()
                 conclude(owner, with: .error("stopped"))
@@ -569,7 +571,8 @@ public final class NarratorService: Sendable {
         forwarder.waitUntilNamed()
         let name = forwarder.name
         let end = forwarder.terminal ?? EventLine(.finished, frame: forwarder.last?.frame ?? forwarder.frames,
-                                                  heard: forwarder.last?.heard ?? MonotonicClock.now(), fields: [EventEncoder.Member("playback", .string(name))])
+                                                  heard: forwarder.last?.heard ?? MonotonicClock.now(),
+                                                  fields: [EventEncoder.Member("playback", .string(name))] + forwarder.finishedFields)
         state.withLock { state in
             state.playbackSlots -= 1
             guard let entry = state.playbacks.removeValue(forKey: name) else { return }
@@ -584,6 +587,8 @@ public final class NarratorService: Sendable {
     private final class Forwarder: @unchecked Sendable {
         let service: NarratorService
         var frames = 0
+        /// What `finished` says besides the playback's name: the locales used (`locales`).
+        var finishedFields: [EventEncoder.Member] = []
         var name = ""
         let started = DispatchSemaphore(value: 0)
         private var waited = false

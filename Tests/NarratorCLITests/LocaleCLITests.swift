@@ -218,6 +218,38 @@ struct DaemonLocaleTests {
         #expect(daemon.stop() == 0)
     }
 
+    /// A `play` tells the locales it used as a `cues` listing does, in its `finished`: the
+    /// locales that changed its clips, most specific first; none for a language the lesson does
+    /// not have; no key without a locale. (On the private PulseAudio server: the daemon has no
+    /// virtual output, and ALSA's null device has no clock to place cues on. About 3 s.)
+    @Test(.enabled(if: PulseTestServer.isAvailable, "needs the PulseAudio test server"))
+    func playTellsTheLocalesItUsed() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let requests = [
+            #"{"id": "mx", "op": "play", "lesson": "colors.json", "chain": "colors", "locale": "es-mx"}"#,
+            #"{"id": "fr", "op": "play", "lesson": "colors.json", "chain": "colors", "locale": "fr-CA"}"#,
+            #"{"id": "default", "op": "play", "lesson": "colors.json", "chain": "colors"}"#,
+        ]
+        let reply = try Clients.socat(daemon, input: requests.joined(separator: "\n") + "\n")
+        let events = try ReceivedEvent.parse(reply.stdout)
+        func finished(_ id: String) -> ReceivedEvent? { events.last { $0.id == id && $0.isTerminal } }
+        for id in ["mx", "fr", "default"] {
+            #expect(finished(id)?.type == "finished" && finished(id)?.fields["playback"] is String, "\(id): \(finished(id)?.fields ?? [:]) \(daemon.stderr)")
+        }
+        #expect(finished("mx")?.fields["locales"] as? [String] == ["es-MX", "es"])
+        #expect(finished("fr")?.fields["locales"] as? [String] == [])
+        #expect(finished("default").map { $0.fields["locales"] == nil } == true)
+        if EventSchema.available {
+            #expect(try EventSchema.problems(reply.stdout, as: "daemonLine") == nil)
+        }
+        #expect(daemon.stop() == 0)
+    }
+
     /// `play` with `locale` (tags ignore case) plays the locale's clips: its events are the
     /// cue sheet's, at the same frames. (On the private PulseAudio server: about 2.6 s.)
     @Test(.enabled(if: PulseTestServer.isAvailable, "needs the PulseAudio test server"))

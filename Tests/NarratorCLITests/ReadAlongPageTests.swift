@@ -62,6 +62,9 @@ struct ReadAlongPageTests {
         }
         let hatShop = try #require(programs.first { $0.fields["activity"] as? String == "hat-shop" })
         #expect(hatShop.fields["sounds"] as? [String] == ["cat", "hats"] && hatShop.fields["states"] as? [String] == ["first-use", "return-use"])
+        // The sight words' hints pulse tile-see and tile-hat, the tiles of their steps' answers.
+        let sightWords = try #require(programs.first { $0.fields["activity"] as? String == "sight-words" })
+        #expect(sightWords.fields["pulseAnswers"] as? [String: String] == ["tile-see": "see", "tile-hat": "hat"], "\(sightWords.fields)")
         // A key the op does not take: one error naming it.
         let refused = reply.events.filter { $0.id == "2" }
         #expect(refused.count == 1 && refused.first?.type == "error", "\(refused.map(\.fields))")
@@ -103,6 +106,93 @@ struct ReadAlongPageTests {
         #expect(made.compactMap { $0.fields["chain"] as? String } == ["ask", "right"])
         #expect(made.first { $0.fields["activity"] != nil }?.fields["answers"] as? [String] == ["red"])
         #expect(reply.events.last?.type == "finished")
+    }
+
+    /// The listing links hint targets to answers and gives the transcripts of clips without
+    /// words, for the lesson written here (ground truth: what the test wrote): `tile-red` and
+    /// `tile-blue` are the tiles of the steps whose hints pulse them; `both`, pulsed by both
+    /// steps' hints, `star`, pulsed by a right answer's feedback, and `blue`, an answer's own
+    /// name, are not linked; only the clip with a transcript and no timings has a text.
+    @Test func libraryLinksHintTargetsAndGivesTexts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try HintLesson.write(in: lessons)
+        let daemon = try Daemon(dir: dir, library: lessons, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": "l", "op": "library"}"#])
+        #expect(reply.status == 0 && reply.events.last?.type == "finished", "\(reply.stderr)")
+        let programs = reply.events.filter { $0.type == "program" }
+        func program(_ key: String, _ name: String) -> ReceivedEvent? { programs.first { $0.fields[key] as? String == name } }
+        let pick = try #require(program("activity", "pick"))
+        #expect(pick.fields["pulseAnswers"] as? [String: String] == ["tile-red": "red", "tile-blue": "blue"], "\(pick.fields)")
+        #expect(pick.fields["texts"] as? [String: String] == ["hint": HintLesson.transcript], "\(pick.fields)")
+        #expect(program("chain", "hint")?.fields["texts"] as? [String: String] == ["hint": HintLesson.transcript])
+        #expect(program("chain", "ask").map { $0.fields["texts"] == nil } == true)
+        #expect(program("chain", "right").map { $0.fields["texts"] == nil } == true)
+        if EventSchema.available, PulseTestServer.findExecutable("socat") != nil {
+            let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+            #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
+        }
+    }
+
+    /// A lesson made to swell the listing: 40 chains that each play one clip with a 40 KiB
+    /// transcript of control characters (6 bytes each once escaped), a chain of 100 clips with
+    /// 1 KiB ones, and a hint that pulses 20,000 targets. The listing still ends with `finished`,
+    /// every line parses and stays under the loader's 1 MiB, one program's `texts` and
+    /// `pulseAnswers` hold at most 64 KiB, and the lesson's `texts` at most 1 MiB in all.
+    @Test func libraryListingStaysBoundedWithLongTranscripts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        let tone = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "1", "-b", "16", lessons + "/t.wav", "synth", "0.1", "sine", "330"])
+        try #require(tone.status == 0, "\(tone.stderr)")
+        let long = String(repeating: "\\u0001", count: 40 << 10)
+        let short = String(repeating: "\\u0002", count: 1 << 10)
+        var clips = [#""long": {"file": "t.wav", "transcript": "\#(long)"}"#]
+        var chains: [String] = []
+        for n in 0..<40 { chains.append(#""c\#(n)": [{"clip": "long"}]"#) }
+        for n in 0..<100 { clips.append(#""s\#(n)": {"file": "t.wav", "transcript": "\#(short)"}"#) }
+        chains.append(#""b-many": ["# + (0..<100).map { #"{"clip": "s\#($0)"}"# }.joined(separator: ", ") + "]")
+        let targets = (0..<20_000).map { #""t\#($0)""# }.joined(separator: ", ")
+        let lesson = """
+            {"sampleRate": 48000, "clips": {\(clips.joined(separator: ", "))}, "chains": {\(chains.joined(separator: ", "))},
+             "activities": {"a": {"steps": [{"answer": "x", "idle": {"chain": "c0", "pulse": [\(targets)]}, "correct": "c1", "wrong": ["c2"]}]}}}
+            """
+        try lesson.write(toFile: lessons + "/big.json", atomically: true, encoding: .utf8)
+        let daemon = try Daemon(dir: dir, library: lessons, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+        let lines = raw.stdout.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.utf8.count < 1 << 20 }, "\(lines.map(\.utf8.count).max() ?? 0) bytes")
+        let events = try ReceivedEvent.parse(raw.stdout)
+        #expect(events.last?.type == "finished" && events.filter { $0.type == "program" }.count == 42, "\(events.last?.fields ?? [:])")
+        func bytes(_ map: [String: String]) -> Int { map.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count } }
+        var lessonTexts = 0
+        for event in events where event.type == "program" {
+            let texts = event.fields["texts"] as? [String: String] ?? [:]
+            #expect(bytes(texts) <= 64 << 10, "\(event.fields["chain"] ?? event.fields["activity"] ?? "")")
+            lessonTexts += bytes(texts)
+        }
+        #expect(lessonTexts <= 1 << 20 && lessonTexts >= 1 << 19, "\(lessonTexts)")
+        // Programs in byte order of their names: b-many, then c0, c1, c10 … c9. The chain of
+        // short clips gets, in byte order of their ids, what fits in 64 KiB; then as many long
+        // transcripts (4 + 40 Ki bytes each) as fit in the rest of the lesson's 1 MiB.
+        var left = 64 << 10
+        var expected: [String] = []
+        for id in (0..<100).map({ "s\($0)" }).sorted() where id.utf8.count + 1024 <= left {
+            expected.append(id)
+            left -= id.utf8.count + 1024
+        }
+        let many = try #require(events.first { $0.fields["chain"] as? String == "b-many" })
+        let fitted = (many.fields["texts"] as? [String: String] ?? [:]).keys.sorted()
+        #expect(expected.count < 100 && fitted == expected, "\(fitted.count) \(expected.count)")
+        let chainsWithText = events.filter { ($0.fields["chain"] as? String)?.hasPrefix("c") == true && $0.fields["texts"] != nil }
+        #expect(chainsWithText.count == ((1 << 20) - (64 << 10) + left) / (4 + (40 << 10)), "\(chainsWithText.count)")
+        let hints = try #require(events.first { $0.fields["activity"] as? String == "a" }?.fields["pulseAnswers"] as? [String: String])
+        #expect(bytes(hints) <= 64 << 10 && hints.count > 5000 && Set(hints.values) == ["x"], "\(hints.count)")
     }
 
     // MARK: The page in Chromium
@@ -198,7 +288,7 @@ struct ReadAlongPageTests {
 
     /// The sight-words activity: the right answer's tile, tapped once the prompt has ended,
     /// gives the activity's `correct` tap and feedback; the next step's idle prompt pulses its
-    /// target's tile, animated, when its pulse cue comes; clips the activity's own schedule does
+    /// answer's tile (its target is `tile-hat`), animated, when its pulse cue comes; clips the activity's own schedule does
     /// not reach are laid out too.
     @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func sightWordsAnswerTileAndPulses() throws {
@@ -216,11 +306,14 @@ struct ReadAlongPageTests {
         // The activity took "see" as the right answer: the next step starts.
         #expect(playback.contains { Watched.type($0) == "stepStart" && Watched.event($0)["answer"] as? String == "hat" }, "the answer tile's tap was not taken")
         Self.expectTap("see", in: playback)
-        // The pulse: its tile, by its target's name, pulses (animated) from the snapshot of its cue.
+        // The pulse: its tile pulses (animated) from the snapshot of its cue: the answer's tile
+        // for a target a step's hints pulse (the lesson's idle and wrong feedback: tile-see and
+        // tile-hat), else the tile named by the target.
         let pulse = try #require(playback.first { Watched.type($0) == "pulse" })
         let target = try #require(Watched.event(pulse)["target"] as? String)
+        let tile = ["tile-see": "see", "tile-hat": "hat"][target] ?? target
         let pulsing = pulse["pulsing"] as? [[String: Any]] ?? []
-        #expect(pulsing.map { $0["target"] as? String ?? "" } == [target] && pulsing.first?["animation"] as? String == "pulse", "\(pulsing)")
+        #expect(pulsing.map { $0["target"] as? String ?? "" } == [tile] && pulsing.first?["animation"] as? String == "pulse", "\(target): \(pulsing)")
         // Before its cue nothing pulses.
         let firstPulsing = playback.firstIndex { !($0["pulsing"] as? [[String: Any]] ?? []).isEmpty }
         #expect(firstPulsing == playback.firstIndex { Watched.type($0) == "pulse" })
@@ -273,6 +366,49 @@ struct ReadAlongPageTests {
         let tiles = watched.final["tiles"] as? [[String: Any]] ?? []
         #expect(tiles.map { "\($0["name"] ?? "") \($0["label"] ?? "")" } == ["red Answer red"], "\(tiles)")
         print("read-along screenshot: \(watched.shots["pulse"]?["file"] ?? "none")")
+    }
+
+    /// A lesson whose idle prompt pulses `tile-red`, a target named unlike its answer `red`,
+    /// and says a clip with a transcript but no timings: the pulse pulses the answer tile `red`
+    /// (no second tile), and the clip's transcript is laid out at its clipStart, highlighted
+    /// while it plays and no longer once its clipEnd comes.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func hintPulsesItsAnswerTileAndATranscriptShows() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        try HintLesson.write(in: lessons)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let shots = URL(fileURLWithPath: dir.file("shots"))
+        let watched = try Self.watch(
+            daemon, query: "lesson=hints.json&activity=pick", shots: shots,
+            ["--shot", "hint:document.querySelector('.transcript.reading')",
+             "--until", "window.__snapshots.some(s => s.event.type === 'clipEnd' && s.event.clip === 'hint')"])
+        let playback = watched.playback
+        Self.expectFollows(watched, "hints.json")
+        // The idle prompt's pulse of tile-red pulses the answer tile red, and nothing else.
+        let pulse = try #require(playback.first { Watched.type($0) == "pulse" && Watched.event($0)["target"] as? String == "tile-red" })
+        let pulsing = (pulse["pulsing"] as? [[String: Any]] ?? []).map { $0["target"] as? String ?? "" }
+        #expect(pulsing == ["red"], "\(pulsing)")
+        let tiles = (watched.final["tiles"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? "") \($0["button"] as? Bool == true ? "button" : "image")" }
+        #expect(tiles == ["red button", "blue button", "both image"], "\(tiles)")
+        // The clip without timings: its transcript, from its clipStart to its clipEnd.
+        let start = try #require(playback.firstIndex { Watched.type($0) == "clipStart" && Watched.event($0)["clip"] as? String == "hint" })
+        let end = try #require(playback.firstIndex { Watched.type($0) == "clipEnd" && Watched.event($0)["clip"] as? String == "hint" })
+        func shown(_ snapshot: [String: Any]) -> [String] {
+            (snapshot["transcripts"] as? [[String: Any]] ?? []).map { "\($0["clip"] ?? "") \($0["text"] ?? "") \($0["reading"] as? Bool == true)" }
+        }
+        #expect(playback[..<start].allSatisfy { shown($0).isEmpty }, "a transcript before its clip started")
+        for snapshot in playback[start..<end] {
+            #expect(shown(snapshot) == ["hint \(HintLesson.transcript) true"], "\(shown(snapshot))")
+        }
+        #expect(shown(playback[end]) == ["hint \(HintLesson.transcript) false"], "\(shown(playback[end]))")
+        #expect(playback[start]["now"] as? String == HintLesson.transcript)
+        #expect(watched.shots["hint"] != nil && watched.final["error"] is NSNull, "\(watched.final)")
     }
 
     /// Every chain and activity of every sample lesson, opened on the page by its address:
@@ -372,5 +508,45 @@ enum ReadAlongLesson {
             }
             """
         try lesson.write(toFile: folder + "/made.json", atomically: true, encoding: .utf8)
+    }
+}
+
+/// A lesson written by the tests for hints and transcripts: a prompt with words (the 2.4 s tone
+/// of `ReadAlongLesson`), a hint clip with a transcript and no timings, two steps whose idle
+/// prompts pulse `tile-red` and `tile-blue` (and `both`, in each), a right answer's feedback
+/// that pulses `star`, and a wrong answer's that pulses `blue` (an answer's own name).
+enum HintLesson {
+    static let transcript = "Find the “red” ball, then the blue one — voilà."
+
+    static func write(in folder: String) throws {
+        try ReadAlongLesson.write(in: folder)
+        let hint = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", folder + "/hint.wav", "synth", "1.2", "sine", "440", "vol", "0.3"])
+        try #require(hint.status == 0, "\(hint.stderr)")
+        try FileManager.default.removeItem(atPath: folder + "/made.json")
+        let lesson = """
+            {
+              "sampleRate": 48000,
+              "channels": 2,
+              "clips": {
+                "ask": {"file": "ask.wav", "timings": "ask.txt"},
+                "hint": {"file": "hint.wav", "transcript": "\(transcript)"},
+                "yes": {"file": "yes.wav", "timings": "yes.txt", "transcript": "Yes!"}
+              },
+              "chains": {
+                "ask": [{"clip": "ask"}],
+                "hint": [{"clip": "hint"}],
+                "right": [{"clip": "yes"}]
+              },
+              "activities": {
+                "pick": {"idleSeconds": 0.3, "steps": [
+                  {"prompt": "ask", "answer": "red", "idle": {"chain": "hint", "pulse": ["tile-red", "both"]},
+                   "correct": {"chain": "right", "pulse": ["star"]}, "wrong": [{"chain": "hint", "pulse": ["blue"]}]},
+                  {"answer": "blue", "idle": {"chain": "hint", "pulse": ["tile-blue", "both"]},
+                   "correct": "right", "wrong": [{"chain": "hint", "pulse": ["tile-blue"]}]}
+                ]}
+              }
+            }
+            """
+        try lesson.write(toFile: folder + "/hints.json", atomically: true, encoding: .utf8)
     }
 }

@@ -28,7 +28,8 @@ event), "speedReply" (the speed request's), "pausedRed"
 With --scenario it watches one program play: a hook installed before the page loads records,
 after the page has handled each event of a playback, the event and what the page shows then
 ("snapshots": the word highlighted, the sentence, the tiles pulsing and their animation and
-outline, the clips laid out, the words shown). --tap ANSWER:TYPE clicks the answer tile once
+outline, the clips laid out, the words shown, the transcripts shown and whether each is
+highlighted). --tap ANSWER:TYPE clicks the answer tile once
 an event of that type has come; --shot NAME:EXPRESSION saves OUT_DIR/NAME.png the first time
 the page expression holds (with its red box and the snapshot count then); --until EXPRESSION
 ends the watch (default: the playback has ended); --reduced-motion emulates
@@ -277,6 +278,8 @@ HOOK = r"""
       pulsing, blocks: [...text.children].map((c) => c.dataset.clip),
       words: [...text.querySelectorAll(".word")].map((w) => w.dataset.key),
       heard: [...text.querySelectorAll(".word.heard")].map((w) => w.dataset.key),
+      transcripts: [...text.querySelectorAll(".transcript")].map((t) => ({
+        clip: t.parentElement.dataset.clip, text: t.textContent, reading: t.classList.contains("reading") })),
     });
   }
   window.WebSocket = function (url, protocols) {

@@ -8,10 +8,12 @@
 // For what it plays it first asks for the cue schedule ("cues"), only as a book of each clip's
 // words and sentences and of the pulse targets; then it plays ("play") and lays out a clip's text
 // when that clip's clipStart is heard (a clip the schedule did not show, such as the feedback
-// after an answer, is laid out word by word as its cues come). Each "sentence" cue highlights
-// its sentence (and says it to a screen reader, politely), each "word" cue turns its word red,
-// each "pulse" cue pulses the tile of its target. In an activity the answers are tiles too: a
-// tap on one sends "tap". The controls: pause/play, a tap on a word (said on its own, then back
+// after an answer, is laid out word by word as its cues come; a clip without words shows its
+// transcript, the program's "texts", highlighted as a whole while it plays). Each "sentence" cue
+// highlights its sentence (and says it to a screen reader, politely), each "word" cue turns its
+// word red, each "pulse" cue pulses the tile of its target. In an activity the answers are tiles
+// too: a tap on one sends "tap", and a target the program links to an answer ("pulseAnswers":
+// the tile-see a step answered "see" pulses in its hints) pulses that answer's tile. The controls: pause/play, a tap on a word (said on its own, then back
 // where playback was), replay, close, the music volume and the speed (docs/controls.md).
 "use strict";
 
@@ -47,6 +49,10 @@ let book = new Map();
 let block = null;
 let pendingClip = null;
 const tileByName = new Map();
+// The program's transcripts of the clips it plays that have no words (clip → text), and the
+// pulse targets that are an answer's tile (target → answer): from its "program" listing.
+let texts = new Map();
+let pulseAnswers = new Map();
 // For an activity, the cue schedules of its lesson's chains, asked for one after another while
 // it plays: they add to the book the clips the activity's own schedule does not reach (the
 // feedback after an answer, the next step's prompts).
@@ -164,6 +170,11 @@ function clearView() {
   readAlong.error = null;
 }
 
+// The tile a pulse target shows as: its answer's, when the program links it to one.
+function targetTile(target) {
+  return tile(pulseAnswers.get(target) || target, false);
+}
+
 function tile(name, answer) {
   let element = tileByName.get(name);
   if (element && (!answer || element.tagName === "BUTTON")) return element;
@@ -214,9 +225,17 @@ function openBlock(clip) {
   element.className = "clip";
   element.dataset.clip = clip;
   text.appendChild(element);
-  block = { clip, element, words: new Map(), sentences: new Map(), open: null };
+  block = { clip, element, words: new Map(), sentences: new Map(), open: null, transcript: null };
   const known = book.get(clip);
-  if (known) {
+  if (!(known && known.words.size > 0) && texts.has(clip)) {
+    // No words to follow: the transcript, one span, highlighted while the clip plays.
+    const span = document.createElement("span");
+    span.className = "transcript reading";
+    span.textContent = texts.get(clip);
+    element.appendChild(span);
+    block.transcript = span;
+    now.textContent = span.textContent;
+  } else if (known) {
     const sentences = [...known.sentences.entries()].sort((a, b) => a[1].frame - b[1].frame);
     const words = [...known.words.entries()].sort((a, b) => a[0] - b[0]);
     for (const [index, word] of words) {
@@ -313,7 +332,7 @@ function onWord(event) {
 
 function onPulse(event) {
   readAlong.pulses.push(event.target + "@" + event.frame);
-  const element = tile(event.target, false);
+  const element = targetTile(event.target);
   element.classList.remove("pulsing");
   void element.offsetWidth;  // restarts the animation of a tile pulsed again
   element.classList.add("pulsing");
@@ -343,6 +362,8 @@ function prepare(program) {
     .filter((p) => p.lesson === program.lesson && p.chain !== undefined)
     .slice(0, maxBookChains)
     .map((p) => ({ op: "cues", lesson: p.lesson, chain: p.chain, seed }));
+  texts = new Map(Object.entries(program.texts || {}));
+  pulseAnswers = new Map(Object.entries(program.pulseAnswers || {}));
   title.textContent = program.lesson + " · " + programLabel(program);
   for (const answer of program.answers || []) tile(answer, true);
   for (const sound of program.sounds || []) tile(sound, true);
@@ -400,7 +421,7 @@ function onEvent(event) {
   }
   if (event.id === sheetId) {
     if (event.type === "word" || event.type === "sentence") note(event);
-    if (event.type === "pulse") tile(event.target, false);
+    if (event.type === "pulse") targetTile(event.target);
     if (event.type === "finished") { play(); nextBook(); }
     if (event.type === "error") setState("error", event.message);
     return;
@@ -439,11 +460,16 @@ function onEvent(event) {
     case "clipStart":
       highlight(null);
       readAlong.clipsStarted.push(event.clip);
-      // A clip with words in the book is laid out now; one without waits for its first word.
-      if (book.has(event.clip) && book.get(event.clip).words.size > 0) openBlock(event.clip);
+      // A clip with words in the book, or with a transcript, is laid out now; one without
+      // waits for its first word.
+      if ((book.has(event.clip) && book.get(event.clip).words.size > 0) || texts.has(event.clip)) openBlock(event.clip);
       else pendingClip = event.clip;
       break;
-    case "clipEnd": highlight(null); highlightSentence(null); break;
+    case "clipEnd":
+      highlight(null);
+      highlightSentence(null);
+      if (block && block.clip === event.clip && block.transcript) block.transcript.classList.remove("reading");
+      break;
     case "sentence": onSentence(event); break;
     case "word": onWord(event); break;
     case "pulse": onPulse(event); break;
