@@ -3,11 +3,13 @@ import NIOWebSocket
 import Synchronization
 
 /// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
-/// playback's cue thread). That thread only queues, then flushes: lines for the same event
-/// loop are batched, so an event for fifty clients wakes each loop once, not fifty times, and
-/// the loop encodes each client's lines as it writes them. The lines of one moment go out in
-/// one buffer and one write (one syscall), so a client is woken once per moment however many
-/// cues it holds, on either transport.
+/// playback's cue thread). That thread only queues: lines for the same event loop are batched.
+/// The first line queued after a `flush` wakes the loop, which writes to the first clients
+/// while the cue thread is still queuing for the rest; `flush` wakes it once more if it has
+/// emptied the queue meanwhile. So an event for fifty clients wakes each loop once or twice,
+/// not fifty times. The loop encodes each client's lines as it writes them. The lines of one
+/// moment go out in one buffer and one write (one syscall), so a client is woken once per
+/// moment however many cues it holds, on either transport.
 struct ChannelOutlet: EventOutlet {
     enum Framing: Sendable {
         /// Raw bytes, each line with its newline (Unix socket).
@@ -49,7 +51,8 @@ struct ChannelOutlet: EventOutlet {
         onFinish()
         let channel = channel
         let framing = framing
-        // Queued after any batch already on its way, so everything sent is written first.
+        // Queued after the drain that `flush` scheduled or that is writing (it writes until the
+        // queue is empty), so everything sent and flushed is written first.
         channel.eventLoop.execute {
             if case .lines = framing { channel.close(mode: .output, promise: nil) }
             channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
@@ -84,8 +87,9 @@ private final class Batch: Sendable {
     }
 
     private let loop: any EventLoop
-    /// Items queued, and whether a flush task is already on its way to the loop.
-    private let pending = Mutex<(items: [Item], woken: Bool)>(([], false))
+    /// Items queued; whether a task is on its way to the loop or writing; whether items have
+    /// been queued since the last `wake` (a moment being queued).
+    private let pending = Mutex<(items: [Item], woken: Bool, queuing: Bool)>(([], false, false))
 
     private init(loop: any EventLoop) { self.loop = loop }
 
@@ -101,32 +105,49 @@ private final class Batch: Sendable {
         }
     }
 
-    /// Queues an item; nothing is written until `wake`.
+    /// Queues an item. The first after a `wake` wakes the loop (unless it is on its way or
+    /// writing already): the loop starts writing while the rest of the moment is queued. The
+    /// others do not, so a loop that keeps emptying the queue is not woken once per client.
     func add(_ item: Item) {
         item.backlog.bytes.add(item.size, ordering: .relaxed)
-        pending.withLock { $0.items.append(item) }
+        let wake = pending.withLock { pending in
+            pending.items.append(item)
+            defer { pending.queuing = true }
+            guard !pending.woken, !pending.queuing else { return false }
+            pending.woken = true
+            return true
+        }
+        if wake { loop.execute { self.drain() } }
     }
 
-    /// Has the loop write what is queued, unless a task already on its way will.
+    /// Every item of a moment is queued: has the loop write what is left, unless a task on its
+    /// way or writing will.
     func wake() {
         let wake = pending.withLock { pending in
+            pending.queuing = false
             guard !pending.woken, !pending.items.isEmpty else { return false }
             pending.woken = true
             return true
         }
-        if wake { loop.execute { self.flush() } }
+        if wake { loop.execute { self.drain() } }
     }
 
-    /// Writes what is queued, each channel flushed as soon as its lines are written: the first
-    /// client's syscall does not wait for the other clients' encoding.
-    private func flush() {
-        let items = pending.withLock { pending in
-            defer {
-                pending.items.removeAll(keepingCapacity: true)
-                pending.woken = false
+    /// Writes what is queued until nothing is, then lets the next `add` wake the loop again.
+    private func drain() {
+        while true {
+            var items: [Item] = []
+            pending.withLock { pending in
+                swap(&items, &pending.items)
+                if items.isEmpty { pending.woken = false }
             }
-            return pending.items
+            if items.isEmpty { return }
+            write(items)
         }
+    }
+
+    /// Writes items, each channel flushed as soon as its lines are written: the first client's
+    /// syscall does not wait for the other clients' encoding.
+    private func write(_ items: [Item]) {
         for index in items.indices {
             let item = items[index]
             let promise = loop.makePromise(of: Void.self)
@@ -135,7 +156,7 @@ private final class Batch: Sendable {
             }
             write(item, promise: promise)
             // Items of one channel come in order; it is flushed after its last one in a row
-            // (twice only when a second moment was queued before this task ran).
+            // (twice only when a second moment was queued before this pass took them).
             if index + 1 == items.count || items[index + 1].channel !== item.channel {
                 switch item.framing {
                 case .lines: item.channel.flush()
