@@ -2,9 +2,11 @@
 # Benchmark of `narrator serve` under load: CLIENTS (default 50) clients subscribed to one
 # playback, over the Unix socket and over WebSocket, each event's arrival compared with when
 # its frame was heard (the private PulseAudio pipe sink's recording, scripts/pulse-test-server.sh).
-# Release build. A benchmark, not a test: it asserts nothing.
+# Release build. A benchmark, not a test: it asserts nothing. Each case also reports the event
+# loops' CPU time per moment per client (robust on a loaded machine, unlike the latencies); with
+# BENCH_SYSCALLS=1, their syscalls per moment per client too (perf on the kernel's tracepoints).
 #
-# Usage: scripts/bench-daemon.sh [CLIENTS]
+# Usage: [BENCH_SYSCALLS=1] scripts/bench-daemon.sh [CLIENTS]
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

@@ -3,16 +3,20 @@ import NIOWebSocket
 import Synchronization
 
 /// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
-/// playback's cue thread). That thread only queues, then flushes: lines for the same event
-/// loop are batched, so an event for fifty clients wakes each loop once, not fifty times, and
-/// the loop encodes each client's lines as it writes them. The lines of one moment go out in
-/// one write (one flush), so a client is woken once per moment however many cues it holds.
+/// playback's cue thread). That thread only queues: lines for the same event loop are batched.
+/// The first line queued after a `flush` wakes the loop, which writes to the first clients
+/// while the cue thread is still queuing for the rest; `flush` wakes it once more if it has
+/// emptied the queue meanwhile. So an event for fifty clients wakes each loop once or twice,
+/// not fifty times. The loop encodes each client's lines as it writes them. The lines of one
+/// moment go out in one buffer and one write (one syscall), so a client is woken once per
+/// moment however many cues it holds, on either transport.
 struct ChannelOutlet: EventOutlet {
     enum Framing: Sendable {
         /// Raw bytes, each line with its newline (Unix socket).
         case lines
-        /// One WebSocket text frame per line, without the newline.
-        case webSocket
+        /// One WebSocket text frame per line, without the newline, the frames of one moment
+        /// encoded together and written by the connection's guard (`WebSocketGuard.writeEvents`).
+        case webSocket(NIOLoopBound<WebSocketGuard>)
     }
 
     /// Unwritten events a client may leave before it is dropped (it has stopped reading).
@@ -47,9 +51,10 @@ struct ChannelOutlet: EventOutlet {
         onFinish()
         let channel = channel
         let framing = framing
-        // Queued after any batch already on its way, so everything sent is written first.
+        // Queued after the drain that `flush` scheduled or that is writing (it writes until the
+        // queue is empty), so everything sent and flushed is written first.
         channel.eventLoop.execute {
-            if framing == .lines { channel.close(mode: .output, promise: nil) }
+            if case .lines = framing { channel.close(mode: .output, promise: nil) }
             channel.eventLoop.scheduleTask(in: .seconds(1)) { channel.close(promise: nil) }
         }
     }
@@ -82,8 +87,9 @@ private final class Batch: Sendable {
     }
 
     private let loop: any EventLoop
-    /// Items queued, and whether a flush task is already on its way to the loop.
-    private let pending = Mutex<(items: [Item], woken: Bool)>(([], false))
+    /// Items queued; whether a task is on its way to the loop or writing; whether items have
+    /// been queued since the last `wake` (a moment being queued).
+    private let pending = Mutex<(items: [Item], woken: Bool, queuing: Bool)>(([], false, false))
 
     private init(loop: any EventLoop) { self.loop = loop }
 
@@ -99,50 +105,70 @@ private final class Batch: Sendable {
         }
     }
 
-    /// Queues an item; nothing is written until `wake`.
+    /// Queues an item. The first after a `wake` wakes the loop (unless it is on its way or
+    /// writing already): the loop starts writing while the rest of the moment is queued. The
+    /// others do not, so a loop that keeps emptying the queue is not woken once per client.
     func add(_ item: Item) {
         item.backlog.bytes.add(item.size, ordering: .relaxed)
-        pending.withLock { $0.items.append(item) }
+        let wake = pending.withLock { pending in
+            pending.items.append(item)
+            defer { pending.queuing = true }
+            guard !pending.woken, !pending.queuing else { return false }
+            pending.woken = true
+            return true
+        }
+        if wake { loop.execute { self.drain() } }
     }
 
-    /// Has the loop write what is queued, unless a task already on its way will.
+    /// Every item of a moment is queued: has the loop write what is left, unless a task on its
+    /// way or writing will.
     func wake() {
         let wake = pending.withLock { pending in
+            pending.queuing = false
             guard !pending.woken, !pending.items.isEmpty else { return false }
             pending.woken = true
             return true
         }
-        if wake { loop.execute { self.flush() } }
+        if wake { loop.execute { self.drain() } }
     }
 
-    private func flush() {
-        let items = pending.withLock { pending in
-            defer {
-                pending.items.removeAll(keepingCapacity: true)
-                pending.woken = false
+    /// Writes what is queued until nothing is, then lets the next `add` wake the loop again.
+    private func drain() {
+        while true {
+            var items: [Item] = []
+            pending.withLock { pending in
+                swap(&items, &pending.items)
+                if items.isEmpty { pending.woken = false }
             }
-            return pending.items
+            if items.isEmpty { return }
+            write(items)
         }
-        var written: [ObjectIdentifier: any Channel] = [:]
-        for item in items {
+    }
+
+    /// Writes items, each channel flushed as soon as its lines are written: the first client's
+    /// syscall does not wait for the other clients' encoding.
+    private func write(_ items: [Item]) {
+        for index in items.indices {
+            let item = items[index]
             let promise = loop.makePromise(of: Void.self)
             promise.futureResult.whenComplete { [size = item.size, backlog = item.backlog] _ in
                 backlog.bytes.subtract(size, ordering: .relaxed)
             }
             write(item, promise: promise)
-            written[ObjectIdentifier(item.channel)] = item.channel
+            // Items of one channel come in order; it is flushed after its last one in a row
+            // (twice only when a second moment was queued before this pass took them).
+            if index + 1 == items.count || items[index + 1].channel !== item.channel {
+                switch item.framing {
+                case .lines: item.channel.flush()
+                case .webSocket(let guardian): guardian.value.flushEvents()
+                }
+            }
         }
-        for channel in written.values { channel.flush() }
     }
 
-    /// Room left before a WebSocket frame's payload, so that NIO's frame encoder writes the
-    /// header there (RFC 6455: at most 14 bytes) instead of into a buffer of its own: one
-    /// piece of memory per frame and no allocation for the header.
-    private static let headerRoom = 14
-
-    /// Encodes the item's lines and writes them: as they are (with newlines) in one buffer, or
-    /// as one WebSocket text frame each (without the newlines), each in a buffer of its own
-    /// with room for its header in front.
+    /// Encodes the item's lines into one buffer and writes it: the lines as they are (with
+    /// newlines), or one WebSocket text frame each (without the newlines, RFC 6455 §5.2: FIN,
+    /// opcode 1, unmasked, the shortest length form), headers and payloads back to back.
     private func write(_ item: Item, promise: EventLoopPromise<Void>) {
         let lines = item.lines
         switch item.framing {
@@ -154,17 +180,35 @@ private final class Batch: Sendable {
                 buffer.writeInteger(UInt8(ascii: "\n"))
             }
             item.channel.write(buffer, promise: promise)
-        case .webSocket:
+        case .webSocket(let guardian):
             guard !lines.bodies.isEmpty else { return promise.succeed() }
-            for (index, body) in lines.bodies.enumerated() {
-                var payload = item.channel.allocator.buffer(capacity: Self.headerRoom + lines.head.utf8.count + body.utf8.count)
-                payload.moveWriterIndex(forwardBy: Self.headerRoom)
-                payload.moveReaderIndex(forwardBy: Self.headerRoom)
-                payload.writeString(lines.head)
-                payload.writeString(body)
-                // Written in order: the last completes them all.
-                item.channel.write(WebSocketFrame(fin: true, opcode: .text, data: payload), promise: index == lines.bodies.count - 1 ? promise : nil)
+            // At most 10 bytes of header a frame (2 + 8) instead of the newline's 1.
+            var buffer = item.channel.allocator.buffer(capacity: item.size + 9 * lines.bodies.count)
+            let head = lines.head.utf8.count
+            for body in lines.bodies {
+                buffer.writeWebSocketTextHeader(length: head + body.utf8.count)
+                buffer.writeString(lines.head)
+                buffer.writeString(body)
             }
+            guardian.value.writeEvents(buffer, promise: promise)
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// The header of an unmasked, unfragmented text frame whose payload is `length` bytes
+    /// (RFC 6455 §5.2).
+    mutating func writeWebSocketTextHeader(length: Int) {
+        writeInteger(UInt8(0x81))  // FIN, text
+        switch length {
+        case ...125:
+            writeInteger(UInt8(length))
+        case ...0xFFFF:
+            writeInteger(UInt8(126))
+            writeInteger(UInt16(length))
+        default:
+            writeInteger(UInt8(127))
+            writeInteger(UInt64(length))
         }
     }
 }

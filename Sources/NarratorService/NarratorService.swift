@@ -674,9 +674,10 @@ public final class NarratorService: Sendable {
     }
 
     /// The events of one moment, handed to each client's outlet together (one write), then
-    /// the outlets flushed: every client's lines are queued before any transport thread is
-    /// woken to write them. `bodies` are shared: each outlet puts its own request id in front,
-    /// on its own thread, so a moment costs the delivering thread little per client.
+    /// the outlets flushed: no client's write waits for the queuing of the others (a
+    /// `ChannelOutlet` wakes its loop at the first line). `bodies` are shared: each outlet puts
+    /// its own request id in front, on its own thread, so a moment costs the delivering thread
+    /// little per client.
     private func send(_ bodies: [String], to recipients: [Recipient], in state: inout State) {
         var queued: [any EventOutlet] = []
         queued.reserveCapacity(recipients.count)

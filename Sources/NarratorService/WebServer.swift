@@ -45,7 +45,13 @@ enum WebServer {
             // Events are written to the channel from the cue thread (`ChannelOutlet`); this
             // task reads requests until the client goes or the daemon is done with it.
             let (finished, finish) = AsyncStream.makeStream(of: Never.self)
-            let connection = service.connect(ChannelOutlet(channel: context.requestContext.channel, framing: .webSocket) { finish.finish() })
+            let channel = context.requestContext.channel
+            // The guard is in place before the first frame is read (`WebSocketGuardInstaller`);
+            // a pipeline without it was closed.
+            let guardian = try await channel.eventLoop.submit {
+                NIOLoopBound(try channel.pipeline.syncOperations.handler(type: WebSocketGuard.self), eventLoop: channel.eventLoop)
+            }.get()
+            let connection = service.connect(ChannelOutlet(channel: channel, framing: .webSocket(guardian)) { finish.finish() })
             // Before the handler sends its Close: no event is queued after it.
             defer { connection.disconnect() }
             try await withThrowingTaskGroup(of: Void.self) { group in

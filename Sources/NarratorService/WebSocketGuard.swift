@@ -18,6 +18,11 @@ import NIOWebSocket
 /// - nothing is written after a Close frame: neither an event queued by the service meanwhile
 ///   nor a second Close (§5.5.1).
 ///
+/// The service's events come in through `writeEvents`, already framed (`ChannelOutlet`): the
+/// frames of one moment in one buffer, handed on past NIO's frame encoder, which would write
+/// each frame's header in a buffer of its own (a frame reaches it boxed, so its payload is never
+/// uniquely owned and the header cannot go in front of it).
+///
 /// What NIO and swift-websocket do right stays theirs: frame lengths over the limit (1009),
 /// fragmented or over-long control frames (1002), by NIO's decoder and
 /// `WebSocketProtocolErrorHandler`; message sequencing (a continuation with nothing before it, a
@@ -46,6 +51,31 @@ final class WebSocketGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var state = State.open
     /// Frames of the message being received so far (0 between messages).
     private var fragments = 0
+    /// NIO's frame encoder's place in the pipeline: encoded frames are written from there on.
+    private var encoder: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        encoder = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameEncoder.self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        encoder = nil
+    }
+
+    /// Writes frames already encoded (unmasked, complete; see `ChannelOutlet`), in order with
+    /// every other write, unless a Close frame has gone out. On the channel's event loop.
+    func writeEvents(_ frames: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard case .open = state, let encoder else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        encoder.write(NIOAny(frames), promise: promise)
+    }
+
+    /// Flushes what `writeEvents` wrote. On the channel's event loop.
+    func flushEvents() {
+        encoder?.flush()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)

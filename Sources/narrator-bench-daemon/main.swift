@@ -62,9 +62,14 @@ func measure(kind: String, transport: String, awake: Bool) {
     }
     let deadline = Date().addingTimeInterval(60)
     while !loads.allSatisfy({ FileManager.default.fileExists(atPath: $0.1) }) && Date() < deadline { usleep(20_000) }
+    let pid = daemon.process.processIdentifier
+    let before = DaemonThreads.read(pid)
+    let syscalls = SyscallCount(pid)
     let owner = try! runTool("python3", [client, "run", "--unix", daemon.socket, request])
     var events: [ReceivedEvent] = []
     for (load, _) in loads { events += (try? load.finish().events) ?? [] }
+    let after = DaemonThreads.read(pid)
+    let counted = syscalls?.finish() ?? [:]
     daemon.stop()
     guard owner.status == 0, let ownerEvents = try? ReceivedEvent.parse(owner.stdout),
         let recording = try? server.recording(), let alignment = recording.locate(reference, channels: 2)
@@ -95,5 +100,90 @@ func measure(kind: String, transport: String, awake: Bool) {
     let firsts = byFrame.values.map { $0.min()! }
     let spreads = byFrame.values.map { $0.max()! - $0.min()! }
     Bench.report("             first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
+    // The event loops' work for the playback, per moment (a frame with cues, as the owner
+    // got them) and client.
+    let moments = Double(Set(ownerEvents.filter(\.isCue).compactMap(\.frame)).count * clients)
+    let loop = after.loops.subtracting(before.loops)
+    let ticks = loop.userTicks + loop.systemTicks
+    var cost = String(format: "             event loops: %.1f µs of CPU (%.0f%% in the kernel) and %.2f times on CPU per moment per client",
+                      Double(loop.runNanoseconds) / 1e3 / moments, ticks > 0 ? 100 * Double(loop.systemTicks) / Double(ticks) : 0, Double(loop.timesRun) / moments)
+    if !counted.isEmpty {
+        cost += "; syscalls per moment per client: "
+            + counted.sorted { $0.key < $1.key }.map { String(format: "%@ %.2f", $0.key, Double($0.value) / moments) }.joined(separator: ", ")
+    }
+    Bench.report(cost)
     Bench.report("             the daemon's heard stamps vs heard: \(Bench.percentiles(stamps)); recording holds the render: \(alignment.isComplete && alignment.gaps.isEmpty)")
+}
+
+/// CPU time of the daemon's threads, from /proc/PID/task/*/schedstat (time on CPU, times run).
+struct DaemonThreads {
+    struct Use {
+        var runNanoseconds = 0
+        var timesRun = 0
+        /// Of which in the kernel (stat's stime, in clock ticks of 10 ms: a coarse share).
+        var systemTicks = 0
+        var userTicks = 0
+        func subtracting(_ other: Use) -> Use {
+            Use(runNanoseconds: runNanoseconds - other.runNanoseconds, timesRun: timesRun - other.timesRun, systemTicks: systemTicks - other.systemTicks,
+                userTicks: userTicks - other.userTicks)
+        }
+    }
+    /// NIO's event loops (`NIO-ELT-…`): the threads that write every event to every client.
+    var loops = Use()
+
+    static func read(_ pid: Int32) -> DaemonThreads {
+        var threads = DaemonThreads()
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for task in tasks {
+            guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8), name.hasPrefix("NIO-ELT"),
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)
+            else { continue }
+            let fields = stat.split(separator: " ").map { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 }
+            guard fields.count == 3 else { continue }
+            threads.loops.runNanoseconds += fields[0]
+            threads.loops.timesRun += fields[2]
+            // stat: utime and stime are fields 14 and 15, the 12th and 13th after the name.
+            if let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") {
+                let after = stat[stat.index(after: close)...].split(separator: " ")
+                if after.count > 13 {
+                    threads.loops.userTicks += Int(after[11]) ?? 0
+                    threads.loops.systemTicks += Int(after[12]) ?? 0
+                }
+            }
+        }
+        return threads
+    }
+}
+
+/// With BENCH_SYSCALLS=1: the event loops' write syscalls and epoll waits while a case plays,
+/// counted by `perf stat` on the kernel's tracepoints (it needs perf and tracefs; root).
+final class SyscallCount {
+    static let events = ["write", "writev", "sendmsg", "epoll_wait", "read"]
+    private let perf = Process()
+    private let output: String
+
+    init?(_ pid: Int32) {
+        guard ProcessInfo.processInfo.environment["BENCH_SYSCALLS"] == "1" else { return nil }
+        output = NSTemporaryDirectory() + "/bench-syscalls-\(pid).csv"
+        perf.executableURL = URL(fileURLWithPath: "/usr/bin/perf")
+        perf.arguments = ["stat", "-x", ",", "--per-thread", "-o", output, "-e", Self.events.map { "syscalls:sys_enter_\($0)" }.joined(separator: ","), "-p", "\(pid)"]
+        perf.standardError = FileHandle.nullDevice
+        guard (try? perf.run()) != nil else { return nil }
+        usleep(300_000)  // attached before the playback starts
+    }
+
+    /// Stops counting; the event loops' count of each syscall.
+    func finish() -> [String: Int] {
+        kill(perf.processIdentifier, SIGINT)
+        perf.waitUntilExit()
+        defer { unlink(output) }
+        var counts: [String: Int] = [:]
+        for line in ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n") {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard fields.count > 3, fields[0].hasPrefix("NIO-ELT"), let count = Int(fields[1]) else { continue }
+            let name = String(fields[3].split(separator: "_").dropFirst(2).joined(separator: "_"))
+            counts[name, default: 0] += count
+        }
+        return counts
+    }
 }
