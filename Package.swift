@@ -144,7 +144,8 @@ let package = Package(
             name: "NarratorCLITests",
             dependencies: [
                 "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport",
-                "NarratorTestTraits", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NarratorTestTraits", "NarratorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),
     ]
 )
