@@ -57,10 +57,8 @@ extension DeviceFailure {
 /// - Holds: when the feed renders fewer frames than the server asked for, the same tick asks
 ///   again within 1 ms (the server itself would not before its buffer drains to `minreq`).
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
-///   read: the snapshot's read index while the sink's next block read is more than
-///   `rewindMargin` away, else heard + the time since + the sink's block + `rewindMargin` (a
-///   period at least). Data the sink has read is beyond recall (a seek before the read index
-///   would lose frames). A seek
+///   read: written − (heard + the time since, the sink's block and `rewindMargin`). Data the
+///   sink has read is beyond recall (a seek before the read index would lose frames). A seek
 ///   does not truncate: the frames taken back stay on the server past its write index until
 ///   overwritten. None of them plays: the server reads no further than its write index (a
 ///   stream with `prebuf`, ours, underruns there; PulseAudio's memblockq, checked in its
