@@ -100,9 +100,6 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
 
     public func rewind(_ frames: Int) -> Int { connection.rewind(frames) }
 
-    /// A millisecond: `rewind` bounds itself by what the sink can have read (see there).
-    public var rewindMarginFrames: Int { negotiated.sampleRate / 1000 }
-
     public func stop() { connection.shutdown() }
 }
 
@@ -143,10 +140,9 @@ final class PulseConnection: @unchecked Sendable {
     /// Frames of silence on the server past `written` (0 or 1): what `sendTakeBack` wrote to
     /// carry a seek; the next write seeks back over them too.
     private var padFrames = 0
-    /// The latest snapshot while playing: the frame heard at `time`, the frame the sink reads
-    /// next (the server's read index), and the sink's configured latency in frames (about the
-    /// block it reads ahead).
-    private var reading: (heard: Int, time: Int64, read: Int, sinkFrames: Int)?
+    /// The latest snapshot while playing: the frame heard at `time`, and the sink's configured
+    /// latency in frames (about the block it reads ahead).
+    private var reading: (heard: Int, time: Int64, sinkFrames: Int)?
     /// Whether the stream has played since the last interruption (an underflow before is not
     /// news).
     private var playedSinceInterruption = false
@@ -425,19 +421,11 @@ final class PulseConnection: @unchecked Sendable {
 
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
     /// so inside `fill`): the next write seeks back over them.
-    ///
-    /// What the sink has read is the snapshot's read index; it reads its next block when what
-    /// it holds has been heard (`read − heard` after the snapshot). While that is more than
-    /// `rewindMarginFrames` away (the seek's trip to the server's I/O thread), everything past
-    /// the read index can be taken back. Nearer, or on a server whose reports step, the sink
-    /// may read a block before the seek lands: it keeps that block and the margin, and a
-    /// period at least (the feed's margin before this output said less).
     func rewind(_ frames: Int) -> Int {
         guard frames > 0, let reading else { return 0 }
         let since = max(0, Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9))
-        var keep = reading.heard + since + max(periodFrames, reading.sinkFrames + rewindMarginFrames)
-        if !steps.stepping, reading.read - reading.heard - since > rewindMarginFrames { keep = reading.read }
-        let back = max(0, min(frames, written - keep))
+        let unread = written - (reading.heard + since) - reading.sinkFrames - rewindMarginFrames
+        let back = max(0, min(frames, unread))
         written -= back
         pendingSeek -= back * frameBytes
         return back
@@ -490,10 +478,9 @@ final class PulseConnection: @unchecked Sendable {
         guard success, let feed, !stopped, !suspended, let stream, let info = pa_stream_get_timing_info(stream)?.pointee,
             info.read_index_corrupt == 0, info.playing != 0
         else { return }
-        let read = Int(info.read_index) / frameBytes
-        let reported = read - frames(microseconds: info.sink_usec)
+        let reported = Int(info.read_index) / frameBytes - frames(microseconds: info.sink_usec)
         guard reported > 0, let (heard, time) = steps.reading(heard: reported, at: Self.monotonic(info.timestamp)) else { return }
-        reading = (heard, time, read, frames(microseconds: info.configured_sink_usec))
+        reading = (heard, time, frames(microseconds: info.configured_sink_usec))
         playedSinceInterruption = true
         feed.report(delay: written - heard, at: time)
     }
