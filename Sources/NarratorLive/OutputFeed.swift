@@ -164,6 +164,11 @@ public final class OutputFeed: @unchecked Sendable {
         /// rendered: no rewind goes back to them (see `rewindFloor`).
         var jumpOutput = -1
         var startOutput = -1
+        /// The timeline frame the latest jump went to. A held frame before it was jumped over:
+        /// it holds nothing (the timeline heard, still the one before the jump, would
+        /// otherwise keep the renderer waiting for a frame that never comes, until the device
+        /// ran dry).
+        var jumpTimeline = 0
         /// The output frame where the latest pause's silence began, and where the latest
         /// fade-in began.
         var pausedOutput = 0
@@ -339,7 +344,7 @@ public final class OutputFeed: @unchecked Sendable {
                 let hold = holdFrame.load(ordering: .acquiring)
                 if mixer.position < hold {
                     count = min(count, hold - mixer.position)
-                } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames {
+                } else if hold != Int.max && hold >= state.jumpTimeline && state.heardTimeline < hold - holdMarginFrames {
                     // Held: the frame is written only once it comes close to being heard.
                     break
                 }
@@ -378,7 +383,7 @@ public final class OutputFeed: @unchecked Sendable {
             let hold = holdFrame.load(ordering: .acquiring)
             if mixer.position < hold {
                 n = min(n, hold - mixer.position)
-            } else if hold != Int.max && state.heardTimeline < hold - holdMarginFrames - stage.lagFrames {
+            } else if hold != Int.max && hold >= state.jumpTimeline && state.heardTimeline < hold - holdMarginFrames - stage.lagFrames {
                 // Held; the stretcher keeps back up to `lagFrames` of what it was fed, so the
                 // hold lets go that much earlier.
                 break
@@ -541,6 +546,7 @@ public final class OutputFeed: @unchecked Sendable {
         state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
         marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
         state.jumpOutput = state.rendered
+        state.jumpTimeline = to
         levelMarkCount = 0
         if state.stretching { speedStage!.restart(speed: state.speed) }
     }

@@ -1,6 +1,11 @@
 import Foundation
+import NarratorAudioFile
+@testable import NarratorCore
+import NarratorLive
+import NarratorOutputs
 import NarratorTestSupport
 import NarratorTestTraits
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -58,6 +63,85 @@ struct PulseOutputTests {
         let silence = (prompt.startFrame + prompt.referenceFrameCount) * 2..<answer.startFrame * 2
         #expect(!silence.isEmpty && recording.samples[silence].allSatisfy { $0 == 0 }, "only silence between the prompt and the answer")
         #expect(recording.locate(Array(try LivePlaybackTests.stereo(dir, "idle").prefix(96)), channels: 2) == nil)
+    }
+
+    /// Audio taken back and not all written again must not play. Half a second into a 2 s
+    /// sweep with a held cue at 1 s (an activity's idle prompt), a seek: the output takes back
+    /// what the server holds beyond the sink's block and the fade-out is written there. Seeking
+    /// to 3 ms before the held cue, the renderer writes those 3 ms and holds (it writes less
+    /// than it took back); seeking past it, it goes on at once (it used to hold there too,
+    /// until an underrun). Not one window of the sweep from where the fade-out ends (the
+    /// frames taken back and not rewritten) may be in the recording; the sweep up to the fade
+    /// and from the seek's frame on is, and past the held cue, right after the fade-out.
+    @Test(arguments: [72_000, 48_000 - 144])
+    func audioTakenBackIsNotHeardWhenTheRendererThenHolds(target: Int) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let sweep = dir.file("sweep.wav")
+        let made = try runTool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", sweep, "synth", "2", "sine", "300-3000", "vol", "0.5"])
+        try #require(made.status == 0, "sox: \(made.stderr)")
+        let lessonPath = dir.write(
+            "lesson.json", #"{"sampleRate": 48000, "channels": 2, "clips": {"sweep": {"file": "\#(sweep)"}}, "chains": {"c": [{"clip": "sweep"}]}}"#)
+        let bank = try ClipBank.prepare(lesson: try Lesson.load(path: lessonPath), clipIDs: ["sweep"], decoder: SndFileDecoder())
+        var draws = PoolDraws(seed: 1)
+        let base = try Scheduler.schedule(chain: "c", repeats: 1, bank: bank, draws: &draws)
+        try OfflineRenderer.render(base, to: dir.file("reference.wav"), format: .s16)
+        let reference = try WAVFile(path: dir.file("reference.wav")).int16Samples
+        let held = 48_000
+        let schedule = Schedule(
+            sampleRate: base.sampleRate, channels: base.channels, frames: base.frames, voices: base.voices,
+            cues: Cue.ordered(base.cues + [Cue(frame: held, kind: .activity(type: .idlePrompt, fields: [:]))]))
+
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let saved = server.clientVariables.keys.map { ($0, ProcessInfo.processInfo.environment[$0]) }
+        for (key, value) in server.clientVariables { setenv(key, value, 1) }
+        defer { for (key, value) in saved { if let value { setenv(key, value, 1) } else { unsetenv(key) } } }
+        let output = try PulseOutput(device: nil, rate: 48_000, channels: 2, latencyMs: 50)
+        let engine = PlaybackEngine(schedule: schedule, output: output)
+        engine.holdBefore = [.idlePrompt]
+        let events = Mutex<[PlaybackEvent]>([])
+        let started = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let outcome = Mutex<PlaybackOutcome?>(nil)
+        engine.start(
+            onEvents: { batch in
+                events.withLock { $0 += batch }
+                if batch.contains(where: { if case .start = $0 { true } else { false } }) { started.signal() }
+            },
+            onFinished: { result in
+                outcome.withLock { $0 = result }
+                finished.signal()
+            })
+        try #require(started.wait(timeout: .now() + 5) == .success, "\(server.logTail())")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(engine.seek(to: target))
+        try #require(finished.wait(timeout: .now() + 10) == .success, "\(server.logTail())")
+        #expect(outcome.withLock { $0 } == .finished)
+        let seeked = events.withLock { $0 }.compactMap { if case .seeked(let from, let to, _) = $0 { (from, to) } else { nil } }
+        try #require(seeked.count == 1 && seeked[0].1 == target, "\(seeked)")
+        let fadeEnd = seeked[0].0
+        try #require(fadeEnd > 240 && fadeEnd < held, "the fade-out ended at \(fadeEnd)")
+
+        let recording = try server.recording()
+        func heard(_ from: Int, _ count: Int) -> Alignment? {
+            recording.locate(Array(reference[(from * 2)..<((from + count) * 2)]), channels: 2)
+        }
+        let before = try #require(heard(0, fadeEnd - 240), "the sweep up to the fade-out")
+        #expect(before.startFrame >= 0 && before.isComplete)
+        let after = heard(target + 240, 4800)
+        #expect(after != nil, "the sweep after the seek")
+        // Nor does the renderer wait for the held frame it jumped over: the seek's frame
+        // follows the fade-out (after its own 5 ms fade-in), with no underrun.
+        if target > held {
+            #expect(after.map { $0.startFrame - 240 } == before.startFrame + fadeEnd, "the seek's audio right after the fade-out")
+            #expect(!events.withLock { $0 }.contains { if case .underrun = $0 { true } else { false } })
+        }
+        let kinds = events.withLock { $0 }.map { "\($0)".prefix(30) }
+        print("taken back, then held: fade-out ends at recording frame \(before.startFrame + fadeEnd), the seek's audio (after its fade-in) starts at \(after.map { $0.startFrame - 240 } ?? -1); events \(kinds)")
+        var old: [Int] = []
+        for offset in stride(from: 0, to: 2400, by: 48) where heard(fadeEnd + offset, 64) != nil { old.append(offset) }
+        #expect(old.isEmpty, "old audio heard at \(old.count) of 50 windows past the fade-out (the first \(old.first ?? -1) frames after it)")
     }
 
     /// A server that stops answering mid-playback (SIGSTOP): one `error` event within a second,

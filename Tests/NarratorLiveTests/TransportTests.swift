@@ -304,6 +304,55 @@ struct TransportTests {
         }
     }
 
+    /// A seek past a held cue (an activity's idle prompt 50 ms ahead, the renderer waiting
+    /// before it) does not wait for it: the frame jumped to follows the fade-out at once, with
+    /// no underrun. The renderer used to keep holding until the held frame came close to
+    /// being heard by the timeline of before the jump, which never came: what it had taken
+    /// back was not written again, the device ran dry, and the seek was heard a clock settling
+    /// later.
+    @Test func aSeekPastAHeldCueDoesNotWaitForIt() throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 0))
+        let target = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 2)).frame
+        let held = trigger.frame + 2400
+        try #require(held < target)
+        let base = fixture.schedule
+        let schedule = Schedule(
+            sampleRate: base.sampleRate, channels: base.channels, frames: base.frames, voices: base.voices,
+            cues: Cue.ordered(base.cues + [Cue(frame: held, kind: .activity(type: .idlePrompt, fields: [:]))]))
+        let playback = VirtualPlayback(schedule)
+        playback.engine.holdBefore = [.idlePrompt]
+        let engine = playback.engine
+        let seeks = Atomic<Int>(0)
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger, seeks.add(1, ordering: .relaxed).newValue == 1 {
+                #expect(engine.seek(to: target))
+            }
+        })
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.log.outcome == .finished)
+        #expect(playback.output.underruns == 0)
+        #expect(!playback.log.events.contains { if case .underrun = $0 { true } else { false } })
+        let seeked = playback.log.events.compactMap { if case .seeked(let from, let to, let at) = $0 { (from, to, at) } else { nil } }
+        try #require(seeked.count == 1)
+        let (from, to, heard) = seeked[0]
+        #expect(to == target && from > trigger.frame && from < held)
+        #expect(playback.log.cues.map(\.cue) == schedule.cues.filter { $0.frame < from } + schedule.cues.filter { $0.frame >= target })
+
+        let output = playback.output.samples
+        let reference = fixture.reference
+        let total = reference.count / 2
+        let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
+        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        #expect(seekDevice == d0 + from, "the seek is heard where the fade-out ends")
+        let f = Self.fade
+        #expect(Self.compare(output, at: d0, reference, from: 0, count: from - f) == nil)
+        let fadeIn = Self.compare(output, at: seekDevice, reference, from: target, count: f) { Double($0 + 1) / Double(f) }
+        #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
+        #expect(Self.compare(output, at: seekDevice + f, reference, from: target + f, count: total - target - f) == nil)
+    }
+
     /// Paused on a word, the child taps a later word: just that word's frames play (5 ms
     /// fades at both ends) with its cue, then playback waits again where it was paused, and
     /// resuming goes on from there with nothing lost.

@@ -59,9 +59,11 @@ extension DeviceFailure {
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
 ///   read: written − (heard + the time since, the sink's block and `rewindMargin`). Data the
 ///   sink has read is beyond recall (a seek before the read index would lose frames). A seek
-///   does not truncate: the frames taken back stay on the server until overwritten, which the
-///   next renders do at once, unless the new plan holds within them (a hold cue less than the
-///   buffer after the switch), when the old frames would play.
+///   does not truncate: the frames taken back stay on the server past its write index until
+///   overwritten. None of them plays: the server reads no further than its write index (a
+///   stream with `prebuf`, ours, underruns there; PulseAudio's memblockq, checked in its
+///   source and on the recording). So a take-back the feed writes less after (it holds) leaves
+///   at worst a gap, and one it writes nothing after is sent at once (`sendTakeBack`).
 /// - Troubles: an underflow, a suspended sink or a stream moved to another sink is
 ///   `feed.interrupted()` (the server restarts the stream itself once it has `prebuf`); a
 ///   context or stream that fails (a server that died) is `feed.failed`, at once.
@@ -135,6 +137,9 @@ final class PulseConnection: @unchecked Sendable {
     private var written = 0
     /// Bytes to seek (back) before the next write, after a rewind.
     private var pendingSeek = 0
+    /// Frames of silence on the server past `written` (0 or 1): what `sendTakeBack` wrote to
+    /// carry a seek; the next write seeks back over them too.
+    private var padFrames = 0
     /// The latest snapshot while playing: the frame heard at `time`, and the sink's configured
     /// latency in frames (about the block it reads ahead).
     private var reading: (heard: Int, time: Int64, sinkFrames: Int)?
@@ -349,15 +354,18 @@ final class PulseConnection: @unchecked Sendable {
     // MARK: Callbacks (the mainloop thread, lock held; real time: no allocation of ours)
 
     /// Writes what the server asked for, rendered straight into its memory, until it has all
-    /// it asked for or the feed gives fewer frames (a hold: the next tick comes back).
+    /// it asked for or the feed gives fewer frames (a hold: the next tick comes back). A take-back
+    /// the feed wrote nothing after still goes to the server now (`sendTakeBack`).
     private func fill() {
         guard let feed, !stopped, let stream else { return }
+        defer { sendTakeBack(stream) }
         var first = true
         while true {
             let free = pa_stream_writable_size(stream)
             guard free != Int(bitPattern: UInt.max) else { return }
-            // What a rewind took back is room too: the write seeks back over it.
-            let writable = free - pendingSeek
+            // What a rewind took back is room too (and the silent frame after it): the write
+            // seeks back over them.
+            let writable = free - pendingSeek + padFrames * frameBytes
             guard writable >= frameBytes else { return }
             if first {
                 first = false
@@ -369,16 +377,35 @@ final class PulseConnection: @unchecked Sendable {
             let frames = min(bytes, writable) / frameBytes
             let count = frames > 0 ? feed.render(into: data, frames: frames) : 0
             guard count > 0 else {
-                // Held (a seek after a rewind waits for the next write).
+                // Held.
                 pa_stream_cancel_write(stream)
                 return
             }
             // A failure here is the context's or the stream's: their state callback reports it.
-            guard pa_stream_write(stream, data, count * frameBytes, nil, Int64(pendingSeek), PA_SEEK_RELATIVE) == 0 else { return }
+            let seek = Int64(pendingSeek - padFrames * frameBytes)
+            guard pa_stream_write(stream, data, count * frameBytes, nil, seek, PA_SEEK_RELATIVE) == 0 else { return }
             pendingSeek = 0
+            padFrames = 0
             written += count
             if count < frames { return }
         }
+    }
+
+    /// After a rewind that nothing was written after (the feed held at once), seeks the
+    /// server's write index back now, with one frame of silence (a seek travels with a write),
+    /// which the next write seeks back over in turn. The server reads no further than its
+    /// write index (prebuffering: an underrun, not the old frames past it), so nothing taken
+    /// back plays, however long the hold. Left pending, the seek went with the next write,
+    /// after the hold, while the server played on what had been taken back.
+    private func sendTakeBack(_ stream: OpaquePointer) {
+        guard pendingSeek != 0, !stopped, pa_stream_get_state(stream) == PA_STREAM_READY else { return }
+        var data: UnsafeMutableRawPointer?
+        var bytes = frameBytes
+        guard pa_stream_begin_write(stream, &data, &bytes) == 0, let data, bytes >= frameBytes else { return }
+        data.initializeMemory(as: UInt8.self, repeating: 0, count: frameBytes)
+        guard pa_stream_write(stream, data, frameBytes, nil, Int64(pendingSeek - padFrames * frameBytes), PA_SEEK_RELATIVE) == 0 else { return }
+        pendingSeek = 0
+        padFrames = 1
     }
 
     /// Whether, by the latest reading, the sink has played all that was written: the stream
@@ -438,6 +465,7 @@ final class PulseConnection: @unchecked Sendable {
         guard cork else { return }
         if let operation = pa_stream_flush(stream, nil, nil) { pa_operation_unref(operation) }
         pendingSeek = 0
+        padFrames = 0
         playedSinceInterruption = false
         reading = nil
         steps.reset()
