@@ -57,7 +57,7 @@ build: deps
 ## release: narrator as it ships (optimized, the Swift runtime linked in; scripts/build-release.sh),
 ## in .build-bench/release/narrator, the binary the benchmarks time
 release: deps
-	@echo "$$(bash scripts/build-release.sh narrator)/narrator"
+	@bin=$$(bash scripts/build-release.sh narrator) && echo "$$bin/narrator"
 
 ## demo: render the sample lesson's "correct" chain, then play it live (sound card, or a private
 ## PulseAudio server whose recording is saved to out/heard.wav)
