@@ -18,13 +18,15 @@ set -euo pipefail
 
 dir=${1:?usage: headers-only-pkgconfig.sh DIR}
 mkdir -p "$dir"
+# The search path without DIR: the system's own files (and any the caller added), not the ones
+# written here before.
+system_path=$(printf '%s' "${PKG_CONFIG_PATH:-}" | tr ':' '\n' | grep -vxF -- "$dir" | paste -sd: -) || true
 for package in librsvg-2.0 espeak-ng libpulse; do
-    # The system's own file, not one written here before.
-    cflags=$(env -u PKG_CONFIG_PATH pkg-config --cflags "$package") || {
+    cflags=$(PKG_CONFIG_PATH=$system_path pkg-config --cflags "$package") || {
         printf 'headers-only-pkgconfig: pkg-config knows no %s (make deps installs it)\n' "$package" >&2
         exit 1
     }
-    version=$(env -u PKG_CONFIG_PATH pkg-config --modversion "$package")
+    version=$(PKG_CONFIG_PATH=$system_path pkg-config --modversion "$package")
     tmp=$(mktemp "$dir/.$package.XXXXXX")
     printf 'Name: %s\nDescription: %s headers only: narrator loads the library with dlopen\nVersion: %s\nCflags: %s\nLibs:\n' \
         "$package" "$package" "$version" "$cflags" >"$tmp"

@@ -115,7 +115,7 @@ struct LessonLibrary: Sendable {
                         EventEncoder.Member("pulseAnswers", .stringMap(Self.pulseAnswers(of: activity))),
                         EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
                         EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
-                    ] + textsMember(Self.chains(of: activity)))
+                    ] + textsMember(activity.chainIDs))
             }
         }
         return events
@@ -151,21 +151,6 @@ struct LessonLibrary: Sendable {
         }
         for target in ambiguous { links[target] = nil }
         return links
-    }
-
-    /// The chains `activity` may play: its intros, its steps' prompts and feedback, its final
-    /// and its sounds, once each.
-    static func chains(of activity: Activity) -> [String] {
-        var chains: [String] = Array(activity.intro.values) + Array(activity.sounds.values)
-        for step in activity.steps {
-            if let prompt = step.prompt { chains.append(prompt) }
-            if let idle = step.idle { chains.append(idle.chain) }
-            chains.append(step.correct.chain)
-            chains.append(contentsOf: step.wrong.map(\.chain))
-        }
-        if let final = activity.final { chains.append(final) }
-        var seen: Set<String> = []
-        return chains.filter { seen.insert($0).inserted }
     }
 
     /// What the clips `chains` play say when they have no words to show: clip id → transcript,
