@@ -13,8 +13,9 @@
 // highlights its sentence (and says it to a screen reader, politely), each "word" cue turns its
 // word red, each "pulse" cue pulses the tile of its target. In an activity the answers are tiles
 // too: a tap on one sends "tap", and a target the program links to an answer ("pulseAnswers":
-// the tile-see a step answered "see" pulses in its hints) pulses that answer's tile. The controls: pause/play, a tap on a word (said on its own, then back
-// where playback was), replay, close, the music volume and the speed (docs/controls.md).
+// the tile-see a step answered "see" pulses in its hints) pulses that answer's tile. The
+// controls: pause/play, a tap on a word (said on its own, then back where playback was), replay,
+// close, the music volume and the speed (docs/controls.md).
 "use strict";
 
 const query = new URLSearchParams(location.search);
