@@ -38,11 +38,14 @@ extension DeviceFailure {
 ///
 /// - Format: 16-bit little-endian at the schedule's rate and channels, which a sink of the
 ///   same rate plays unchanged (the recording equals the render sample for sample).
-/// - Buffer: `PA_STREAM_ADJUST_LATENCY` with `tlength` = `--latency` and `minreq` a quarter of
-///   it, so that the whole path (our queue on the server and the sink's own buffer) holds
-///   about `--latency`, as ALSA's buffer does. It also keeps the sink's block small (a quarter
-///   of the latency) whatever the sink's default (up to 2 s on a timer-scheduled card), which
-///   bounds how far back a rewind may reach.
+/// - Buffer: `PA_STREAM_ADJUST_LATENCY` with `tlength` = `--latency`, so that the whole path
+///   (our queue on the server and the sink's own buffer) holds about `--latency`, as ALSA's
+///   buffer does, and `minreq` (the period: the server asks for audio in such steps) 3/10 of
+///   it. The server then sizes the sink's block (its configured latency, what it reads of the
+///   stream at a time and cannot give back) as `tlength`/2 − `minreq`: a fifth of the latency,
+///   whatever the sink's default (up to 2 s on a timer-scheduled card). A pause or a seek is
+///   heard after at most that block, the margin and the fade: within a period and the fade.
+///   (With `minreq` a quarter, as ALSA's periods, the block was a whole period.)
 /// - Clock: the server's timing snapshots (`pa_stream_update_timing_info`), requested every
 ///   `tick` (1 ms) from a timerfd in the mainloop: heard = read index − the sink's latency,
 ///   at the snapshot's own timestamp (taken by the server as it answered, on CLOCK_REALTIME,
@@ -57,8 +60,9 @@ extension DeviceFailure {
 /// - Holds: when the feed renders fewer frames than the server asked for, the same tick asks
 ///   again within 1 ms (the server itself would not before its buffer drains to `minreq`).
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
-///   read: written − (heard + the time since, the sink's block and `rewindMargin`). Data the
-///   sink has read is beyond recall (a seek before the read index would lose frames). A seek
+///   read: past the latest report's read index, or past the block after it when the sink is
+///   about to read that (`rewind`). Data the sink has read is beyond recall (a seek before
+///   the read index would lose frames: the sink plays what it read). A seek
 ///   does not truncate: the frames taken back stay on the server past its write index until
 ///   overwritten. None of them plays: the server reads no further than its write index (a
 ///   stream with `prebuf`, ours, underruns there; PulseAudio's memblockq, checked in its
@@ -100,6 +104,9 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
 
     public func rewind(_ frames: Int) -> Int { connection.rewind(frames) }
 
+    /// A millisecond: `rewind` bounds itself by what the sink can have read (see there).
+    public var rewindMarginFrames: Int { negotiated.sampleRate / 1000 }
+
     public func stop() { connection.shutdown() }
 }
 
@@ -140,9 +147,10 @@ final class PulseConnection: @unchecked Sendable {
     /// Frames of silence on the server past `written` (0 or 1): what `sendTakeBack` wrote to
     /// carry a seek; the next write seeks back over them too.
     private var padFrames = 0
-    /// The latest snapshot while playing: the frame heard at `time`, and the sink's configured
-    /// latency in frames (about the block it reads ahead).
-    private var reading: (heard: Int, time: Int64, sinkFrames: Int)?
+    /// The latest snapshot while playing: the frame heard at `time`, the frame the sink reads
+    /// next (the server's read index), and the sink's configured latency in frames (about the
+    /// block it reads ahead).
+    private var reading: (heard: Int, time: Int64, read: Int, sinkFrames: Int)?
     /// Whether the stream has played since the last interruption (an underflow before is not
     /// news).
     private var playedSinceInterruption = false
@@ -254,7 +262,7 @@ final class PulseConnection: @unchecked Sendable {
         pa_stream_set_suspended_callback(stream, { _, userdata in PulseConnection.from(userdata).suspendedChanged() }, me)
 
         let latencyFrames = max(1, rate * min(max(latencyMs, 1), 10_000) / 1000)
-        let minreqFrames = max(1, latencyFrames / 4)
+        let minreqFrames = max(1, latencyFrames * 3 / 10)
         var attr = pa_buffer_attr(
             maxlength: UInt32.max, tlength: UInt32(clamping: latencyFrames * frameBytes), prebuf: UInt32.max,
             minreq: UInt32(clamping: minreqFrames * frameBytes), fragsize: UInt32.max)
@@ -421,11 +429,25 @@ final class PulseConnection: @unchecked Sendable {
 
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
     /// so inside `fill`): the next write seeks back over them.
+    ///
+    /// What the sink has read is the snapshot's read index; it reads its next block when what
+    /// it holds has been heard (`read − heard` after the snapshot). While that is more than
+    /// `rewindMarginFrames` away (the seek's trip to the server's I/O thread), everything past
+    /// the read index can be taken back. Nearer (or past: a reading up to a tick old), the sink
+    /// may read its next block before the seek lands, and that block is kept too. On a server
+    /// whose reports step (PipeWire), what is heard is known to a step only: the sink's block,
+    /// the margin and a period at least are kept (the feed's margin before this output said
+    /// less).
     func rewind(_ frames: Int) -> Int {
         guard frames > 0, let reading else { return 0 }
         let since = max(0, Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9))
-        let unread = written - (reading.heard + since) - reading.sinkFrames - rewindMarginFrames
-        let back = max(0, min(frames, unread))
+        var keep = reading.heard + since + max(periodFrames, reading.sinkFrames + rewindMarginFrames)
+        if !steps.stepping {
+            // Past the read index; or, when the sink is about to read, past the block it reads.
+            keep = reading.read - reading.heard - since > rewindMarginFrames ? reading.read : reading.read + reading.sinkFrames
+            keep = max(keep, reading.heard + since + rewindMarginFrames)
+        }
+        let back = max(0, min(frames, written - keep))
         written -= back
         pendingSeek -= back * frameBytes
         return back
@@ -478,9 +500,10 @@ final class PulseConnection: @unchecked Sendable {
         guard success, let feed, !stopped, !suspended, let stream, let info = pa_stream_get_timing_info(stream)?.pointee,
             info.read_index_corrupt == 0, info.playing != 0
         else { return }
-        let reported = Int(info.read_index) / frameBytes - frames(microseconds: info.sink_usec)
+        let read = Int(info.read_index) / frameBytes
+        let reported = read - frames(microseconds: info.sink_usec)
         guard reported > 0, let (heard, time) = steps.reading(heard: reported, at: Self.monotonic(info.timestamp)) else { return }
-        reading = (heard, time, frames(microseconds: info.configured_sink_usec))
+        reading = (heard, time, read, frames(microseconds: info.configured_sink_usec))
         playedSinceInterruption = true
         feed.report(delay: written - heard, at: time)
     }
