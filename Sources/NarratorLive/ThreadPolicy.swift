@@ -11,8 +11,12 @@ import Foundation
 /// Through ALSA's pulse plugin, SCHED_FIFO audio and cue threads that poll the device every
 /// millisecond delay the plugin's own (normal-priority) PulseAudio thread, whose latency
 /// estimate then drifts: measured against the pipe sink, cue errors went from p99 0.2–0.4 ms
-/// (6 runs of 6 at normal priority) to 2–5 ms in 2 runs of 6. So playback's threads are normal
-/// unless `--realtime` asks; on a hardware device under heavy load it is worth asking for.
+/// (6 runs of 6 at normal priority) to 2–5 ms in 2 runs of 6. So on the ALSA output playback's
+/// threads are normal unless `--realtime` asks (on a hardware device under heavy load it is
+/// worth asking for). The pulse output has no such thread (libpulse's mainloop is the audio
+/// thread, and the server's timing reports are its clock), so there they are real-time unless
+/// `--no-realtime`: a daemon's real-time event loops (SCHED_FIFO 18) would otherwise outrank
+/// the threads that feed them.
 public enum ThreadPolicy: Sendable, Equatable {
     /// SCHED_OTHER at nice 0.
     case normal

@@ -90,7 +90,7 @@ struct Serve: ParsableCommand {
         let options = NarratorDaemon.Options(
             configuration: .init(
                 library: library, output: outputOptions.kind, device: outputOptions.device, latencyMs: outputOptions.latency,
-                realtime: outputOptions.realtime),
+                realtime: outputOptions.usesRealtime),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
             realtimeDelivery: realtimeDelivery)
         let failure = Mutex<String?>(nil)

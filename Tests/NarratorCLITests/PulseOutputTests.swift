@@ -168,32 +168,35 @@ struct PulseOutputTests {
     }
 
     /// libpulse's mainloop thread renders, and would inherit the policy of the thread that
-    /// created it: started from a SCHED_FIFO parent, it is still normal unless `--realtime`
-    /// asks (then SCHED_FIFO 20, the engine's audio priority).
+    /// created it: started from a SCHED_FIFO parent, it takes the audio policy asked for. On the
+    /// pulse output that is SCHED_FIFO 20 (the engine's audio priority) unless `--no-realtime`.
     @Test(
         .enabled(if: geteuid() == 0 && PulseTestServer.findExecutable("chrt") != nil, "SCHED_FIFO needs root and chrt here"),
-        arguments: [false, true])
-    func mainloopThreadTakesTheAudioPolicy(realtime: Bool) throws {
+        arguments: [([String](), true), (["--realtime"], true), (["--no-realtime"], false)])
+    func mainloopThreadTakesTheAudioPolicy(flags: [String], realtime: Bool) throws {
         let dir = TempDir()
         defer { dir.remove() }
         let server = try PulseTestServer()
         defer { server.stop() }
+        // The parent at FIFO 10: a thread that inherited it would show 10, not 20 or normal.
         let player = try server.startClient(
             try #require(PulseTestServer.findExecutable("chrt")),
-            ["-f", "10", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct", "--output", "pulse"]
-                + (realtime ? ["--realtime"] : []))
+            ["-f", "10", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct", "--output", "pulse"] + flags)
         defer { player.waitUntilExit() }
-        var thread: KernelThread?
+        var threads: [KernelThread] = []
         let giveUp = LivePlaybackTests.now() + 3_000_000_000
-        while thread == nil && LivePlaybackTests.now() < giveUp {
+        while threads.count < 2 && LivePlaybackTests.now() < giveUp {
             Thread.sleep(forTimeInterval: 0.1)
-            thread = KernelThread.all(of: "\(player.processIdentifier)").first { $0.name == "narrator-pulse" }
+            threads = KernelThread.all(of: "\(player.processIdentifier)").filter { $0.name == "narrator-pulse" || $0.name == "narrator-cues" }
         }
-        let mainloop = try #require(thread, "no narrator-pulse thread")
+        let mainloop = try #require(threads.first { $0.name == "narrator-pulse" }, "no narrator-pulse thread")
+        let cues = try #require(threads.first { $0.name == "narrator-cues" }, "no narrator-cues thread")
         if realtime {
             #expect(mainloop.policy == Int(SCHED_FIFO) && mainloop.realtimePriority == 20, "\(mainloop)")
+            #expect(cues.policy == Int(SCHED_FIFO) && cues.realtimePriority == 19, "\(cues)")
         } else {
             #expect(mainloop.policy == Int(SCHED_OTHER) && mainloop.realtimePriority == 0, "\(mainloop)")
+            #expect(cues.policy == Int(SCHED_OTHER) && cues.realtimePriority == 0, "\(cues)")
         }
     }
 
