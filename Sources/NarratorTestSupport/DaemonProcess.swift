@@ -114,11 +114,15 @@ public struct ReceivedEvent: @unchecked Sendable {
 
 
 /// A client of the daemon running in the background (`Tests/clients/narrator_client.py`
-/// through `python3`); its events are read once it has ended.
+/// through `python3`); its events are read once it has ended, or as they come with `waitFor`.
 public final class DaemonClient: @unchecked Sendable {
     public static let script = Repo.path("Tests/clients/narrator_client.py")
     public let process = Process()
-    private let output = Pipe()
+    /// Where its standard output goes (nil: discarded).
+    private let outputFile: String?
+    /// How long `finish` waits before it kills the client: no test hangs on one (a watcher of
+    /// a playback that never starts waits for ever, as it should).
+    public static let limit: TimeInterval = 120
 
     /// Starts `narrator_client.py ARGUMENTS`; `keepOutput: false` discards what it prints.
     public convenience init(_ arguments: [String], keepOutput: Bool = true) throws {
@@ -129,15 +133,57 @@ public final class DaemonClient: @unchecked Sendable {
     public init(executable: String, _ arguments: [String], keepOutput: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.standardOutput = keepOutput ? output : FileHandle.nullDevice
-        try process.run()
+        if keepOutput {
+            let file = NSTemporaryDirectory() + "narrator-client-\(UUID().uuidString).jsonl"
+            guard FileManager.default.createFile(atPath: file, contents: nil), let handle = FileHandle(forWritingAtPath: file) else {
+                throw DaemonError("cannot create \(file)")
+            }
+            outputFile = file
+            process.standardOutput = handle
+            try process.run()
+            try handle.close()
+        } else {
+            outputFile = nil
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+        }
     }
 
-    /// Waits for it to end: its exit status and the events it printed.
+    deinit {
+        if let outputFile { try? FileManager.default.removeItem(atPath: outputFile) }
+    }
+
+    /// What it has printed so far.
+    private var printed: String {
+        outputFile.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+    }
+
+    /// Waits until it has printed an event of `type` (true), or for at most `seconds`.
+    public func waitFor(_ type: String, within seconds: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while Date() < deadline {
+            // Whole lines only: the last may still be being written.
+            let text = printed
+            if let end = text.lastIndex(of: "\n"), let events = try? ReceivedEvent.parse(String(text[..<end])),
+                events.contains(where: { $0.type == type })
+            {
+                return true
+            }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// Waits for it to end (killing it after `limit`): its exit status and the events it printed.
     public func finish() throws -> (status: Int32, events: [ReceivedEvent]) {
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let deadline = Date(timeIntervalSinceNow: Self.limit)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill()
+            throw DaemonError("the client did not end within \(Int(Self.limit)) s: \(process.arguments ?? []); it printed \(printed)")
+        }
         process.waitUntilExit()
-        return (process.terminationStatus, try ReceivedEvent.parse(String(decoding: data, as: UTF8.self)))
+        return (process.terminationStatus, try ReceivedEvent.parse(printed))
     }
 
     public func kill() {
