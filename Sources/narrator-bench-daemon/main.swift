@@ -2,6 +2,10 @@
 //
 //   narrator-bench-daemon NARRATOR [CLIENTS]
 //
+// Environment (for experiments; the figures in docs/ use neither): BENCH_SERVE_ARGS, extra
+// arguments for `narrator serve` (split on spaces); BENCH_CASES, the cases to run, a
+// comma-separated list of native-unix, native-ws, python-unix, python-ws (default: all four).
+//
 // `narrator serve` plays through ALSA into a private PulseAudio server (PulseTestServer), whose
 // pipe sink's recording is the independent clock of what was heard. CLIENTS (default 50)
 // subscribe to the playback, over the Unix socket and then over WebSocket, in 5 processes:
@@ -38,7 +42,10 @@ let rendered = try! run(narrator, ["render", library + "/sample.json"] + chain +
 guard rendered.status == 0, let reference = try? WAVFile(path: work.file("reference.wav")).int16Samples else { Bench.fail("render: \(rendered.stderr)") }
 
 Bench.report("Daemon benchmark (\(narrator)): \(clients) subscribers in \(processes) client processes, one playback of the sample chain ×4, through a private PulseAudio pipe sink")
-let runs = [("native", "unix"), ("native", "ws"), ("python", "unix"), ("python", "ws")]
+let serveArguments = (ProcessInfo.processInfo.environment["BENCH_SERVE_ARGS"] ?? "").split(separator: " ").map(String.init)
+let chosen = ProcessInfo.processInfo.environment["BENCH_CASES"].map { Set($0.split(separator: ",").map(String.init)) }
+let runs = [("native", "unix"), ("native", "ws"), ("python", "unix"), ("python", "ws")].filter { chosen?.contains("\($0.0)-\($0.1)") ?? true }
+if !serveArguments.isEmpty { Bench.report("narrator serve \(serveArguments.joined(separator: " "))") }
 for (index, (kind, transport)) in runs.enumerated() {
     // Idle first in every other case, so that neither condition always comes first.
     for awake in index % 2 == 0 ? [false, true] : [true, false] { measure(kind: kind, transport: transport, awake: awake) }
@@ -50,7 +57,7 @@ func measure(kind: String, transport: String, awake: Bool) {
     defer { cpus?.release() }
     guard let server = try? PulseTestServer() else { Bench.fail("cannot start the PulseAudio test server") }
     let dir = TempDir()
-    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: []) else { Bench.fail("cannot start narrator serve") }
+    guard let daemon = try? Daemon(dir: dir, library: library, server: server, executable: narrator, arguments: serveArguments) else { Bench.fail("cannot start narrator serve") }
     var loads: [(DaemonClient, String)] = []
     for group in 0..<processes {
         let ready = dir.file("ready-\(group)")
@@ -100,6 +107,11 @@ func measure(kind: String, transport: String, awake: Bool) {
     let firsts = byFrame.values.map { $0.min()! }
     let spreads = byFrame.values.map { $0.max()! - $0.min()! }
     Bench.report("             first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
+    // With 50 clients a moment is 50 events, more than 1% of a run's: the p99 is the worst
+    // moment's. Which moments (in playing order) were the worst says whether it is the first.
+    let order = byFrame.keys.sorted()
+    let worst = order.enumerated().sorted { byFrame[$0.1]!.max()! > byFrame[$1.1]!.max()! }.prefix(3)
+    Bench.report("             worst moments: " + worst.map { String(format: "#%d of %d (first %.2f, last %.2f ms)", $0.0 + 1, order.count, byFrame[$0.1]!.min()!, byFrame[$0.1]!.max()!) }.joined(separator: ", "))
     // The event loops' work for the playback, per moment (a frame with cues, as the owner
     // got them) and client.
     let moments = Double(Set(ownerEvents.filter(\.isCue).compactMap(\.frame)).count * clients)
