@@ -31,7 +31,7 @@ HEADERS_ONLY_PC := $(CURDIR)/.build-pkgconfig
 export PKG_CONFIG_PATH := $(HEADERS_ONLY_PC)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|ReadAlongPageTests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests
 
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber
@@ -98,12 +98,13 @@ test-pipewire: deps
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
 
-## bench: render benchmark against sox, live playback, daemon, speed, start-up and batch (both cores) figures (prints figures; not a test)
+## bench: render benchmark against sox, live playback, daemon, speed, controls, start-up and batch (both cores) figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
 	bash scripts/bench-daemon.sh
 	bash scripts/bench-speed.sh
+	bash scripts/bench-controls.sh
 	bash scripts/bench-startup.sh
 	bash scripts/bench-batch.sh
 
