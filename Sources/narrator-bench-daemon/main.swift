@@ -88,6 +88,8 @@ func measure(kind: String, transport: String, awake: Bool) {
     var stamps: [Double] = []
     var early = 0
     var byFrame: [Int: [Double]] = [:]
+    // When the daemon's cue thread released each moment (the events' `delivered`), against heard.
+    var released: [Int: Double] = [:]
     for event in events where event.isCue {
         guard let frame = event.frame, let range = alignment.recordingFrames(ofReferenceFrame: frame), range.count == 1 else { continue }
         let heard = Int64(recording.audibleTime(ofFrame: range.lowerBound))
@@ -95,6 +97,7 @@ func measure(kind: String, transport: String, awake: Bool) {
         if late < -1 { early += 1 }
         lateness.append(abs(late))
         byFrame[frame, default: []].append(late)
+        if let delivered = (event.fields["delivered"] as? NSNumber)?.int64Value { released[frame] = Double(delivered - heard) / 1e6 }
         if let stamp = event.heard { stamps.append(abs(Double(stamp - heard) / 1e6)) }
     }
     let expected = ownerEvents.filter(\.isCue).count
@@ -106,12 +109,12 @@ func measure(kind: String, transport: String, awake: Bool) {
         + "\(complete)/\(clients) clients got all \(expected) cues and one terminal event")
     let firsts = byFrame.values.map { $0.min()! }
     let spreads = byFrame.values.map { $0.max()! - $0.min()! }
-    Bench.report("             first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
+    Bench.report("             released by the cue thread − heard: \(Bench.percentiles(Array(released.values))); first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
     // With 50 clients a moment is 50 events, more than 1% of a run's: the p99 is the worst
     // moment's. Which moments (in playing order) were the worst says whether it is the first.
     let order = byFrame.keys.sorted()
     let worst = order.enumerated().sorted { byFrame[$0.1]!.max()! > byFrame[$1.1]!.max()! }.prefix(3)
-    Bench.report("             worst moments: " + worst.map { String(format: "#%d of %d (first %.2f, last %.2f ms)", $0.0 + 1, order.count, byFrame[$0.1]!.min()!, byFrame[$0.1]!.max()!) }.joined(separator: ", "))
+    Bench.report("             worst moments: " + worst.map { String(format: "#%d of %d (released %.2f, first %.2f, last %.2f ms)", $0.0 + 1, order.count, released[$0.1] ?? .nan, byFrame[$0.1]!.min()!, byFrame[$0.1]!.max()!) }.joined(separator: ", "))
     // The event loops' work for the playback, per moment (a frame with cues, as the owner
     // got them) and client.
     let moments = Double(Set(ownerEvents.filter(\.isCue).compactMap(\.frame)).count * clients)
