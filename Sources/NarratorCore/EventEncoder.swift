@@ -61,6 +61,8 @@ public enum EventEncoder {
         case resumed
         /// The timeline jumped from `from` to `frame` (a seek), heard at `heard`.
         case seeked
+        /// From `frame` on, heard from `heard`, the timeline plays at `speed`.
+        case speedChanged
         /// A streamed file could not be read; its voice plays silence.
         case streamProblem
         /// The daemon's `library` listing: one chain or activity of a lesson of the library (or a

@@ -470,6 +470,12 @@ public final class OutputFeed: @unchecked Sendable {
         if state.stretching != (speed != 1) { levelMarkCount = 0 }
         state.stretching = speed != 1
         if state.stretching { speedStage!.restart(speed: speed) }
+        guard state.startMarked else { return }
+        // Heard from here (before the first frame, `start` says the speed instead). No rewind
+        // goes back past it: it would void the mark, and the frames after it are at the new
+        // speed whatever comes.
+        marks.push(RenderedMark(kind: .speed, index: Int(bitPattern: UInt(speed.bitPattern)), timelineFrame: mixer.position, outputFrame: state.rendered))
+        state.jumpOutput = state.rendered
     }
 
     /// Drops what the stretcher was fed beyond what is rendered: the timeline (the mixer and

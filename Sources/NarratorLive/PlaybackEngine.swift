@@ -477,6 +477,8 @@ public final class PlaybackEngine: @unchecked Sendable {
                 case .seeked:
                     if pausedAt != nil { pausedAt = mark.timelineFrame }
                     moment.append(.seeked(from: mark.index, to: mark.timelineFrame, at: heard))
+                case .speed:
+                    moment.append(.speedChanged(speed: Double(bitPattern: UInt64(UInt(bitPattern: mark.index))), frame: mark.timelineFrame, at: heard))
                 case .rewind:
                     continue
                 }

@@ -22,6 +22,9 @@ public enum PlaybackEvent: Sendable {
     case resumed(frame: Int, at: Int64)
     /// The timeline jumped from frame `from` to `to`, heard at `at`; cues go on from `to`.
     case seeked(from: Int, to: Int, at: Int64)
+    /// From `frame` on, heard from `at` (a speed change's fade-out done, or a resume), the
+    /// timeline plays at `speed`.
+    case speedChanged(speed: Double, frame: Int, at: Int64)
     /// Terminal: `cancel()` was called. `frame` is the frame being heard then.
     case canceled(frame: Int, at: Int64)
     /// Terminal: the device failed.

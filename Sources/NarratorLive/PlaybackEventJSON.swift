@@ -11,7 +11,7 @@ extension PlaybackEvent {
         switch self {
         case .start(let info): info.firstFrameHeardTime
         case .cue(_, let at, _), .underrun(_, let at), .lateSwitch(_, _, let at), .streamProblem(_, let at),
-            .paused(_, let at), .resumed(_, let at), .seeked(_, _, let at), .canceled(_, let at), .error(_, _, let at):
+            .paused(_, let at), .resumed(_, let at), .seeked(_, _, let at), .speedChanged(_, _, let at), .canceled(_, let at), .error(_, _, let at):
             at
         }
     }
@@ -58,6 +58,8 @@ extension PlaybackEvent {
             EventEncoder.append(.resumed, frame: frame, heard: heard, envelope, to: &out)
         case .seeked(let from, let to, _):
             EventEncoder.append(.seeked, frame: to, heard: heard, [Member("from", .int(from))] + envelope, to: &out)
+        case .speedChanged(let speed, let frame, _):
+            EventEncoder.append(.speedChanged, frame: frame, heard: heard, [Member("speed", .double(speed))] + envelope, to: &out)
         case .canceled(let frame, _):
             EventEncoder.append(.stopped, frame: frame, heard: heard, (reason.map { [Member("reason", .string($0))] } ?? []) + envelope, to: &out)
         case .error(let error, let frame, _):

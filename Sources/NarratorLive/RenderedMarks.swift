@@ -19,6 +19,9 @@ struct RenderedMark: Sendable, Equatable {
         case resumed
         /// The timeline jumped to `timelineFrame` (a seek), from `index`, the frame it left.
         case seeked
+        /// From here the timeline is rendered at a new speed (`index`: its `Double`'s bits),
+        /// from `timelineFrame` (after the change's fade-out, or at a resume).
+        case speed
     }
 
     var kind: Kind

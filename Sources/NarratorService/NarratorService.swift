@@ -618,7 +618,7 @@ public final class NarratorService: Sendable {
                 case .cue(let cue, let heard, _):
                     last = (cue.frame, heard)
                     lines.append(EventLine(event, playback: name))
-                case .underrun, .lateSwitch, .paused, .resumed, .seeked:
+                case .underrun, .lateSwitch, .paused, .resumed, .seeked, .speedChanged:
                     lines.append(EventLine(event, playback: name))
                 case .streamProblem(let problem, _):
                     lines.append(EventLine(event, playback: name, message: service.library.publicDescription(of: problem)))

@@ -31,6 +31,8 @@ final class ReadAlong: Sendable {
         /// The audio clock as the events give it: `frame` is heard at `time` (monotonic ns);
         /// nil until playback starts.
         var anchor: (frame: Int, time: Int64)?
+        /// Timeline frames per frame heard since the anchor (`speedChanged`).
+        var speed = 1.0
         /// Set when playback has ended: the clock shows this frame and stops.
         var stoppedAt: Int?
         /// Set while paused: the clock shows this frame and waits.
@@ -120,6 +122,10 @@ final class ReadAlong: Sendable {
             case .seeked(_, let frame, let time):
                 // While paused it moves and stays paused.
                 if state.pausedAt != nil { state.pausedAt = frame } else { state.anchor = (frame, time) }
+            case .speedChanged(let speed, let frame, let time):
+                state.speed = speed
+                if state.pausedAt == nil { state.anchor = (frame, time) }
+                state.note = speed == 1 ? "" : String(format: "speed %.2g×", speed)
             case .streamProblem(let problem, _):
                 state.note = problem.description
             case .canceled(let frame, _):
@@ -172,7 +178,7 @@ final class ReadAlong: Sendable {
         guard elapsed > 0 else { return anchor.frame }
         // Frames past the anchor: at most a day's worth, so the product cannot overflow.
         let seconds = min(elapsed, 86_400_000_000_000)
-        let frame = anchor.frame + Int(seconds / 1000) * rate / 1_000_000
+        let frame = anchor.frame + Int(Double(Int(seconds / 1000) * rate / 1_000_000) * state.speed)
         return total.map { min($0, frame) } ?? frame
     }
 

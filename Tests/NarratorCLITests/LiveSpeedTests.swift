@@ -76,6 +76,11 @@ struct LiveSpeedTests {
         print("speed change heard (fade-out done) \(String(format: "%.1f", latency)) ms after the request")
         let periodMs = Double(try #require(start.fields["periodFrames"] as? Int)) / 48
         #expect(latency > 0 && latency <= periodMs + 5, "heard \(latency) ms after the request, period \(periodMs) ms")
+        // Its event says when the new speed is heard: where the 5 ms fade-out ends.
+        let changed = try #require(events.first { $0.type == "speedChanged" }, "no speedChanged event")
+        #expect(changed.fields["speed"] as? Double == 1.5)
+        let fadeEnd = Int64(recording.audibleTime(ofFrame: first.recordingEnd + 240))
+        #expect(abs(Double(changed.heard - fadeEnd) / 1e6) <= 0.5, "speedChanged heard \(Double(changed.heard - fadeEnd) / 1e6) ms from the fade-out's end")
         let errors = try Self.wordErrors(events, recording)
         for (k, error) in errors.enumerated() { #expect(abs(error) <= 5, "word \(k): cue \(error) ms from its sound") }
         let after = StretchFixture.frequency(recording.samples, (first.recordingEnd + 2_400)..<(first.recordingEnd + 12_000))

@@ -137,6 +137,18 @@ struct SpeedTests {
         let output = playback.output.samples
         let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
         try Self.checkWords(playback, fixture, d0: d0)
+        // One `speedChanged` a change, heard where its fade-out ends (the output silent there,
+        // between the fade-out and the fade-in), at a timeline frame just past the request's.
+        let changed = playback.log.events.compactMap { event -> (speed: Double, frame: Int, at: Int64)? in
+            if case .speedChanged(let speed, let frame, let at) = event { (speed, frame, at) } else { nil }
+        }
+        #expect(changed.map(\.speed) == changes.map(\.speed), "\(changed)")
+        for (change, asked) in zip(changed, changes) {
+            #expect((asked.after + 2_400...asked.after + 2_400 + 4_800).contains(change.frame), "\(change.speed)× from \(change.frame), asked at \(asked.after + 2_400)")
+            let at = try Self.deviceFrame(playback.output, heardAt: change.at)
+            let around = ((at - 2)...(at + 2)).map { abs(Int(output[$0 * 2])) }
+            #expect(around.allSatisfy { $0 <= 500 }, "\(change.speed)× heard at device frame \(at): \(around)")
+        }
         // The words' spacing at each speed: word 2 to 3 at 1.5×, 4 to 5 at 0.75×, 7 to 8 at 1×.
         let heard = try playback.log.cues.filter { $0.cue.type == "word" }.map { try Self.deviceFrame(playback.output, heardAt: $0.heard) }
         for (range, speed) in [(2..<3, 1.5), (4..<5, 0.75), (7..<8, 1.0)] {
