@@ -287,7 +287,8 @@ public final class Playback: Sendable {
 
     /// Plays at `speed` (0.5…2.0), pitch kept (Sonic, a time stretcher made for speech): heard
     /// within a period with a 5 ms fade, and every cue (the highlights) comes when its sound is
-    /// heard at the new speed. While paused, it applies at the resume. Throws for a speed out
+    /// heard at the new speed; `speedChanged` says when the new speed is heard and from which
+    /// frame. While paused, it applies at the resume. Throws for a speed out
     /// of range, or when the plan streams long files (read in order, they cannot be stretched
     /// live).
     public func setSpeed(_ speed: Double) throws(NarratorError) {
