@@ -72,7 +72,10 @@ struct ControlScriptTests {
         let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1:speed=1.5"])
         #expect(result.status == 0, "\(result.stderr)")
         let events = try Self.lines(result.stdout)
-        let heardCues = events.filter { $0["frame"] != nil && !["start", "paused", "resumed", "seeked", "finished"].contains($0["type"] as? String ?? "") }
+        let changed = events.filter { $0["type"] as? String == "speedChanged" }
+        #expect(changed.count == 1 && changed.first?["speed"] as? Double == 1.5, "one speedChanged: \(changed)")
+        // The cues: every event whose type is no event kind's (start, paused, speedChanged …).
+        let heardCues = events.filter { ReceivedEvent(fields: $0).isCue }
         #expect(heardCues.map { "\($0["type"]!)@\($0["frame"]!)" } == cues.map { "\($0["type"]!)@\($0["frame"]!)" }, "every cue once, in order")
         let words = events.filter { $0["type"] as? String == "word" }.map { ($0["frame"] as! Int, $0["t"] as! Double) }
         var checked = (before: 0, after: 0)

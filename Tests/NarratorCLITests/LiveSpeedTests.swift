@@ -126,7 +126,7 @@ struct LiveLongPauseTests {
         let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "x"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
-        let cues = events.filter { !["start", "paused", "resumed"].contains($0.type) }
+        let cues = events.filter { ReceivedEvent(fields: $0.fields).isCue }
         #expect(cues.map { "\($0.type) \($0.frame ?? -1)" } == expected, "every cue once, in order")
         let recording = try server.recording()
         let paused = try #require(events.first { $0.type == "paused" }?.frame)
