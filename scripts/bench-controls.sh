@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of controls through `narrator serve --output pulse` and a private PulseAudio server
-# (scripts/pulse-test-server.sh): request-to-heard latency of pause, resume and seek, p50/p99
+# (scripts/pulse-test-server.sh): request-to-heard latency of pause, resume, seek and speed, p50/p99
 # (scripts/bench-controls.py says how). Release build as shipped, default flags. A benchmark,
 # not a test: it asserts nothing.
 #

@@ -152,12 +152,8 @@ struct Play: ParsableCommand {
             let now = playback.speed
             let next = key == .slower ? steps.last { $0 < now } : steps.first { $0 > now }
             guard let next else { return }
-            do {
-                try playback.setSpeed(next)
-                view?.say(String(format: "speed %g×", next))
-            } catch {
-                view?.say(error.message)
-            }
+            // The view shows the new speed when it is heard (`speedChanged`).
+            do { try playback.setSpeed(next) } catch { view?.say(error.message) }
         }
     }
 

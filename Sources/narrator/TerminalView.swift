@@ -125,7 +125,7 @@ final class ReadAlong: Sendable {
             case .speedChanged(let speed, let frame, let time):
                 state.speed = speed
                 if state.pausedAt == nil { state.anchor = (frame, time) }
-                state.note = speed == 1 ? "" : String(format: "speed %.2g×", speed)
+                state.note = String(format: "speed %g×", speed)
             case .streamProblem(let problem, _):
                 state.note = problem.description
             case .canceled(let frame, _):

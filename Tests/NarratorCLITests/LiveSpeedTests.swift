@@ -27,6 +27,31 @@ struct LiveSpeedTests {
         return (try LivePlaybackTests.events(dir.file("events.jsonl")), try server.recording())
     }
 
+    /// What a control 1.6 s after frame 0 is heard (while the tone plays) does: the fixture
+    /// played with `control`, its 1× render, the recording's first segment that is that render
+    /// (it ends where the control is first heard), how many ms after the request that is, and
+    /// the output's period in ms.
+    struct Change {
+        let events: [Event]
+        let recording: Recording
+        let plain: [Int16]
+        let first: Alignment.Segment
+        let departsMs: Double
+        let periodMs: Double
+    }
+
+    static func change(_ dir: TempDir, control: String, _ extra: [String] = []) throws -> Change {
+        let lesson = try StretchFixture.write(in: dir)
+        let plain = try render(dir, lesson, speed: "1", name: "plain.wav")
+        let (events, recording) = try play(dir, lesson, ["--controls", "1.6:" + control] + extra)
+        let start = try #require(events.first { $0.type == "start" })
+        let alignment = try #require(recording.locate(plain, channels: 2))
+        let first = try #require(alignment.segments.first)
+        let departs = Int64(recording.audibleTime(ofFrame: first.recordingEnd)) - (start.heard + 1_600_000_000)
+        let periodMs = Double(try #require(start.fields["periodFrames"] as? Int)) / 48
+        return Change(events: events, recording: recording, plain: plain, first: first, departsMs: Double(departs) / 1e6, periodMs: periodMs)
+    }
+
     /// Every word's cue against the onsets found in the recording (the first onset is the
     /// `start` clip): the errors in ms, signed (positive: the cue came after its sound).
     static func wordErrors(_ events: [Event], _ recording: Recording) throws -> [Double] {
@@ -62,20 +87,13 @@ struct LiveSpeedTests {
     @Test func aChangeWhilePlayingIsHeardSoon() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let lesson = try StretchFixture.write(in: dir)
-        let plain = try Self.render(dir, lesson, speed: "1", name: "plain.wav")
-        let (events, recording) = try Self.play(dir, lesson, ["--controls", "1.6:speed=1.5", "--verbose"])
-        let start = try #require(events.first { $0.type == "start" })
-        let alignment = try #require(recording.locate(plain, channels: 2))
-        let first = try #require(alignment.segments.first)
+        let change = try Self.change(dir, control: "speed=1.5", ["--verbose"])
+        let (events, recording, first) = (change.events, change.recording, change.first)
         // The fade-out starts where the recording leaves the 1× render (within a frame or two:
         // the first faded samples may round to the same values).
-        let requested = start.heard + 1_600_000_000
-        let fadeStart = Int64(recording.audibleTime(ofFrame: first.recordingEnd))
-        let latency = Double(fadeStart - requested) / 1e6 + 5
+        let latency = change.departsMs + 5
         print("speed change heard (fade-out done) \(String(format: "%.1f", latency)) ms after the request")
-        let periodMs = Double(try #require(start.fields["periodFrames"] as? Int)) / 48
-        #expect(latency > 0 && latency <= periodMs + 5, "heard \(latency) ms after the request, period \(periodMs) ms")
+        #expect(latency > 0 && latency <= change.periodMs + 5, "heard \(latency) ms after the request, period \(change.periodMs) ms")
         // Its event says when the new speed is heard: where the 5 ms fade-out ends.
         let changed = try #require(events.first { $0.type == "speedChanged" }, "no speedChanged event")
         #expect(changed.fields["speed"] as? Double == 1.5)
@@ -154,17 +172,8 @@ struct LiveVolumeTests {
     @Test func aVolumeChangeLandsWithinAPeriodRamped() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let lesson = try StretchFixture.write(in: dir)
-        let plain = try LiveSpeedTests.render(dir, lesson, speed: "1", name: "plain.wav")
-        let (events, recording) = try LiveSpeedTests.play(dir, lesson, ["--controls", "1.6:volume=master/0.5"])
-        let start = try #require(events.first { $0.type == "start" })
-        let period = try #require(start.fields["periodFrames"] as? Int)
-        let alignment = try #require(recording.locate(plain, channels: 2))
-        let first = try #require(alignment.segments.first)
-        let requested = start.heard + 1_600_000_000
-        let departs = Int64(recording.audibleTime(ofFrame: first.recordingEnd))
-        let latency = Double(departs - requested) / 1e6
-        let periodMs = Double(period) / 48
+        let change = try LiveSpeedTests.change(dir, control: "volume=master/0.5")
+        let (recording, plain, first, latency, periodMs) = (change.recording, change.plain, change.first, change.departsMs, change.periodMs)
         print(String(format: "volume change heard %.1f ms after the request (period %.1f ms)", latency, periodMs))
         #expect(latency > 0 && latency <= periodMs, "heard \(latency) ms after the request, period \(periodMs) ms")
 

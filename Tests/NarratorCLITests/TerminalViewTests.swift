@@ -295,7 +295,8 @@ struct TerminalViewTests {
     }
 
     /// Keys on a chain: space pauses (the clock stands, the view says so) and resumes, → goes
-    /// to the next word (its cue frame, from the events file), and the chain still ends well.
+    /// to the next word (its cue frame, from the events file), + plays faster (1.25×, shown
+    /// once it is heard), and the chain still ends well.
     @Test func keysPauseResumeAndSkipAWord() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -328,6 +329,10 @@ struct TerminalViewTests {
         let resumed = waitFor("resumed", after: paused.count)
         try pane.press("Right")
         let moved = waitFor("seeked", after: resumed.count)
+        try pane.type("+")
+        let faster = waitFor("speedChanged", after: moved.count)
+        #expect(faster.last { $0.type == "speedChanged" }?.fields["speed"] as? Double == 1.25)
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("speed 1.25×") } ?? false }, "\((try? pane.screen()) ?? [])")
         while !FileManager.default.fileExists(atPath: dir.file("after")) { Thread.sleep(forTimeInterval: 0.05) }
         #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "0\n")
         let all = Self.events(events)
