@@ -1,6 +1,7 @@
 // Daemon benchmark: prints figures, asserts nothing. Run by scripts/bench-daemon.sh.
 //
 //   narrator-bench-daemon NARRATOR [CLIENTS]
+//   narrator-bench-daemon loopback [CLIENTS]     (LoopbackFloor: the fan-out's floor on this machine)
 //
 // Environment (for experiments; the figures in docs/ use neither): BENCH_SERVE_ARGS, extra
 // arguments for `narrator serve` (split on spaces); BENCH_CASES, the cases to run, a
@@ -23,6 +24,10 @@ import NarratorTestSupport
 
 let arguments = CommandLine.arguments
 if arguments.count >= 2 && arguments[1] == "load" { exit(LoadClient.main(Array(arguments.dropFirst(2)))) }
+if arguments.count >= 2 && arguments[1] == "loopback" {
+    LoopbackFloor.main(clients: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50)
+    exit(0)
+}
 guard arguments.count >= 2 else {
     FileHandle.standardError.write(Data("usage: narrator-bench-daemon NARRATOR [CLIENTS]\n".utf8))
     exit(2)
