@@ -60,8 +60,8 @@ extension DeviceFailure {
 /// - Holds: when the feed renders fewer frames than the server asked for, the same tick asks
 ///   again within 1 ms (the server itself would not before its buffer drains to `minreq`).
 /// - Rewind: a relative seek back on the next write, bounded by what the sink cannot yet have
-///   read: past the latest report's read index, or past the block after it when the sink is
-///   about to read that (`rewind`). Data the sink has read is beyond recall (a seek before
+///   read: past the latest report's read index, or past each block the sink has read (or is
+///   about to read) since (`firstUnread`). Data the sink has read is beyond recall (a seek before
 ///   the read index would lose frames: the sink plays what it read). A seek
 ///   does not truncate: the frames taken back stay on the server past its write index until
 ///   overwritten. None of them plays: the server reads no further than its write index (a
@@ -108,6 +108,22 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
     public var rewindMarginFrames: Int { negotiated.sampleRate / 1000 }
 
     public func stop() { connection.shutdown() }
+
+    /// The first frame the sink cannot have read by the time a seek sent now lands, `margin`
+    /// frames from now (the seek's trip to the server's I/O thread): what a take-back may reach.
+    ///
+    /// The latest snapshot said the sink had read up to `read`; `heard` is the frame heard now
+    /// (the snapshot's, plus the time since). The sink reads its next `block` when what it holds
+    /// has been heard, and so on: while `heard + margin` is short of `read`, everything past
+    /// `read` is unread. From there on it has read one more block, and one more each time
+    /// `heard + margin` passes another block, however old the snapshot (a late answer from a
+    /// busy server).
+    public static func firstUnread(heard: Int, read: Int, block: Int, margin: Int) -> Int {
+        let reached = heard + margin
+        guard reached >= read else { return read }
+        guard block > 0 else { return reached }
+        return read + ((reached - read) / block + 1) * block
+    }
 }
 
 /// libpulse's objects for one playback stream and the state its callbacks share. The mainloop
@@ -430,23 +446,16 @@ final class PulseConnection: @unchecked Sendable {
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
     /// so inside `fill`): the next write seeks back over them.
     ///
-    /// What the sink has read is the snapshot's read index; it reads its next block when what
-    /// it holds has been heard (`read − heard` after the snapshot). While that is more than
-    /// `rewindMarginFrames` away (the seek's trip to the server's I/O thread), everything past
-    /// the read index can be taken back. Nearer (or past: a reading up to a tick old), the sink
-    /// may read its next block before the seek lands, and that block is kept too. On a server
-    /// whose reports step (PipeWire), what is heard is known to a step only: the sink's block,
-    /// the margin and a period at least are kept (the feed's margin before this output said
-    /// less).
+    /// What the sink cannot have read yet: see `PulseOutput.firstUnread`. On a server whose
+    /// reports step (PipeWire), what is heard is known to a step only: the sink's block, the
+    /// margin and a period at least are kept (the feed's margin before this output said less).
     func rewind(_ frames: Int) -> Int {
         guard frames > 0, let reading else { return 0 }
         let since = max(0, Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9))
-        var keep = reading.heard + since + max(periodFrames, reading.sinkFrames + rewindMarginFrames)
-        if !steps.stepping {
-            // Past the read index; or, when the sink is about to read, past the block it reads.
-            keep = reading.read - reading.heard - since > rewindMarginFrames ? reading.read : reading.read + reading.sinkFrames
-            keep = max(keep, reading.heard + since + rewindMarginFrames)
-        }
+        let keep =
+            steps.stepping
+            ? reading.heard + since + max(periodFrames, reading.sinkFrames + rewindMarginFrames)
+            : PulseOutput.firstUnread(heard: reading.heard + since, read: reading.read, block: reading.sinkFrames, margin: rewindMarginFrames)
         let back = max(0, min(frames, written - keep))
         written -= back
         pendingSeek -= back * frameBytes
