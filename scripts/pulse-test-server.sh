@@ -42,9 +42,9 @@
 # rendered is DROPPED; what stays in the pipe is the oldest data, stale by the time anyone reads
 # it (the recorder discards it). The sink renders silence while nothing plays and writes one
 # block per wake-up (1023 frames, ~21.3 ms, shrinking to a stream's requested latency), at
-# most one block ahead of real time, so the recording is a continuous real-time clock. As root
-# the recorder reads at SCHED_FIFO 30, above narrator's own real-time threads (20 and below):
-# the clock is fitted to the reads' times, and a ruler that narrator's threads delay moves
+# most one block ahead of real time, so the recording is a continuous real-time clock. Where
+# SCHED_FIFO is permitted, the recorder reads at SCHED_FIFO 30, above narrator's own real-time
+# threads (20 and below): the clock is fitted to the reads' times, and a ruler that narrator's threads delay moves
 # (by 1.5 frames on average, measured with them at SCHED_FIFO and the recorder normal).
 #
 # `stop` ends the daemon (TERM, then KILL after 5 s) and any recorder started by `record`
@@ -174,7 +174,9 @@ cmd_record() {
   rm -f "$dir/recorder.ready"
   echo $$ >"$dir/recorder.pid"
   local rt=()
-  if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null; then rt=(chrt -f 30); fi
+  # Only where SCHED_FIFO is permitted (root alone is not enough: a container may drop
+  # CAP_SYS_NICE or give real-time threads no time), else at normal priority.
+  if command -v chrt >/dev/null && chrt -f 30 true 2>/dev/null; then rt=(chrt -f 30); fi
   exec "${rt[@]}" python3 "$here/fifo-recorder.py" --ready "$dir/recorder.ready" \
     --frame-bytes $((channels * 2)) "$@" \
     "$dir/sink.fifo" "$out" "$times"

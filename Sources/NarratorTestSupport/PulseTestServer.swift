@@ -149,6 +149,14 @@ public final class PulseTestServer: Sendable {
         return libDirs.contains { FileManager.default.fileExists(atPath: "\($0)/\(path)") }
     }
 
+    /// Whether this process may start a program at SCHED_FIFO (`chrt -f 10 true` succeeds):
+    /// root alone is not enough where a container drops CAP_SYS_NICE or gives real-time
+    /// threads no time.
+    public static let realtimePermitted: Bool = {
+        guard let chrt = findExecutable("chrt"), let result = try? run(chrt, ["-f", "10", "true"]) else { return false }
+        return result.status == 0
+    }()
+
     /// The full path of `name` on PATH, if any.
     public static func findExecutable(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

@@ -171,7 +171,7 @@ struct PulseOutputTests {
     /// created it: started from a SCHED_FIFO parent, it takes the audio policy asked for. On the
     /// pulse output that is SCHED_FIFO 20 (the engine's audio priority) unless `--no-realtime`.
     @Test(
-        .enabled(if: geteuid() == 0 && PulseTestServer.findExecutable("chrt") != nil, "SCHED_FIFO needs root and chrt here"),
+        .enabled(if: PulseTestServer.realtimePermitted, "SCHED_FIFO is not permitted here (chrt -f 10 fails)"),
         arguments: [([String](), true), (["--realtime"], true), (["--no-realtime"], false)])
     func mainloopThreadTakesTheAudioPolicy(flags: [String], realtime: Bool) throws {
         let dir = TempDir()
