@@ -65,7 +65,7 @@ struct Play: ParsableCommand {
             if speed != 1 && prepared.schedule.streamsFiles {
                 throw NarratorError(file: "--speed", "this plays long files streamed from disk, in order: its speed cannot change")
             }
-            let sink = try EventSink(path: events, schedule: prepared.schedule, live: live)
+            let sink = try EventSink(path: events, schedule: prepared.schedule, live: live, speed: speed)
             let playback: Playback
             do throws(PlaybackError) {
                 playback = prepared.play(on: try outputOptions.open(for: prepared.schedule), threads: outputOptions.threads, speed: speed,
@@ -214,8 +214,9 @@ final class EventSink: @unchecked Sendable {
     private var writeFailure: Int32 = 0
     private var emptied = false
 
-    /// `live`: an activity answered live, whose length is not known before it plays.
-    init(path: String?, schedule: Schedule, live: Bool = false) throws(NarratorError) {
+    /// `live`: an activity answered live, whose length is not known before it plays. `speed`:
+    /// the playback's from its first frame, for the terminal view's clock.
+    init(path: String?, schedule: Schedule, live: Bool = false, speed: Double = 1) throws(NarratorError) {
         self.path = path
         lastCue = schedule.cues.last
         let total = live ? nil : schedule.cues.last?.frame
@@ -234,11 +235,11 @@ final class EventSink: @unchecked Sendable {
                 throw NarratorError(file: path, "cannot write the events: \(why)")
             }
             self.handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total) : nil
+            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total, speed: speed) : nil
         } else if isatty(STDOUT_FILENO) != 0 {
             created = false
             handle = nil
-            display = ReadAlong(schedule: schedule, total: total)
+            display = ReadAlong(schedule: schedule, total: total, speed: speed)
         } else {
             created = false
             handle = FileHandle.standardOutput

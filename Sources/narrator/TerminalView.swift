@@ -40,12 +40,16 @@ final class ReadAlong: Sendable {
         var finished = false
     }
 
+    static let pausedNote = "paused (space resumes)"
+
     /// Redraws per second while playing, so that the clock runs between events.
     static let redrawsPerSecond = 10
 
-    init(schedule: Schedule, total: Int?) {
+    /// `speed`: the playback's speed from its first frame (`--speed`): no event says it.
+    init(schedule: Schedule, total: Int?, speed: Double = 1) {
         rate = schedule.sampleRate
         self.total = total
+        state.withLock { $0.speed = speed }
     }
 
     /// Redraws on a timer from playback's start to `finish()`.
@@ -113,10 +117,12 @@ final class ReadAlong: Sendable {
             case .lateSwitch:
                 return
             case .paused(let frame, _):
-                state.note = "paused (space resumes)"
+                state.note = Self.pausedNote
                 state.pausedAt = frame
             case .resumed(let frame, let time):
-                state.note = ""
+                // Only the pause's own note goes: a speed changed while paused is heard with
+                // the resume, its note just before it.
+                if state.note == Self.pausedNote { state.note = "" }
                 state.pausedAt = nil
                 state.anchor = (frame, time)
             case .seeked(_, let frame, let time):

@@ -294,9 +294,10 @@ struct TerminalViewTests {
         #expect(screens.count >= 20, "watched it play")
     }
 
-    /// Keys on a chain: space pauses (the clock stands, the view says so) and resumes, → goes
-    /// to the next word (its cue frame, from the events file), + plays faster (1.25×, shown
-    /// once it is heard), and the chain still ends well.
+    /// Keys on a chain: space pauses (the clock stands, the view says so); + while paused is
+    /// heard with the resume (1.25×, shown then); → goes to the next word (its cue frame, from
+    /// the events file); − while playing goes back to 1× (shown once heard); and the chain
+    /// still ends well.
     @Test func keysPauseResumeAndSkipAWord() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -325,14 +326,19 @@ struct TerminalViewTests {
         let second = Self.statusLines(try pane.screen())
         #expect(first.first?.contains("paused") == true, "\(first)")
         #expect(first == second, "the clock stands while paused: \(first) then \(second)")
+        try pane.type("+")
+        Thread.sleep(forTimeInterval: 0.2)
         try pane.type(" ")
         let resumed = waitFor("resumed", after: paused.count)
+        let faster = resumed.dropFirst(paused.count).filter { $0.type == "speedChanged" }
+        #expect(faster.map { $0.fields["speed"] as? Double } == [1.25], "the speed is heard with the resume")
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("speed 1.25×") } ?? false }, "\((try? pane.screen()) ?? [])")
         try pane.press("Right")
         let moved = waitFor("seeked", after: resumed.count)
-        try pane.type("+")
-        let faster = waitFor("speedChanged", after: moved.count)
-        #expect(faster.last { $0.type == "speedChanged" }?.fields["speed"] as? Double == 1.25)
-        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("speed 1.25×") } ?? false }, "\((try? pane.screen()) ?? [])")
+        try pane.type("-")
+        let slower = waitFor("speedChanged", after: moved.count)
+        #expect(slower.last { $0.type == "speedChanged" }?.fields["speed"] as? Double == 1)
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("speed 1×") } ?? false }, "\((try? pane.screen()) ?? [])")
         while !FileManager.default.fileExists(atPath: dir.file("after")) { Thread.sleep(forTimeInterval: 0.05) }
         #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "0\n")
         let all = Self.events(events)
@@ -343,5 +349,43 @@ struct TerminalViewTests {
         let wordFrames = Set(all.filter { $0.type == "word" }.compactMap(\.frame))
         #expect(wordFrames.contains(try #require(seek.frame)) && (wordsBefore.max() ?? 0) < seek.frame!, "\(seek.fields)")
         #expect(all.last?.type == "chainEnd")
+    }
+
+    /// `--speed 2` from the first frame: no event says the speed, and between cues the clock
+    /// still runs at two seconds a second. A 3 s tone has no cue between its start and its end.
+    @Test func clockRunsAtTheSpeedGivenAtStart() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let tone = dir.file("long.wav")
+        let made = try runTool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "3", "sine", "440", "vol", "0.5"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let lesson = dir.write(
+            "long.json", #"{"sampleRate": 48000, "channels": 2, "clips": {"long": {"file": "\#(tone)"}}, "chains": {"long": [{"clip": "long"}]}}"#)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let events = dir.file("events.jsonl")
+        let pane = try Pane(
+            dir, width: 60, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--chain", "long", "--speed", "2", "--events", events]))
+        defer { pane.close() }
+        #expect(Self.waitFor(10) { Self.events(events).contains { $0.type == "clipStart" } })
+        let start = try #require(Self.events(events).first { $0.type == "clipStart" })
+        let startFrame = try #require(start.frame)
+        var seen: [(shown: Double, heard: Double, spread: Double)] = []
+        for pause in [0.3, 0.5] {
+            Thread.sleep(forTimeInterval: pause)
+            let before = LivePlaybackTests.now()
+            let screen = try pane.screen()
+            let after = LivePlaybackTests.now()
+            let clock = try #require(Self.clock(Self.statusLines(screen).first ?? ""), "\(screen)")
+            // The timeline heard at the capture: from the tone's start, two frames a frame.
+            let at = before / 2 + after / 2
+            seen.append((clock.seconds, Double(startFrame) / 48000 + 2 * Double(at - start.heard) / 1e9, Double(after - before) / 1e9))
+        }
+        #expect(!Self.events(events).contains { $0.type == "clipEnd" }, "the test must look before the tone's end")
+        // Within a redraw (0.1 s of wall time, 0.2 s of timeline) and the display's rounding.
+        for (shown, heard, spread) in seen { #expect(abs(shown - heard) <= 0.3 + spread, "shown \(shown) s, heard \(heard) s: \(seen)") }
+        #expect(seen[1].shown - seen[0].shown >= 0.8, "0.5 s apart at 2×: \(seen)")
+        #expect(Self.waitFor(10) { FileManager.default.fileExists(atPath: dir.file("after")) })
+        #expect((try? String(contentsOfFile: dir.file("status"), encoding: .utf8)) == "0\n")
     }
 }
