@@ -25,7 +25,7 @@ import NarratorTestSupport
 let arguments = CommandLine.arguments
 if arguments.count >= 2 && arguments[1] == "load" { exit(LoadClient.main(Array(arguments.dropFirst(2)))) }
 if arguments.count >= 2 && arguments[1] == "loopback" {
-    LoopbackFloor.main(clients: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50)
+    LoopbackFloor.main(clients: max(1, min(arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50, 1000)))
     exit(0)
 }
 guard arguments.count >= 2 else {
