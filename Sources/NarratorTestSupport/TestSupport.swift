@@ -43,6 +43,21 @@ public struct TempDir: Sendable {
         return path
     }
 
+    /// A lesson of one clip, `clip`, that sox makes from nothing (`sox -n -r 48000 -c CHANNELS
+    /// -b 16 CLIP.wav synth …`), played by `chain`; 48 kHz stereo. Returns the lesson's path.
+    public func soxLesson(clip: String, chain: String, channels: Int = 1, synth: [String]) throws -> String {
+        let audio = file("\(clip).wav")
+        let made = try runTool("sox", ["-n", "-r", "48000", "-c", String(channels), "-b", "16", audio, "synth"] + synth)
+        guard made.status == 0 else { throw SoxFailure(description: "sox: \(made.stderr)") }
+        return write(
+            "\(clip).json",
+            #"{"sampleRate": 48000, "channels": 2, "clips": {"\#(clip)": {"file": "\#(audio)"}}, "chains": {"\#(chain)": [{"clip": "\#(clip)"}]}}"#)
+    }
+
+    public struct SoxFailure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
     public func contents() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }

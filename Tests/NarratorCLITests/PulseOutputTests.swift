@@ -77,11 +77,7 @@ struct PulseOutputTests {
     func audioTakenBackIsNotHeardWhenTheRendererThenHolds(target: Int) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let sweep = dir.file("sweep.wav")
-        let made = try runTool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", sweep, "synth", "2", "sine", "300-3000", "vol", "0.5"])
-        try #require(made.status == 0, "sox: \(made.stderr)")
-        let lessonPath = dir.write(
-            "lesson.json", #"{"sampleRate": 48000, "channels": 2, "clips": {"sweep": {"file": "\#(sweep)"}}, "chains": {"c": [{"clip": "sweep"}]}}"#)
+        let lessonPath = try dir.soxLesson(clip: "sweep", chain: "c", channels: 2, synth: ["2", "sine", "300-3000", "vol", "0.5"])
         let bank = try ClipBank.prepare(lesson: try Lesson.load(path: lessonPath), clipIDs: ["sweep"], decoder: SndFileDecoder())
         var draws = PoolDraws(seed: 1)
         let base = try Scheduler.schedule(chain: "c", repeats: 1, bank: bank, draws: &draws)

@@ -356,11 +356,7 @@ struct TerminalViewTests {
     @Test func clockRunsAtTheSpeedGivenAtStart() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let tone = dir.file("long.wav")
-        let made = try runTool("sox", ["-n", "-r", "48000", "-c", "1", "-b", "16", tone, "synth", "3", "sine", "440", "vol", "0.5"])
-        try #require(made.status == 0, "\(made.stderr)")
-        let lesson = dir.write(
-            "long.json", #"{"sampleRate": 48000, "channels": 2, "clips": {"long": {"file": "\#(tone)"}}, "chains": {"long": [{"clip": "long"}]}}"#)
+        let lesson = try dir.soxLesson(clip: "long", chain: "long", synth: ["3", "sine", "440", "vol", "0.5"])
         let server = try PulseTestServer()
         defer { server.stop() }
         let events = dir.file("events.jsonl")
