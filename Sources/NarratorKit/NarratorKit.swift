@@ -200,7 +200,10 @@ public final class Playback: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     private struct State: Sendable {
+        /// Taps not yet heard, oldest first.
         var taps: [String] = []
+        /// Taps taken in all.
+        var tapCount = 0
         var outcome: PlaybackOutcome?
         /// The plan playing (an activity's changes with its taps).
         var plan: Schedule
@@ -211,6 +214,7 @@ public final class Playback: Sendable {
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) {
         self.engine = engine
+        takesTaps = planner != nil
         state = Mutex(State(plan: initial))
         output = engine.negotiated
         let (stream, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .unbounded)
@@ -237,15 +241,50 @@ public final class Playback: Sendable {
     /// The taps heard so far, oldest first, taken one at a time by the engine's cue thread.
     fileprivate func nextTap() -> String? { state.withLock { $0.taps.isEmpty ? nil : $0.taps.removeFirst() } }
 
-    /// The child tapped `answer` (or a sound's name, `replay`, `close`), heard now. For an
-    /// activity answered live; ignored otherwise.
-    public func tap(_ answer: String) { state.withLock { $0.taps.append(answer) } }
+    /// Whether it takes taps: an activity answered live (a chain, or an activity played from
+    /// scripted taps, does not).
+    public let takesTaps: Bool
+
+    /// Taps waiting to be heard, at most: the engine takes one between cues, within a
+    /// millisecond or so, so only a flood fills them.
+    public static let maxWaitingTaps = 32
+    /// Taps one playback takes in all: each replans the activity over every tap before it, so
+    /// their number bounds that work as well as the memory (a child taps far fewer).
+    public static let maxTaps = 4096
+
+    /// What became of a tap.
+    public enum TapOutcome: Sendable, Equatable {
+        case taken
+        /// Not an activity answered live (`takesTaps`).
+        case notAnActivity
+        /// `maxWaitingTaps` are still waiting to be heard.
+        case tooManyWaiting
+        /// `maxTaps` have been taken.
+        case tooMany
+    }
+
+    /// The child tapped `answer` (or a sound's name, `replay`, `close`), heard now. Taken by an
+    /// activity answered live, within the bounds above; refused otherwise (the outcome says
+    /// why), and nothing is kept.
+    @discardableResult
+    public func tap(_ answer: String) -> TapOutcome {
+        guard takesTaps else { return .notAnActivity }
+        return state.withLock { state in
+            guard state.tapCount < Self.maxTaps else { return .tooMany }
+            guard state.taps.count < Self.maxWaitingTaps else { return .tooManyWaiting }
+            state.taps.append(answer)
+            state.tapCount += 1
+            return .taken
+        }
+    }
 
     /// Restarts what plays from its start (the same audio, highlights from word 0).
-    public func replay() { tap(Tap.replay) }
+    @discardableResult
+    public func replay() -> TapOutcome { tap(Tap.replay) }
 
     /// Cancels the rest of the activity's audio and cues.
-    public func close() { tap(Tap.close) }
+    @discardableResult
+    public func close() -> TapOutcome { tap(Tap.close) }
 
     /// Stops playback now: the device is dropped, and the events end with `canceled`.
     public func stop() { engine.cancel() }

@@ -238,9 +238,17 @@ public final class NarratorService: Sendable {
                     return refuse("request \(target) is not playing on this connection")
                 }
                 let now = MonotonicClock.now()
-                playback.tap(answer)
-                send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
-                return false
+                switch playback.tap(answer) {
+                case .taken:
+                    send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
+                    return false
+                case .notAnActivity:
+                    return refuse("request \(target) plays a chain: only an activity answered live takes taps")
+                case .tooManyWaiting:
+                    return refuse("request \(target) has \(Playback.maxWaitingTaps) taps not yet heard: tap again once they are")
+                case .tooMany:
+                    return refuse("request \(target) has taken \(Playback.maxTaps) taps, the most one playback takes")
+                }
             case .control(let target, let control):
                 guard case .playing(let name)? = client.requests[target], let playback = state.playbacks[name]?.playback else {
                     return refuse("request \(target) is not playing on this connection")

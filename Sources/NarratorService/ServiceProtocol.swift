@@ -38,6 +38,8 @@ enum ServiceRequest: Sendable {
     /// The largest numeric id, in magnitude: whole numbers a JSON client holds exactly (2^53 − 1,
     /// JavaScript's safe integers).
     static let maxNumericID = 9_007_199_254_740_991
+    /// The longest `answer` a tap may carry, in bytes.
+    static let maxAnswerBytes = 256
 
     /// Parses one message. The id comes back even when the rest is wrong, so that the error
     /// event can name its request.
@@ -115,7 +117,12 @@ enum ServiceRequest: Sendable {
             return .library
         case "tap":
             try allow(["request", "answer"])
-            return .tap(target: try target(), answer: try fields.required("answer", in: root).string())
+            let answer = try fields.required("answer", in: root).string()
+            // An answer is a word or a sound's name: a long one is a mistake, kept nowhere.
+            guard answer.utf8.count <= Self.maxAnswerBytes else {
+                throw NarratorError(file: "request", place: "answer", "at most \(Self.maxAnswerBytes) bytes, got \(answer.utf8.count)")
+            }
+            return .tap(target: try target(), answer: answer)
         case "replay", "close":
             try allow(["request"])
             return .tap(target: try target(), answer: op == "replay" ? Tap.replay : Tap.close)

@@ -129,6 +129,48 @@ struct DaemonProtocolTests {
         #expect(byID["ok"] == "finished: ", "\(byID)")
     }
 
+    /// Taps a playback cannot take are refused, and nothing of them is kept: on a chain; with
+    /// an answer over 256 bytes (a 60 KB one is the attack: kept, a flood of them would grow the
+    /// daemon without bound); beyond the taps still waiting to be heard (on ALSA's null device
+    /// the clock never settles, so none is heard, and no event says the playback has opened).
+    @Test func tapsBeyondWhatAPlaybackTakesAreRefused() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let client = try SocketClient(daemon.socket)
+        var sent = 0
+        /// The terminal event of a tap on `target`; a message when it is an error.
+        func tap(_ target: String, _ answer: String) -> String {
+            sent += 1
+            client.send(#"{"id": "t\#(sent)", "op": "tap", "request": "\#(target)", "answer": "\#(answer)"}"#)
+            guard let reply = client.events(timeout: 10, until: { $0.id == "t\(sent)" && $0.isTerminal })?.last else { return "no reply" }
+            return reply.type == "error" ? reply.fields["message"] as? String ?? "" : reply.type
+        }
+        /// The first tap's answer once `target` plays (it opens a moment after the request).
+        func firstTap(_ target: String, _ answer: String) -> String {
+            for _ in 0..<100 {
+                let reply = tap(target, answer)
+                if !reply.contains("is not playing") { return reply }
+                usleep(20_000)
+            }
+            return "never played"
+        }
+        client.send(#"{"id": "chain", "op": "play", "lesson": "sample.json", "chain": "correct", "seed": 7}"#)
+        let onChain = firstTap("chain", "see")
+        #expect(onChain.contains("plays a chain: only an activity answered live takes taps"), "\(onChain)")
+        client.send(#"{"id": "stop", "op": "stop", "request": "chain"}"#)
+        #expect(client.events(timeout: 10) { $0.id == "chain" && $0.isTerminal } != nil)
+
+        client.send(#"{"id": "act", "op": "play", "lesson": "homer-sight-words.json", "activity": "sight-words", "seed": 7}"#)
+        let long = tap("act", String(repeating: "a", count: 60_000))
+        #expect(long.contains("answer: at most 256 bytes, got 60000"), "\(long)")
+        var outcomes = [firstTap("act", "zebra")]
+        for _ in 0..<32 { outcomes.append(tap("act", "zebra")) }
+        #expect(outcomes.prefix(32).allSatisfy { $0 == "finished" }, "\(outcomes)")
+        #expect(outcomes.last?.contains("has 32 taps not yet heard") == true, "\(outcomes)")
+    }
+
     /// A play stopped before it plays has one terminal event, `stopped`. Stopped while it
     /// waits for a worker, it ends at once and its id is free again; stopped while a worker
     /// prepares it, it keeps its id until its terminal event (a new request with the same id

@@ -112,6 +112,32 @@ struct ControlsAPITests {
         #expect(taps.first == "correct", "\(taps)")
     }
 
+    /// Taps are bounded: a chain takes none, and an activity keeps at most
+    /// `Playback.maxWaitingTaps` not yet heard; once one is heard, another is taken.
+    @Test func tapsAreTakenWithinBounds() throws {
+        let (chain, chainOutput, _) = try Self.start()
+        #expect(!chain.takesTaps)
+        #expect(chain.tap("see") == .notAnActivity && chain.replay() == .notAnActivity)
+        chain.stop()
+        _ = chainOutput.runToEnd(limit: 10_000_000_000)
+
+        let lesson = try NarratorLesson(path: Repo.path("Timings/lessons/homer-sight-words.json"))
+        let prepared = try lesson.prepare(.activity("sight-words"), seed: 7)
+        let output = VirtualOutput(clock: VirtualClock(), sampleRate: 48000, channels: 2, periodFrames: 480, bufferFrames: 1920)
+        let log = Log()
+        let playback = prepared.play(on: output, clock: output.clock, onEvents: { log.events += $0 })
+        #expect(playback.takesTaps)
+        // Nothing is heard yet (the virtual clock stands): every tap waits.
+        let outcomes = (0...Playback.maxWaitingTaps).map { _ in playback.tap("zebra") }
+        #expect(outcomes.prefix(Playback.maxWaitingTaps).allSatisfy { $0 == .taken }, "\(outcomes)")
+        #expect(outcomes.last == .tooManyWaiting)
+        // Once the first is heard (its cue), there is room for one more.
+        try Self.run(output, log) { log in log.events.contains { if case .cue(let cue, _, _) = $0 { cue.type == "tap" } else { false } } }
+        #expect(playback.tap("see") == .taken)
+        playback.stop()
+        _ = output.runToEnd(limit: 10_000_000_000)
+    }
+
     @Test func sayAWordThenGoOnAndGains() throws {
         let sheet = try Self.sheet()
         let hat = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 3 })
