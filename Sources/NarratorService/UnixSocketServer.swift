@@ -123,14 +123,20 @@ struct LineFrameDecoder: ByteToMessageDecoder {
     let maxLength: Int
     /// Inside an oversized line: drop bytes until its newline.
     private var skipping = false
+    /// How many of the unread bytes are known to hold no newline: a line that comes a byte at
+    /// a time is searched once, not once per byte (64 KiB would be 2·10⁹ comparisons).
+    private var searched = 0
 
     init(maxLength: Int) { self.maxLength = maxLength }
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n"))
+        let unread = buffer.readableBytesView
+        let newline = unread[(unread.startIndex + min(searched, unread.count))...].firstIndex(of: UInt8(ascii: "\n"))
+        searched = newline == nil ? unread.count : 0
         if skipping {
             guard let newline else {
                 buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+                searched = 0
                 return .needMoreData
             }
             buffer.moveReaderIndex(to: newline + 1)
@@ -141,6 +147,7 @@ struct LineFrameDecoder: ByteToMessageDecoder {
             if buffer.readableBytes > maxLength {
                 context.fireChannelRead(wrapInboundOut(.oversized(buffer.readableBytes)))
                 buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
+                searched = 0
                 skipping = true
             }
             return .needMoreData

@@ -129,6 +129,27 @@ struct DaemonProtocolTests {
         #expect(byID["ok"] == "finished: ", "\(byID)")
     }
 
+    /// Requests that arrive a few bytes at a time (a slow link) are read whole: the daemon
+    /// searches each byte for the newline once, however many pieces a line comes in, and a
+    /// piece that ends one request and starts the next splits them where the newline is.
+    @Test func requestsInPiecesAreReadWhole() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let client = try SocketClient(daemon.socket)
+        let padding = String(repeating: " ", count: 3000)
+        let text = #"{"id": "a", "op": "volume", "bus": "music", "gain": 0.5\#(padding)}"# + "\n" + #"{"id": "b", "op": "volume", "bus": "drums", "gain": 1}"# + "\n"
+        let bytes = Array(text.utf8)
+        for start in stride(from: 0, to: bytes.count, by: 7) {
+            _ = bytes[start..<min(start + 7, bytes.count)].withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if start % 700 == 0 { usleep(1000) }
+        }
+        let events = try #require(client.events(timeout: 10) { $0.id == "b" && $0.isTerminal })
+        let terminal = events.filter(\.isTerminal).map { "\($0.id) \($0.type)" }
+        #expect(terminal == ["a finished", "b error"], "\(terminal)")
+    }
+
     /// Taps a playback cannot take are refused, and nothing of them is kept: on a chain; with
     /// an answer over 256 bytes (a 60 KB one is the attack: kept, a flood of them would grow the
     /// daemon without bound); beyond the taps still waiting to be heard (on ALSA's null device
