@@ -212,25 +212,28 @@ struct LessonLibrary: Sendable {
     /// word) becomes `.` when it ends there or is followed by `/` or an end of path.
     func scrub(_ text: String) -> String {
         var out = ""
-        var path: String?
+        // The path being read, appended to in place (a copy per character would make a long
+        // path quadratic).
+        var path = ""
+        var inPath = false
         var previous: Character = " "
         for character in text {
-            if var current = path {
+            if inPath {
                 if character.isWhitespace || Self.pathEnds.contains(character) {
-                    out += publicPath(current) + String(character)
-                    path = nil
+                    out += publicPath(path) + String(character)
+                    inPath = false
                 } else {
-                    current.append(character)
-                    path = current
+                    path.append(character)
                 }
             } else if character == "/" && (previous.isWhitespace || "'\"`([=:".contains(previous)) {
                 path = "/"
+                inPath = true
             } else {
                 out.append(character)
             }
             previous = character
         }
-        if let path { out += publicPath(path) }
+        if inPath { out += publicPath(path) }
         return root == "/" ? out : Self.replaceBounded(root, in: out)
     }
 
