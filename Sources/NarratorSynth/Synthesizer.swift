@@ -77,11 +77,11 @@ public enum Synthesizer {
                 // rather than lose the second word.
                 let from = event.character
                 let to = index + 1 < events.count ? events[index + 1].character : characters.count
-                let spoken = String(String.UnicodeScalarView(characters[from..<to]))
+                // The word keeps its text as written, punctuation included ("penny.", "kite,"),
+                // as `align` keeps it: the sentences, sentence cues and `resume=sentence` of
+                // every timing file are found by the punctuation that ends a word.
+                let word = String(String.UnicodeScalarView(characters[from..<to]))
                     .split(whereSeparator: { $0.isWhitespace }).joined(separator: " ")
-                let trimmed = spoken.trimmingCharacters(in: Synthesizer.sentencePunctuation)
-                // A word of punctuation only ("...") that espeak-ng says keeps its own text.
-                let word = trimmed.isEmpty ? spoken : trimmed
                 let next = min(index + 1 < events.count ? events[index + 1].sample : samples.count, samples.count)
                 let begin = Synthesizer.soundStart(samples, from: min(event.sample, samples.count), before: next)
                 // The word ends where its sound does: the last sample above the noise floor
@@ -94,11 +94,6 @@ public enum Synthesizer {
             return Speech(samples: samples.map { Float($0) / 32768 }, sampleRate: rate, words: words)
         }
     }
-
-    /// What is trimmed from a word's ends: the punctuation around words in sentences and
-    /// quotations, not the symbols that are part of a word and said with it ("10%", "$5",
-    /// "&", "#1").
-    static let sentencePunctuation = CharacterSet(charactersIn: ".,;:!?¡¿…\"'“”‘’«»‹›()[]{}-‐‑‒–—―/").union(.whitespacesAndNewlines)
 
     /// The word events that start a new word of the text, each with the first character of its
     /// token (a run of non-whitespace) and its sample.

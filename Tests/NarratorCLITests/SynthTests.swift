@@ -27,7 +27,7 @@ struct SynthTests {
         #expect(ours.count > 22050 && ours.count <= theirs.count)
         #expect(Array(theirs.prefix(ours.count)) == ours)
         #expect(theirs.dropFirst(ours.count).allSatisfy { $0 == 0 })
-        #expect(try Self.words(dir.file("ours.json")).map(\.text) == ["one", "eleven", "nine", "and", "many", "onions"])
+        #expect(try Self.words(dir.file("ours.json")).map(\.text) == ["one,", "eleven,", "nine,", "and", "many,", "onions"])
     }
 
     /// Every onset class, each word after a pause (a sentence or a clause each): vowels,
@@ -122,22 +122,22 @@ struct SynthTests {
     /// One timed word per word of the text, whatever espeak-ng's word events say: a number or
     /// symbol read as several words ("123", "3.14", "7:30", "$5") stays one word; an emoji read
     /// as a phrase is one word; a zero-length event pointing back at a clause's start (the end
-    /// of "…, so run fast!", "Dr.", "10%,") adds none; punctuation around words is not part of
-    /// them, and symbols said with a word stay in it.
+    /// of "…, so run fast!", "Dr.", "10%,") adds none; each word keeps its text as written,
+    /// punctuation included (a sentence ends at a word that ends with its punctuation).
     @Test func oneTimedWordPerWordOfTheText() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let cases: [(String, [String])] = [
             ("Grab the blue kite, then wait. Now the wind is calling, so run fast!",
-             ["Grab", "the", "blue", "kite", "then", "wait", "Now", "the", "wind", "is", "calling", "so", "run", "fast"]),
-            ("the end, so", ["the", "end", "so"]),
-            ("It costs $5, or 10%, at 7:30.", ["It", "costs", "$5", "or", "10%", "at", "7:30"]),
-            ("Dr. Smith's trip (really) \"went\" well — yes?", ["Dr", "Smith's", "trip", "really", "went", "well", "yes"]),
-            ("I have 123 apples... and 3.14 pies; wait—no. 🙂 yes!", ["I", "have", "123", "apples", "and", "3.14", "pies", "wait—no", "🙂", "yes"]),
-            ("Hello. Hello? Hello!", ["Hello", "Hello", "Hello"]),
+             ["Grab", "the", "blue", "kite,", "then", "wait.", "Now", "the", "wind", "is", "calling,", "so", "run", "fast!"]),
+            ("the end, so", ["the", "end,", "so"]),
+            ("It costs $5, or 10%, at 7:30.", ["It", "costs", "$5,", "or", "10%,", "at", "7:30."]),
+            ("Dr. Smith's trip (really) \"went\" well — yes?", ["Dr.", "Smith's", "trip", "(really)", "\"went\"", "well —", "yes?"]),
+            ("I have 123 apples... and 3.14 pies; wait—no. 🙂 yes!", ["I", "have", "123", "apples...", "and", "3.14", "pies;", "wait—no.", "🙂", "yes!"]),
+            ("Hello. Hello? Hello!", ["Hello.", "Hello?", "Hello!"]),
             ("🙂", ["🙂"]),
-            ("Mr. & Mrs. O'Neil's 1st—2nd—3rd!!! ¿Qué? «oui»", ["Mr", "&", "Mrs", "O'Neil's", "1st—2nd—3rd", "Qué", "oui"]),
-            ("café, naïve & you: 'so' what?", ["café", "naïve", "&", "you", "so", "what"]),
+            ("Mr. & Mrs. O'Neil's 1st—2nd—3rd!!! ¿Qué? «oui»", ["Mr.", "&", "Mrs.", "O'Neil's", "1st—2nd—3rd!!!", "¿Qué?", "«oui»"]),
+            ("café, naïve & you: 'so' what?", ["café,", "naïve", "&", "you:", "'so'", "what?"]),
         ]
         for (text, expected) in cases {
             let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json"), "--rate", "22050"])
@@ -158,8 +158,27 @@ struct SynthTests {
         let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("s.wav"), "--timings", dir.file("s.json")])
         try #require(made.status == 0, "\(made.stderr)")
         let words = try Self.words(dir.file("s.json"))
-        #expect(words.map(\.text) == ["Look", "on the", "mat", "it", "jumps", "in the", "park"])
+        #expect(words.map(\.text) == ["Look", "on the", "mat,", "it", "jumps", "in the", "park."])
         for (word, next) in zip(words, words.dropFirst()) { #expect(word.end <= next.start) }
+    }
+
+    /// A clip that `synth` makes of three sentences is three sentences to everything that reads
+    /// its timings: the cue list has one sentence cue each, with its words as written.
+    @Test func synthesizedSentencesStaySentences() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let text = "The first coin is a penny. It is worth one cent! Is a dime worth ten?"
+        let made = try run(Repo.narrator, ["synth", text, "--output", dir.file("coin.wav"), "--timings", dir.file("coin.json")])
+        try #require(made.status == 0, "\(made.stderr)")
+        try #"{"sampleRate": 48000, "clips": {"coin": {"file": "coin.wav", "timings": "coin.json"}}, "chains": {"c": [{"clip": "coin"}]}}"#
+            .write(toFile: dir.file("l.json"), atomically: true, encoding: .utf8)
+        let cues = try run(Repo.narrator, ["cues", dir.file("l.json"), "--chain", "c"])
+        try #require(cues.status == 0, "\(cues.stderr)")
+        let sentences = cues.stdout.split(separator: "\n").filter { $0.contains(#""type":"sentence""#) }
+        #expect(sentences.count == 3, "\(cues.stdout)")
+        for expected in ["The first coin is a penny.", "It is worth one cent!", "Is a dime worth ten?"] {
+            #expect(sentences.contains { $0.contains(#""text":"\#(expected)""#) }, "\(expected): \(sentences)")
+        }
     }
 
     /// A text with nothing espeak-ng says as a word, or nothing at all: one line, no files.
