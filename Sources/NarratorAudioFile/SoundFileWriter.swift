@@ -119,6 +119,9 @@ public final class SoundFileWriter {
     public let type: AudioFileType
     private let output: AtomicFile
     private var handle: OpaquePointer?
+    /// Where libsndfile writes an Ogg stream (Vorbis, Opus) before `OggSerial` copies it to
+    /// `output` with a serial derived from its content; -1 for the other types.
+    private var oggScratch: UnsafeMutablePointer<FILE>?
     private let channels: Int
     /// Whether samples go to libsndfile as 16-bit integers (WAV and FLAC s16) or as floats.
     private let writesInt16: Bool
@@ -152,10 +155,21 @@ public final class SoundFileWriter {
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
         info.format = type.libsndfileFormat(format)
-        // libsndfile writes to the hidden file's descriptor, which stays AtomicFile's to close.
-        guard let handle = sf_open_fd(output.descriptor, Int32(SFM_WRITE), &info, 0) else {
+        if type == .vorbis || type == .opus {
+            // An unnamed file (tmpfile(3): removed from its folder as it is made), so nothing
+            // is left behind whatever ends the process.
+            oggScratch = tmpfile()
+            guard oggScratch != nil else {
+                let failure = NarratorError(file: path, "cannot write: \(String(cString: strerror(errno)))")
+                output.discard()
+                throw failure
+            }
+        }
+        // libsndfile writes to the hidden file's descriptor (or the Ogg scratch), which stays
+        // AtomicFile's (or this writer's) to close.
+        guard let handle = sf_open_fd(oggScratch.map { fileno($0) } ?? output.descriptor, Int32(SFM_WRITE), &info, 0) else {
             let failure = Self.failure(path, "cannot write", nil)
-            output.discard()
+            abandon()
             throw failure
         }
         self.handle = handle
@@ -220,8 +234,18 @@ public final class SoundFileWriter {
         guard let handle else { throw NarratorError(file: path, "writer already closed") }
         self.handle = nil
         if sf_close(handle) != 0 {
-            output.discard()
+            abandon()
             throw NarratorError(file: path, "closing failed")
+        }
+        if let scratch = oggScratch {
+            do {
+                try OggSerial.copy(from: fileno(scratch), to: output, path: path)
+            } catch {
+                abandon()
+                throw error
+            }
+            fclose(scratch)
+            oggScratch = nil
         }
         try output.commit()
     }
@@ -232,6 +256,10 @@ public final class SoundFileWriter {
         if let handle {
             sf_close(handle)
             self.handle = nil
+        }
+        if let scratch = oggScratch {
+            fclose(scratch)
+            oggScratch = nil
         }
         output.discard()
     }
