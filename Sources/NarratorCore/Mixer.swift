@@ -116,9 +116,12 @@ public final class Mixer {
         sfxBlock.deallocate()
     }
 
-    /// Moves to `frame` of the schedule: the voices playing there resume mid-way. For a plan that
-    /// replaces another at that frame (live activities); `continuing` hands over the music's
-    /// ducking state. No allocation. Streamed voices cannot seek (their ring is read in order).
+    /// Moves to `frame` of the schedule: the voices playing there resume mid-way, and the music's
+    /// ducking stands where the offline render has it at that frame (`duckLevel(before:)`), so
+    /// that after any jump the output is the render from that frame. For a plan that replaces
+    /// another at that frame (live activities), `continuing` hands over the old plan's ducking
+    /// instead: the music goes on as it was heard. No allocation. Streamed voices cannot seek
+    /// (their ring is read in order).
     public func seek(to frame: Int, continuing previous: Mixer? = nil) {
         precondition(lanes?.isEmpty ?? true, "a schedule with streamed voices cannot seek")
         position = frame
@@ -135,7 +138,51 @@ public final class Mixer {
         if let previous {
             duck = previous.duck
             current = previous.current
+        } else {
+            duck = duckLevel(before: frame)
         }
+    }
+
+    /// The music's ducking as the render from frame 0 leaves it before `frame`: the envelope
+    /// run over the voice bus's intervals (merged where they overlap) rather than frame by
+    /// frame, since within a run of voiced or unvoiced frames it moves in a straight line to its
+    /// bound. O(voices), no allocation.
+    func duckLevel(before frame: Int) -> Int {
+        guard let ducking else { return 0 }
+        let full = ducking.attackFrames * ducking.releaseFrames
+        var duck = 0
+        var position = 0
+        /// `count` frames at `step` a frame (up for voiced, down for not), clamped to 0...full.
+        func run(_ count: Int, _ step: Int, up: Bool) {
+            guard count > 0 else { return }
+            let (moved, overflow) = count.multipliedReportingOverflow(by: step)
+            duck = up ? (overflow ? full : min(full, duck + min(moved, full))) : (overflow ? 0 : max(0, duck - min(moved, full)))
+        }
+        func voiced(_ start: Int, _ end: Int) {
+            let from = max(start, position)
+            let to = min(end, frame)
+            guard from < to else { return }
+            run(from - position, ducking.attackFrames, up: false)
+            run(to - from, ducking.releaseFrames, up: true)
+            position = to
+        }
+        var runStart = 0
+        var runEnd = -1
+        for index in 0..<schedule.voices.count {
+            let slot = slots[index]
+            guard slot.start < frame else { break }
+            guard slot.bus == .voice, slot.end > slot.start else { continue }
+            if runEnd >= 0 && slot.start <= runEnd {
+                runEnd = max(runEnd, slot.end)
+            } else {
+                if runEnd >= 0 { voiced(runStart, runEnd) }
+                runStart = slot.start
+                runEnd = slot.end
+            }
+        }
+        if runEnd >= 0 { voiced(runStart, runEnd) }
+        run(frame - position, ducking.attackFrames, up: false)
+        return duck
     }
 
     /// Where the ramps stand: the gains on their way to their targets, and the music's ducking.

@@ -460,6 +460,107 @@ struct TransportTests {
         }
     }
 
+    /// Music that leads in alone for a second, then two sentences with 0.6 s between them, and
+    /// a tail of music alone: every ducking state (full, going down, ducked, coming back up).
+    struct DuckFixture {
+        let dir = TempDir()
+        let schedule: Schedule
+        let reference: [Int16]
+
+        init() throws {
+            let bed = dir.file("bed.wav")
+            let made = try runTool("sox", ["-n", "-r", "48000", "-c", "2", "-b", "16", bed, "synth", "6", "sine", "220", "vol", "0.3"])
+            try #require(made.status == 0, "sox: \(made.stderr)")
+            let clips = Repo.path("Audio/lessons")
+            let path = dir.write(
+                "duck.json",
+                """
+                {"sampleRate": 48000, "channels": 2, "ducking": {"gain": -12},
+                 "clips": {"p1": {"file": "\(clips)/sight-words/part1.wav", "timings": "\(Repo.path("Timings/lessons/sight-words/part1.json"))"},
+                           "bed": {"file": "\(bed)", "bus": "music"}},
+                 "chains": {"c": [{"music": "bed"}, {"silence": 1}, {"clip": "p1"}, {"silence": 0.6}, {"clip": "p1"}, {"silence": 1.5}]}}
+                """)
+            let lesson = try Lesson.load(path: path)
+            let bank = try ClipBank.prepare(lesson: lesson, clipIDs: ["p1", "bed"], decoder: SndFileDecoder(streamAboveSeconds: nil))
+            schedule = try LiveFixture.schedule("c", bank: bank)
+            reference = try LiveFixture.render(schedule, in: dir, name: "duck.wav")
+        }
+    }
+
+    /// After a jump the mixer stands where the render does, its music's ducking included: a
+    /// mixer that played elsewhere first (ducked, or not), then seeks to a frame, renders
+    /// exactly the floats of a mixer that rendered from frame 0, at frames in the lead-in,
+    /// under the voice, in the duck's attack and in its release. (It used to keep the level it
+    /// had before the jump.)
+    @Test func aSeekLandsOnTheRendersDucking() throws {
+        let fixture = try DuckFixture()
+        defer { fixture.dir.remove() }
+        let schedule = fixture.schedule
+        let block = 4800
+        func render(_ mixer: Mixer, frames: Int) -> [Float] {
+            var out = [Float](repeating: 0, count: frames * 2)
+            var done = 0
+            while done < frames {
+                let count = min(block, frames - done)
+                out.withUnsafeMutableBufferPointer { buffer in
+                    mixer.render(into: UnsafeMutableBufferPointer(rebasing: buffer[(done * 2)...]), frameCount: count)
+                }
+                done += count
+            }
+            return out
+        }
+        let whole = render(Mixer(schedule: schedule, maxBlockFrames: block), frames: schedule.frames)
+        let voices = schedule.voices.filter { $0.bus == .voice }
+        try #require(voices.count == 2 && voices[0].startFrame >= 48000)
+        let targets = [
+            0, 24000, voices[0].startFrame - 1, voices[0].startFrame + 1200, voices[0].startFrame + 30000, voices[0].endFrame - 10,
+            voices[0].endFrame + 2400, voices[1].startFrame + 100, voices[1].endFrame + 9000, schedule.frames - 9600,
+        ]
+        let length = 9600
+        for target in targets {
+            for before in [voices[0].startFrame + 20000, 1000, voices[1].endFrame + 30000] where before != target {
+                let mixer = Mixer(schedule: schedule, maxBlockFrames: block)
+                mixer.seek(to: before)
+                _ = render(mixer, frames: 14400)
+                mixer.seek(to: target)
+                let got = render(mixer, frames: min(length, schedule.frames - target))
+                let want = Array(whole[(target * 2)..<((target + got.count / 2) * 2)])
+                let first = zip(got, want).enumerated().first { $0.element.0 != $0.element.1 }
+                #expect(first == nil, "seek \(before) → \(target): sample \(first?.offset ?? -1) is \(first?.element.0 ?? 0), the render's \(first?.element.1 ?? 0)")
+            }
+        }
+    }
+
+    /// The same through the engine: seeking back to a word of the first sentence while the
+    /// second plays, and to the music-only lead-in, the output after the fade-in is the
+    /// render from the frame sought, the music at the render's ducked (or full) level.
+    @Test(arguments: [0, 1])
+    func aSeekWhileTheVoicePlaysLandsOnTheRendersDucking(targetWord: Int) throws {
+        let fixture = try DuckFixture()
+        defer { fixture.dir.remove() }
+        let schedule = fixture.schedule
+        let first = try #require(Self.cueOf(schedule, clip: "p1", word: 1))
+        let trigger = try #require(Self.cueOf(schedule, clip: "p1", word: 2, after: first.frame + 48000))
+        // Word 1 of the first sentence (ducked), or half a second into the lead-in (full level).
+        let target = targetWord == 1 ? first.frame : 24000
+        let playback = VirtualPlayback(schedule)
+        let engine = playback.engine
+        let seeks = Atomic<Int>(0)
+        playback.start(onEvent: { event in
+            if case .cue(let cue, _, _) = event, cue == trigger, seeks.add(1, ordering: .relaxed).newValue == 1 {
+                #expect(engine.seek(to: target))
+            }
+        })
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        let seeked = playback.log.events.compactMap { if case .seeked(_, let to, let at) = $0 { (to, at) } else { nil } }
+        try #require(seeked.count == 1 && seeked[0].0 == target)
+        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: seeked[0].1))
+        let f = Self.fade
+        let count = min(48000, schedule.frames - target - f)
+        let mismatch = Self.compare(playback.output.samples, at: seekDevice + f, fixture.reference, from: target + f, count: count)
+        #expect(mismatch == nil, "after the seek to \(target): \(mismatch ?? "")")
+    }
+
     /// Music muted before the start: the output is the render without the music, exactly.
     @Test func mutedMusicFromTheStart() throws {
         let fixture = try MusicFixture()
