@@ -55,6 +55,9 @@ public final class OutputFeed: @unchecked Sendable {
     let stopFrame = Atomic<Int>(-1)
     let returnFrame = Atomic<Int>(-1)
     let pauseAfterStop = Atomic<Bool>(false)
+    /// Counts `resume` calls: a resume that comes while the rendering thread is turning a
+    /// word's end into a pause (`pauseAfterStop`) is not lost to that pause.
+    let resumes = Atomic<Int>(0)
     /// The playback speed asked for (a `Double`'s bits; 1: as rendered, 0.5…2 through the
     /// time stretcher, pitch kept). The rendering thread applies a change behind a fade, like
     /// a seek to the frame heard: fade-out, the stretcher restarted there at the new speed,
@@ -511,7 +514,14 @@ public final class OutputFeed: @unchecked Sendable {
             stopFrame.store(-1, ordering: .releasing)
             let back = returnFrame.exchange(-1, ordering: .acquiringAndReleasing)
             if back >= 0 { jumpWanted.store(back, ordering: .releasing) }
-            if pauseAfterStop.load(ordering: .acquiring) { pauseWanted.store(true, ordering: .releasing) }
+            let resumesBefore = resumes.load(ordering: .acquiring)
+            if pauseAfterStop.load(ordering: .acquiring) {
+                pauseWanted.store(true, ordering: .releasing)
+                // A resume from another thread between the load and the store cleared the
+                // pause before it was set: it wins (`PlaybackEngine.resume` counts before it
+                // clears `pauseWanted`).
+                if resumes.load(ordering: .acquiring) != resumesBefore { pauseWanted.store(false, ordering: .releasing) }
+            }
         }
         if jumpWanted.load(ordering: .acquiring) >= 0 { jumpTimeline() }
         if pauseWanted.load(ordering: .acquiring) {

@@ -104,9 +104,13 @@ public final class PlaybackEngine: @unchecked Sendable {
     public func pause() { feed.pauseWanted.store(true, ordering: .releasing) }
 
     /// Resumes where the timeline waits, or from `frame` (the start of the word or sentence
-    /// being heard, say) with a 5 ms fade-in; `resumed` reports the frame.
+    /// being heard, say) with a 5 ms fade-in; `resumed` reports the frame. While a word is said
+    /// on its own (`play(_:then:)`), playback goes on after it from where it goes back to,
+    /// rather than pausing there.
     public func resume(from frame: Int? = nil) {
         if let frame { _ = seek(to: frame) }
+        feed.pauseAfterStop.store(false, ordering: .releasing)
+        feed.resumes.add(1, ordering: .acquiringAndReleasing)
         feed.pauseWanted.store(false, ordering: .releasing)
     }
 

@@ -50,6 +50,27 @@ struct ControlScriptTests {
         }
     }
 
+    /// A resume sent while a word is said from a pause is not lost: after the word, playback
+    /// goes back to where it was paused and goes on from there to the end (it used to go back
+    /// and stay paused). Every word cue from the paused frame on comes after the word said.
+    @Test func aResumeWhileAWordIsSaidCarriesOnAfterIt() throws {
+        let result = try run(Repo.narrator, ["simulate", Self.lesson] + Self.chain + ["--controls", "1.2:pause,1.5:say=p2/3,1.6:resume"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = try Self.lines(result.stdout)
+        let pausedFrame = try #require(events.first { $0["type"] as? String == "paused" }?["frame"] as? Int)
+        let seeks = events.filter { $0["type"] as? String == "seeked" }.map { ($0["from"] as? Int ?? -1, $0["frame"] as? Int ?? -1) }
+        #expect(seeks.count == 2 && seeks.last?.1 == pausedFrame, "\(seeks)")
+        #expect(events.count { $0["type"] as? String == "paused" } == 1, "no pause after the word")
+        #expect(!events.contains { $0["type"] as? String == "stopped" })
+        #expect(events.last?["type"] as? String == "chainEnd" && events.last?["final"] as? Bool == true, "\(events.suffix(2))")
+        let back = try #require(events.lastIndex { $0["type"] as? String == "seeked" })
+        let sheet = try run(Repo.narrator, ["cues", Self.lesson] + Self.chain)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
+        let laterWords = try #require(object["cues"] as? [[String: Any]]).filter { $0["type"] as? String == "word" && ($0["frame"] as? Int ?? -1) > pausedFrame }
+        let heardAfter = events[back...].filter { $0["type"] as? String == "word" }
+        #expect(heardAfter.map { $0["frame"] as? Int } == laterWords.map { $0["frame"] as? Int })
+    }
+
     /// A script that leaves playback paused ends there at once: `stopped` at the paused frame.
     @Test func aScriptEndingPausedStopsThere() throws {
         let started = Date()
