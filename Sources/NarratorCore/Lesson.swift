@@ -27,6 +27,8 @@ public struct Lesson: Sendable {
     public var locale: String? = nil
     /// What each other locale changes, clip by clip (`"locales"`), by tag as written.
     public internal(set) var locales: [String: [String: ClipOverride]] = [:]
+    /// The tags of `locales` by their lowercased spelling (tags ignore case), made once.
+    public internal(set) var localeTags: [String: String] = [:]
     /// Set by `localized(to:)`: the locale asked for and the tags that supplied its clips.
     public var resolution: LocaleResolution? = nil
 
@@ -281,7 +283,7 @@ public struct Lesson: Sendable {
         }
 
         let loudness = try top["loudness"].map { c throws(NarratorError) in try parseLoudness(c) } ?? [:]
-        let (locale, locales) = try parseLocales(top, clips: clips, resolve: resolve)
+        let (locale, locales, localeTags) = try parseLocales(top, clips: clips, resolve: resolve)
 
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
@@ -293,7 +295,7 @@ public struct Lesson: Sendable {
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
-            musicItemClips: musicItemClips, locale: locale, locales: locales)
+            musicItemClips: musicItemClips, locale: locale, locales: locales, localeTags: localeTags)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).

@@ -75,11 +75,13 @@ extension Lesson {
     }
 
     /// The lesson's locales that apply to `tag`, as the lesson spells them, most general first.
-    public func localeChain(for tag: String) -> [String] { Self.localeChain(for: tag, among: locales.keys) }
+    /// Its length is the tag's subtags at most: it looks each fallback up in `localeTags`, so
+    /// resolving every locale of a lesson is linear in their number.
+    public func localeChain(for tag: String) -> [String] { Self.localeChain(for: tag, byLowercase: localeTags) }
 
-    static func localeChain(for tag: String, among tags: some Collection<String>) -> [String] {
-        let byLowercase = Dictionary(tags.map { ($0.lowercased(), $0) }, uniquingKeysWith: { a, _ in a })
-        return fallbacks(of: tag).reversed().compactMap { byLowercase[$0] }
+    /// `byLowercase`: the lesson's locale tags by their lowercased spelling.
+    static func localeChain(for tag: String, byLowercase: [String: String]) -> [String] {
+        fallbacks(of: tag).reversed().compactMap { byLowercase[$0] }
     }
 
     /// The lesson with the clips of locale `tag`: for each clip, the default's, then what each
@@ -127,14 +129,14 @@ extension Lesson {
     /// `"locale"` and `"locales"`, checked against the clips they change.
     static func parseLocales(
         _ top: JSONCursor.Members, clips: [String: ClipSpec], resolve: (String) -> String
-    ) throws(NarratorError) -> (String?, [String: [String: ClipOverride]]) {
+    ) throws(NarratorError) -> (String?, [String: [String: ClipOverride]], [String: String]) {
         var defaultLocale: String?
         if let cursor = top["locale"] {
             let tag = try cursor.string()
             if let problem = localeTagProblem(tag) { throw cursor.fail(problem) }
             defaultLocale = tag
         }
-        guard let localesCursor = top["locales"] else { return (defaultLocale, [:]) }
+        guard let localesCursor = top["locales"] else { return (defaultLocale, [:], [:]) }
         var locales: [String: [String: ClipOverride]] = [:]
         var cursors: [String: [String: JSONCursor]] = [:]
         var spelled: [String: String] = [:]
@@ -163,7 +165,7 @@ extension Lesson {
         // Each locale laid over its fallbacks, as it will load: every clip it changes must still
         // be a clip (a region that ends after it starts; words from markers or timings).
         for tag in locales.keys.sorted() {
-            let chain = localeChain(for: tag, among: locales.keys)
+            let chain = localeChain(for: tag, byLowercase: spelled)
             for (id, place) in cursors[tag] ?? [:] {
                 var spec = clips[id]!
                 for locale in chain { if let override = locales[locale]![id] { spec = spec.applying(override, locale: locale) } }
@@ -175,7 +177,7 @@ extension Lesson {
                 }
             }
         }
-        return (defaultLocale, locales)
+        return (defaultLocale, locales, spelled)
     }
 
     private static func parseOverride(_ cursor: JSONCursor, resolve: (String) -> String) throws(NarratorError) -> ClipOverride {

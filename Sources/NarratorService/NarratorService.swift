@@ -130,8 +130,17 @@ public final class NarratorService: Sendable {
         var stopping = false
         var running = 0
         var workersAlive = NarratorService.workers
-        var drained: [CheckedContinuation<Void, Never>] = []
+        /// Who waits for the workers to be idle (`shutdown`), by number: the wait's time-out
+        /// takes its own out.
+        var drained: [Int: CheckedContinuation<Void, Never>] = [:]
+        var lastDrainWaiter = 0
     }
+
+    /// How long `shutdown` waits for the workers' jobs to end. A job that is not done by then
+    /// (a lesson prepared in the daemon, whose decoding no one can interrupt) does not hold
+    /// the daemon: every request has had its `stopped` already, and the process ends with
+    /// the worker's thread in it.
+    static let drainLimit: Duration = .milliseconds(1200)
 
     private let loader: LessonLoader
     /// One signal per job queued (a purged job leaves a signal that finds nothing).
@@ -192,12 +201,17 @@ public final class NarratorService: Sendable {
         // Each worker wakes and ends (once its job, if any, has ended).
         for _ in 0..<Self.workers { queued.signal() }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { state in
-                if state.running == 0 { return true }
-                state.drained.append(done)
-                return false
+            let waiter: Int? = state.withLock { state in
+                if state.running == 0 { return nil }
+                state.lastDrainWaiter += 1
+                state.drained[state.lastDrainWaiter] = done
+                return state.lastDrainWaiter
             }
-            if idle { done.resume() }
+            guard let waiter else { return done.resume() }
+            let (seconds, attoseconds) = Self.drainLimit.components
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))) {
+                self.state.withLock { $0.drained.removeValue(forKey: waiter) }?.resume()
+            }
         }
         let outlets = state.withLock { state in
             defer { state.connections = [:] }
@@ -725,8 +739,8 @@ public final class NarratorService: Sendable {
         let waiters: [CheckedContinuation<Void, Never>] = state.withLock { state in
             state.running += change
             guard state.running == 0 else { return [] }
-            defer { state.drained = [] }
-            return state.drained
+            defer { state.drained = [:] }
+            return Array(state.drained.values)
         }
         for waiter in waiters { waiter.resume() }
     }
