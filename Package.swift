@@ -71,7 +71,7 @@ let package = Package(
         .target(name: "NarratorLive", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // The Linux outputs, each in its folder with its C module and its error mapping.
         .target(
-            name: "NarratorOutputs", dependencies: ["NarratorLive", "NarratorCore", "CALSA", "CPulse", "CPulseLoader"],
+            name: "NarratorOutputs", dependencies: ["NarratorLive", "NarratorCore", "NarratorAudioFile", "CALSA", "CPulse", "CPulseLoader"],
             exclude: ["ALSA/CALSA", "Pulse/CPulse", "Pulse/CPulseLoader"]),
         // The public Swift API: load a lesson, prepare a program, render it or play it and
         // receive its events as an AsyncSequence. The CLI goes through it.

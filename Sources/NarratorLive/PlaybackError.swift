@@ -16,6 +16,9 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The device's timing reports never agreed (ALSA's `null` device plays as fast as it is
     /// fed): cues cannot be placed on it.
     case noClock(device: String)
+    /// Nothing here can make a sound: no sound card (no /dev/snd) and no sound server (a
+    /// build server, a container, CI). The message says how to play anyway.
+    case noSoundHere(device: String)
 
     /// A short machine-readable name: what the `error` event's `code` holds.
     public var code: String {
@@ -25,13 +28,14 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupported: "EINVAL"
         case .deviceLost(_, let code, _): code
         case .noClock: "ETIME"
+        case .noSoundHere: "ENODEV"
         }
     }
 
     public var device: String {
         switch self {
         case .noDevice(let device, _, _, _), .busy(let device, _), .unsupported(let device, _, _), .deviceLost(let device, _, _),
-            .noClock(let device):
+            .noClock(let device), .noSoundHere(let device):
             device
         }
     }
@@ -50,6 +54,8 @@ public enum PlaybackError: Error, Sendable, Equatable, CustomStringConvertible {
             return "lost while playing (\(code): \(reason))"
         case .noClock:
             return "its timing reports never settled, so cues cannot be placed on it (it plays faster or slower than real time); \(choose())"
+        case .noSoundHere:
+            return "this machine has no sound card (no /dev/snd) and no sound server: play into a file in real time with --output file --device heard.wav (the cues come as it is heard), or start a sound server"
         }
     }
 

@@ -9,6 +9,9 @@ public enum OutputKind: String, CaseIterable, Sendable {
     /// PulseAudio's native protocol through libpulse (PulseAudio, or PipeWire's pulse server):
     /// a sink by name, with the server's own timing.
     case pulse
+    /// An audio file (`--device` names it) played into in real time, as a sound card would
+    /// play it: for a machine with no sound card (`FileOutput`).
+    case file
 }
 
 /// Opens the output of a kind on a device.
@@ -32,6 +35,7 @@ public enum Outputs {
         switch kind {
         case .alsa: "default"
         case .pulse: "default"
+        case .file: "heard.wav"
         }
     }
 
@@ -45,9 +49,23 @@ public enum Outputs {
     ) throws(PlaybackError) -> any AudioOutput {
         switch kind {
         case .alsa:
-            return try AlsaOutput(device: device ?? defaultDevice(of: kind), rate: rate, channels: channels, latencyMs: latencyMs)
+            do {
+                return try AlsaOutput(device: device ?? defaultDevice(of: kind), rate: rate, channels: channels, latencyMs: latencyMs)
+            } catch .noDevice(let name, _, _, _) where device == nil && !hasSoundCard {
+                // The default device of a machine with nothing to play on: say what to do
+                // rather than that "default" is no ALSA device.
+                throw .noSoundHere(device: name)
+            }
         case .pulse:
             return try PulseOutput(device: device, rate: rate, channels: channels, latencyMs: latencyMs, policy: threads.audio)
+        case .file:
+            return try FileOutput(path: device ?? defaultDevice(of: kind), rate: rate, channels: channels, latencyMs: latencyMs)
         }
+    }
+
+    /// Whether the kernel knows a sound card (ALSA lists one in /proc/asound/cards).
+    static var hasSoundCard: Bool {
+        guard let cards = try? String(contentsOfFile: "/proc/asound/cards", encoding: .utf8) else { return false }
+        return !cards.contains("no soundcards") && cards.contains("[")
     }
 }
