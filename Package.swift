@@ -106,9 +106,13 @@ let package = Package(
                 "NarratorSynth",
                 "NarratorValidate",
                 "NarratorPlot",
+                "CQuietMPG123",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // The executable's own mpg123_new, which makes libsndfile's libmpg123 handles quiet
+        // (Sources/CQuietMPG123/quiet_mpg123.c says why only the executable has it).
+        .target(name: "CQuietMPG123", linkerSettings: [.linkedLibrary("dl")]),
 
         // Helpers shared by the test targets: fixture paths, running the CLI, reading WAV data
         // without the code under test.

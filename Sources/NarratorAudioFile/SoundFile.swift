@@ -74,7 +74,8 @@ final class SoundFileReader {
     /// libsndfile hands anything it does not recognise to libmpg123, which prints notes
     /// ("Illegal Audio-MPEG-Header", "Trying to resync") on stderr while it searches the file
     /// for frames, and libsndfile gives no way to quiet it; nor may a library redirect the
-    /// process's stderr (other threads write there). So a file that is none of these is refused
+    /// process's stderr (other threads write there), or interpose on libmpg123 for a whole app
+    /// (the `narrator` executable does: CQuietMPG123). So a file that is none of these is refused
     /// here, in one line, and libmpg123 never sees it. The marks are those libsndfile's own
     /// format guess checks (sndfile.c); the formats it knows without a mark (raw, MAT4, HTK,
     /// SD2's resource fork) are not read by Narrator, nor an MP3 with bytes of another kind

@@ -73,16 +73,20 @@ public enum AudioFileType: String, Sendable, CaseIterable {
         }
     }
 
-    /// Checks that the type can hold audio at `sampleRate` with `channels`.
-    public func check(sampleRate: Int, channels: Int, path: String) throws(NarratorError) {
+    /// Checks that the type can hold audio at `sampleRate` with `channels`. `rateSetBy` names
+    /// what set the rate, for the message to say what to change (`the lesson's "sampleRate"`,
+    /// `--rate`); nil says only which formats take it.
+    public func check(sampleRate: Int, channels: Int, path: String, rateSetBy: String? = nil) throws(NarratorError) {
+        let change = rateSetBy.map { ", or make \($0) one of those rates" } ?? ""
         switch self {
         case .opus where !Self.opusRates.contains(sampleRate):
             throw NarratorError(
                 file: path,
-                "Opus is encoded at 8000, 12000, 16000, 24000 or 48000 Hz, and this audio is \(sampleRate) Hz: write .ogg, .mp3 or .flac, or give the lesson one of those rates")
+                "Opus is encoded at 8000, 12000, 16000, 24000 or 48000 Hz, and this audio is \(sampleRate) Hz: write .ogg, .mp3 or .flac\(change)")
         case .mp3 where !Self.mp3Rates.contains(sampleRate):
             throw NarratorError(
-                file: path, "MP3 has no \(sampleRate) Hz (it has 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 and 48000 Hz)")
+                file: path,
+                "MP3 has no \(sampleRate) Hz (it has 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100 and 48000 Hz): write .wav, .flac or .ogg\(change)")
         case .mp3 where channels > 2:
             throw NarratorError(file: path, "MP3 holds one or two channels, this audio has \(channels)")
         case .flac where channels > 8:
@@ -136,13 +140,16 @@ public final class SoundFileWriter {
     /// Opens `path` for audio at `sampleRate` with `channels`, of the type its extension
     /// names. `format` is the sample format of WAV (FLAC is always 16-bit; lossy codecs are
     /// given floats); `quality`, 0 (smallest) to 1 (best), is for Vorbis, Opus and MP3 only
-    /// (nil: libsndfile's default). Every check is made before the file is created.
+    /// (nil: libsndfile's default); `rateSetBy`, what set `sampleRate`, for a type that lacks
+    /// it (`AudioFileType.check(sampleRate:channels:path:rateSetBy:)`). Every check is made
+    /// before the file is created.
     public init(
-        path: String, sampleRate: Int, channels: Int, format: OutputFormat, quality: Double? = nil, maxFrames: Int = 8192
+        path: String, sampleRate: Int, channels: Int, format: OutputFormat, quality: Double? = nil, maxFrames: Int = 8192,
+        rateSetBy: String? = nil
     ) throws(NarratorError) {
         let type = try AudioFileType(path: path)
         try type.check(format: format, quality: quality, path: path)
-        try type.check(sampleRate: sampleRate, channels: channels, path: path)
+        try type.check(sampleRate: sampleRate, channels: channels, path: path, rateSetBy: rateSetBy)
         self.path = path
         self.type = type
         self.channels = channels
@@ -270,11 +277,14 @@ public final class SoundFileWriter {
 public enum OfflineRenderer {
     public static let blockFrames = 4096
 
+    /// The rate of a schedule: its lesson's, which a type that lacks it asks to change.
+    static let scheduleRate = "the lesson's \"sampleRate\""
+
     /// Renders `schedule` to `path`, of the type its extension names (`SoundFileWriter`).
     public static func render(_ schedule: Schedule, to path: String, format: OutputFormat, quality: Double? = nil) throws(NarratorError) {
         let writer = try SoundFileWriter(
             path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format, quality: quality,
-            maxFrames: blockFrames)
+            maxFrames: blockFrames, rateSetBy: scheduleRate)
         do throws(NarratorError) {
             try render(schedule) { samples, frames throws(NarratorError) in try writer.write(samples, frames: frames) }
         } catch {
@@ -300,7 +310,7 @@ public enum OfflineRenderer {
             rate: schedule.sampleRate, channels: channels, speed: speed, maxFeedFrames: blockFrames)
         let writer = try SoundFileWriter(
             path: path, sampleRate: schedule.sampleRate, channels: channels, format: format, quality: quality,
-            maxFrames: blockFrames)
+            maxFrames: blockFrames, rateSetBy: scheduleRate)
         let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * channels)
         defer { block.deallocate() }
         var written = 0

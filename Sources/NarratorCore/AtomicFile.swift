@@ -16,6 +16,12 @@ import Synchronization
 /// written in place instead: renaming over it would replace a device with a file, and there is
 /// nothing there to keep whole.
 ///
+/// A target that is a symbolic link is written through: the hidden file goes beside the file
+/// the link leads to (`RealPath.resolve`, through every link of a chain, to where a dangling
+/// one points) and is renamed over that file, so the link stays a link and its target changes
+/// whole or not at all, as an editor saving through a link does. Commands that must not write
+/// outside a folder check where the path leads first (`RealPath`).
+///
 /// Complete or absent, and `durable`: the rename alone makes the file appear whole or not at
 /// all to every reader and against a crash or kill of this process (the kernel keeps the
 /// written pages; rename(2) is atomic). Syncing adds only survival of a power loss or kernel
@@ -29,8 +35,10 @@ import Synchronization
 /// Writers that produce the bytes themselves (libsndfile through `sf_open_fd`) write to
 /// `descriptor`; the rest use `write(_:)`.
 public final class AtomicFile {
-    /// The target.
+    /// The target, as given.
     public let path: String
+    /// The file renamed over: `path`, or the file it leads to when it is a symbolic link.
+    public let target: String
     /// The hidden file beside it, while it is being written.
     public let temporaryPath: String
     /// Open for writing until `commit()` or `discard()`; -1 after.
@@ -49,6 +57,15 @@ public final class AtomicFile {
         self.path = path
         self.durable = durable
         inPlace = Self.isSpecial(path)
+        var link = stat()
+        if !inPlace, lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
+            guard let resolved = RealPath.resolve(path) else {
+                throw NarratorError(file: path, "cannot write: a loop of symbolic links")
+            }
+            target = resolved
+        } else {
+            target = path
+        }
         if inPlace {
             temporaryPath = path
             descriptor = open(path, O_WRONLY | O_CLOEXEC)
@@ -57,7 +74,7 @@ public final class AtomicFile {
             }
             return
         }
-        let url = URL(fileURLWithPath: path)
+        let url = URL(fileURLWithPath: target)
         let number = Self.counter.add(1, ordering: .relaxed).newValue
         temporaryPath = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).partial-\(getpid())-\(number)").path
@@ -115,7 +132,7 @@ public final class AtomicFile {
             if failure != 0 { throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))") }
             return
         }
-        if failure == 0 && rename(temporaryPath, path) != 0 { failure = errno }
+        if failure == 0 && rename(temporaryPath, target) != 0 { failure = errno }
         guard failure == 0 else {
             discard()
             throw NarratorError(file: path, "cannot write: \(String(cString: strerror(failure)))")
@@ -123,7 +140,7 @@ public final class AtomicFile {
         unregister()
         guard durable else { return }
         // The rename itself is durable once the folder is synced.
-        let folder = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let folder = open(URL(fileURLWithPath: target).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folder >= 0 {
             _ = fsync(folder)
             close(folder)

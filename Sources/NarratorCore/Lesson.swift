@@ -163,11 +163,28 @@ public struct Lesson: Sendable {
         return try lesson.localized(to: locale)
     }
 
+    /// The lowest rate a lesson may have: 8000 Hz, telephone speech, the lowest rate of every
+    /// format narration is recorded or packed in (Opus and MP3 have none lower). A rate under
+    /// it is a digit dropped (4800 for 48000), never meant: refused with that said, rather than
+    /// rendered at a rate that muffles every clip (and warned of nine times over).
+    public static let minimumSampleRate = 8000
+
+    /// Why `rate` (under `minimumSampleRate`) is refused, with the rate meant when a digit
+    /// dropped gives a usual one.
+    static func lowRateProblem(_ rate: Int) -> String {
+        let usual = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 88200, 96000]
+        let meant = usual.contains(rate * 10) ? " (\(rate * 10)?)" : ""
+        return "\(rate) Hz is under \(minimumSampleRate) Hz, the lowest rate narration is made at: almost certainly a typo\(meant)"
+    }
+
     /// Parses lesson JSON; `directory` is where relative paths start.
     public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
         let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
         let top = try root.object(allowing: Keys.lesson)
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
+        guard sampleRate >= minimumSampleRate else {
+            throw NarratorError(file: path, place: "sampleRate", Self.lowRateProblem(sampleRate))
+        }
         let channels = try top["channels"].map { c throws(NarratorError) in try c.integer(in: 1...32) }
 
         // Resolved once per distinct path: a million clips of one file resolve it once.

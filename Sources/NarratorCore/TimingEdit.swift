@@ -31,14 +31,22 @@ public struct TimingEditor: Sendable {
     /// The file's modification time and size when it was read or last saved.
     private var stamp: FileStamp?
 
+    /// What says the file changed: the file the path leads to (through a symbolic link, which
+    /// Save writes through), its identity (a file renamed over it is another), time and size.
     struct FileStamp: Equatable {
-        let modified: Date
+        let device: UInt64
+        let inode: UInt64
+        let seconds: Int
+        let nanoseconds: Int
         let size: Int
         init?(_ path: String) {
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                let modified = attributes[.modificationDate] as? Date, let size = attributes[.size] as? Int
-            else { return nil }
-            (self.modified, self.size) = (modified, size)
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            seconds = Int(info.st_mtim.tv_sec)
+            nanoseconds = Int(info.st_mtim.tv_nsec)
+            size = Int(info.st_size)
         }
     }
 

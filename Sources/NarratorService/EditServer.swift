@@ -43,11 +43,12 @@ public enum EditServer {
         let files = try pageFiles()
         let editor = Mutex(session.editor)
         let router = Router()
+        // The port the server listens on, once it does (0 before: nothing is answered).
+        let listening = Atomic<Int>(0)
         // Every route answers a loopback Host only: a page of another site that rebinds its
         // name to 127.0.0.1 cannot read the clip or its words.
         @Sendable func loopback(_ request: Request) -> Bool {
-            let host = request.head.authority ?? ""
-            return host.hasPrefix("127.0.0.1:") || host.hasPrefix("localhost:")
+            isLoopback(host: request.head.authority ?? "", port: listening.load(ordering: .acquiring))
         }
         let refused = response(.forbidden, "text/plain", Array("narrator edit answers 127.0.0.1 and localhost only\n".utf8))
         for (path, file) in files {
@@ -71,7 +72,7 @@ public enum EditServer {
             // (no DNS rebinding), from no other origin.
             let host = request.head.authority ?? ""
             let origin = request.headers[.origin]
-            guard host.hasPrefix("127.0.0.1:") || host.hasPrefix("localhost:"), origin == nil || origin == "http://" + host else {
+            guard loopback(request), origin == nil || origin == "http://" + host else {
                 return response(.forbidden, "text/plain; charset=utf-8", Array("only the editing page on this machine may save\n".utf8))
             }
             guard request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true else {
@@ -114,9 +115,31 @@ public enum EditServer {
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator-edit"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            onServerRunning: { channel in
+                let bound = channel.localAddress?.port ?? port
+                listening.store(bound, ordering: .releasing)
+                await onRunning(bound)
+            },
             logger: logger)
         try await app.runService()
+    }
+
+    /// Whether a request's Host (`authority`) names this server on the loopback: exactly
+    /// `127.0.0.1`, `localhost` or `[::1]` (the name case-insensitive, as DNS names are) with
+    /// `port`, the port listened on; without a port only when that is 80, HTTP's own. Anything
+    /// else — `127.0.0.1:PORT.evil.com`, another port, userinfo, a trailing dot — is refused.
+    static func isLoopback(host authority: String, port: Int) -> Bool {
+        guard port > 0 else { return false }
+        let names: Set<String> = ["127.0.0.1", "localhost", "[::1]"]
+        let lowered = authority.lowercased()
+        if names.contains(lowered) { return port == 80 }
+        guard let colon = lowered.lastIndex(of: ":") else { return false }
+        let name = String(lowered[..<colon])
+        let digits = lowered[lowered.index(after: colon)...]
+        guard names.contains(name), !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+            Int(digits) == port, digits.first != "0"
+        else { return false }
+        return true
     }
 
     private static func response(_ status: HTTPResponse.Status, _ type: String, _ bytes: [UInt8]) -> Response {

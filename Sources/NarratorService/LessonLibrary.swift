@@ -203,35 +203,92 @@ struct LessonLibrary: Sendable {
 
     /// Characters that end a path in a message.
     private static let pathEnds: Set<Character> = ["'", "\"", "`", ")", "]", ",", ";"]
+    /// Characters after which a `/` starts a path.
+    private static let pathStarts: Set<Character> = ["'", "\"", "`", "(", "[", "=", ":"]
+    /// Quotes: a path that starts right after one runs to the same quote, spaces included.
+    private static let quotes: Set<Character> = ["'", "\"", "`"]
 
     /// `text` with every absolute path in it made public (`publicPath`, one path at a time, so
     /// that the library's prefix is removed only where a path starts with it: never from a
     /// sibling such as `/srv/narrator-audio` of `/srv/narrator`). A path starts at a `/` that
-    /// begins the text or follows a space, a quote, a bracket, `=` or `:`, and runs to the next
-    /// space, quote, bracket, comma or semicolon. The library's path met elsewhere (inside a
-    /// word) becomes `.` when it ends there or is followed by `/` or an end of path.
+    /// begins the text or follows a space, a quote, a bracket, `=` or `:`. One that starts
+    /// after a quote runs to the same quote, spaces included (`'/home/Jane Doe/a.wav'`);
+    /// another runs to the next quote, bracket, comma or semicolon, or to a space, unless what
+    /// follows that space up to the next one holds a `/` (the rest of a path whose folder has a
+    /// space: `/home/Jane Doe/lib/a.wav`), or the path so far ends with `:` (Narrator's
+    /// `file: message`). A path that holds spaces and is none of these, such as a last
+    /// component `my file.wav` outside any quote, shows only words of its last component.
+    /// The library's path met elsewhere (inside a word) becomes `.` when it ends there or is
+    /// followed by `/` or an end of path.
     func scrub(_ text: String) -> String {
+        let characters = Array(text)
+        let rootCharacters = Array(root)
+        // Whether the text at `index` is the library's path, then a `/`, a space, an end of
+        // path or the end.
+        func startsWithRoot(at index: Int) -> Bool {
+            guard index + rootCharacters.count <= characters.count,
+                characters[index..<(index + rootCharacters.count)].elementsEqual(rootCharacters)
+            else { return false }
+            guard index + rootCharacters.count < characters.count else { return true }
+            let after = characters[index + rootCharacters.count]
+            return after == "/" || after.isWhitespace || Self.pathEnds.contains(after)
+        }
         var out = ""
         // The path being read, appended to in place (a copy per character would make a long
         // path quadratic).
         var path = ""
         var inPath = false
+        var closing: Character?
         var previous: Character = " "
-        for character in text {
+        var index = 0
+        // Whether the word after the whitespace at `index` (up to the next whitespace or end of
+        // a path) holds a `/`. Each character is looked at here at most once more than in the
+        // loop below: a word looked over is then read as part of the path or skipped past.
+        func continuesPath(after index: Int) -> Bool {
+            var next = index + 1
+            while next < characters.count {
+                let character = characters[next]
+                if character.isWhitespace || Self.pathEnds.contains(character) { return false }
+                if character == "/" { return true }
+                next += 1
+            }
+            return false
+        }
+        while index < characters.count {
+            let character = characters[index]
             if inPath {
-                if character.isWhitespace || Self.pathEnds.contains(character) {
-                    out += publicPath(path) + String(character)
+                let ends: Bool
+                if let closing {
+                    ends = character == closing || character == "\n"
+                } else if character.isWhitespace {
+                    ends = path.hasSuffix(":") || character == "\n" || !continuesPath(after: index)
+                } else {
+                    ends = Self.pathEnds.contains(character)
+                }
+                if ends {
+                    out += publicPath(path)
+                    out.append(character)
                     inPath = false
                 } else {
                     path.append(character)
                 }
-            } else if character == "/" && (previous.isWhitespace || "'\"`([=:".contains(previous)) {
-                path = "/"
+            } else if character == "/" && (previous.isWhitespace || Self.pathStarts.contains(previous)) {
                 inPath = true
+                closing = Self.quotes.contains(previous) ? previous : nil
+                // The library's own path, read whole (spaces and all) where it is followed by
+                // the end of a path.
+                if root != "/", startsWithRoot(at: index) {
+                    path = root
+                    index += rootCharacters.count
+                    previous = rootCharacters.last!
+                    continue
+                }
+                path = "/"
             } else {
                 out.append(character)
             }
             previous = character
+            index += 1
         }
         if inPath { out += publicPath(path) }
         return root == "/" ? out : Self.replaceBounded(root, in: out)

@@ -80,9 +80,9 @@ struct Align: ParsableCommand {
             guard timings != nil else { throw ValidationError("give the timings to write with --timings") }
             guard (text == nil) != (transcript == nil) else { throw ValidationError("give the text with --text or --transcript (one of them)") }
         }
-        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
-        guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds") }
-        guard (10...3600).contains(piece) else { throw ValidationError("--piece must be between 10 and 3600 seconds") }
+        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000, got \(rate)") }
+        guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds, got \(timeout)") }
+        guard (10...3600).contains(piece) else { throw ValidationError("--piece must be between 10 and 3600 seconds, got \(piece)") }
         guard Self.isLanguage(language) else { throw ValidationError("--language must be a language code such as eng") }
     }
 

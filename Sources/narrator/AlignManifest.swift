@@ -7,7 +7,9 @@ import NarratorCore
 ///     {"audio": "apple.wav", "text": "an apple", "timings": "apple.json"}
 ///     {"audio": "pear.wav", "transcript": "pear.txt", "timings": "pear.vtt", "language": "spa"}
 ///
-/// Paths are relative to the manifest's folder (the timings' to `--to` when it is given). Blank lines are skipped; every other line is
+/// Paths are relative to the manifest's folder (the timings' to `--to` when it is given), and
+/// each item's timings must land inside that folder, whatever `..`, an absolute path or a
+/// symbolic link in it says (`RealPath`). Blank lines are skipped; every other line is
 /// an item, numbered from 1 in order (the `item` of the report and of `--shard`). The whole
 /// manifest is checked before anything is aligned: a bad line is one error naming it.
 struct AlignManifest {
@@ -46,6 +48,10 @@ struct AlignManifest {
         func resolve(_ relative: String, in base: URL? = nil) -> String {
             relative.hasPrefix("/") ? relative : (base ?? folder).appendingPathComponent(relative).standardizedFileURL.path
         }
+        // Where the timings' folder really is: every item's timings must land inside it.
+        guard let outputsReal = RealPath.resolve(outputs.path) else {
+            throw NarratorError(file: outputs.path, "a loop of symbolic links")
+        }
         var items: [Item] = []
         var writers: [String: Int] = [:]
         // Lines end in LF or CRLF (a Character each).
@@ -74,7 +80,19 @@ struct AlignManifest {
                 guard Align.isLanguage(language) else { throw cursor.fail("expected a language code such as eng") }
             }
             let output = resolve(timings, in: outputs)
-            let key = URL(fileURLWithPath: output).standardizedFileURL.path
+            // Inside the folder wherever `..`, an absolute path or a symbolic link inside it
+            // (a folder or the file itself, dangling or not) leads.
+            // (SMIL's page is written beside it: checked as well.)
+            let url = URL(fileURLWithPath: output)
+            let page = url.pathExtension.lowercased() == "smil"
+                ? url.deletingLastPathComponent().appendingPathComponent(url.deletingPathExtension().lastPathComponent + ".xhtml").path : nil
+            let pageInside = page.map { page in RealPath.resolve(page).map { RealPath.isInside($0, outputsReal) } ?? false } ?? true
+            guard let landing = RealPath.resolve(output), RealPath.isInside(landing, outputsReal), landing != outputsReal, pageInside else {
+                let folder = outputFolder == nil ? "the manifest's folder" : "--to \(outputFolder!)"
+                throw NarratorError(
+                    file: path, place: "\(place).timings", "'\(timings)' leads outside \(folder), where the timings are written")
+            }
+            let key = landing
             if let other = writers[key] {
                 throw NarratorError(file: path, place: "\(place).timings", "'\(timings)' is written by line \(other) too")
             }

@@ -38,7 +38,7 @@ struct Edit: ParsableCommand {
     static let columns = 1000
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535, got \(port)") }
     }
 
     func run() throws {

@@ -3,6 +3,7 @@ import Foundation
 import NarratorAudioFile
 import NarratorCore
 import NarratorKit
+import CQuietMPG123
 
 @main
 struct Narrator: ParsableCommand {
@@ -13,15 +14,33 @@ struct Narrator: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "narrator",
         abstract: "Schedules and renders the narration of children's lessons, exact to the frame.",
+        discussion: """
+            Each command's --help says what it does, with an example (narrator render --help). \
+            A first lesson, step by step: the README.
+
+            Examples:
+              narrator cues Timings/lessons/sample.json --chain correct --seed 7
+
+              narrator render Timings/lessons/sample.json --chain correct --seed 7 \\
+                --output correct.wav --cues correct.json
+            """,
         version: NarratorVersion.current,
         subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Edit.self, Timings.self, Align.self, Merge.self, RenderAll.self, Synth.self, Validate.self, Plot.self, Pack.self])
 
     /// Usage errors, like bad input, exit with status 1 and one line, which points to the help
     /// of the command at fault (`narrator play --help`); --help and --version exit 0.
     static func main() {
+        // Links the executable's quiet mpg123_new (CQuietMPG123: libmpg123 writes nothing on
+        // stderr); the call itself does nothing.
+        _ = narrator_quiet_mpg123_state()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let unknown = unknownCommand(in: arguments) {
+            printError("\(unknown.message) (see '\(unknown.help)')")
+            exit(withError: ExitCode(1))
+        }
         let parsed: any ParsableCommand
         do {
-            parsed = try parseAsRoot()
+            parsed = try parseAsRoot(arguments)
         } catch {
             fail(error, help: helpPointer(parsing: error))
         }
@@ -56,6 +75,71 @@ struct Narrator: ParsableCommand {
             return String(text.dropFirst("See '".count).dropLast("' for more information.".count))
         }
         return "narrator --help"
+    }
+
+    /// A command name that is none of the commands: the first argument under a command that
+    /// has subcommands (and no arguments of its own), when it is not an option, a subcommand or
+    /// `help`. Its message names it and, when one is near (two edits at most, letter case
+    /// aside, or it starts one), the command meant: "unknown command 'rendr': did you mean
+    /// 'render'?"; `help` is that group's help, which lists them.
+    static func unknownCommand(in arguments: [String]) -> (message: String, help: String)? {
+        var command: any ParsableCommand.Type = Narrator.self
+        var path = ["narrator"]
+        var rest = arguments[...]
+        while let word = rest.first {
+            let subcommands = command.configuration.subcommands
+            guard !subcommands.isEmpty, !word.hasPrefix("-") else { return nil }
+            if word == "help" && path.count == 1 { return nil }
+            if let next = subcommands.first(where: { $0._commandName == word }) {
+                command = next
+                path.append(word)
+                rest = rest.dropFirst()
+                continue
+            }
+            let names = subcommands.map { $0._commandName }
+            let shown = (path.dropFirst() + [word]).joined(separator: " ")
+            var message = "unknown command '\(shown)'"
+            if let near = nearest(word, among: names) {
+                message += ": did you mean '\((path.dropFirst() + [near]).joined(separator: " "))'?"
+            }
+            return (message, path.joined(separator: " ") + " --help")
+        }
+        return nil
+    }
+
+    /// The name in `names` nearest `word`: within two edits (one for a word of up to four
+    /// letters), letter case aside, or that `word` starts (three letters at least); nil when
+    /// none is, or two are equally near.
+    static func nearest(_ word: String, among names: [String]) -> String? {
+        let lowered = word.lowercased()
+        if lowered.count >= 3 {
+            let started = names.filter { $0.hasPrefix(lowered) }
+            if started.count == 1 { return started[0] }
+        }
+        let scored = names.map { ($0, editDistance(Array(lowered), Array($0))) }.sorted { $0.1 < $1.1 }
+        guard let best = scored.first, best.1 <= (lowered.count <= 4 ? 1 : 2) else { return nil }
+        if scored.count > 1, scored[1].1 == best.1 { return nil }
+        return best.0
+    }
+
+    /// Levenshtein distance with transpositions (optimal string alignment): "rnder" is one
+    /// from "render", "redner" one too.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var table = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { table[i][0] = i }
+        for j in 0...b.count { table[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return table[a.count][b.count]
     }
 
     /// The words that run `command`: ["narrator", "timings", "convert"]; nil when it is not one
@@ -123,7 +207,7 @@ struct ChainOptions: ParsableArguments {
     var locale: String?
 
     func validate() throws {
-        guard (1...10_000).contains(`repeat`) else { throw ValidationError("--repeat must be between 1 and 10000") }
+        guard (1...10_000).contains(`repeat`) else { throw ValidationError("--repeat must be between 1 and 10000, got \(`repeat`)") }
         guard [chain != nil, activity != nil, requests != nil].filter({ $0 }).count == 1 else {
             throw ValidationError("give one of --chain, --activity or --requests")
         }

@@ -25,7 +25,7 @@ struct OutputOptions: ParsableArguments {
     var realtime: Bool?
 
     func validate() throws {
-        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms") }
+        guard (5...2000).contains(latency) else { throw ValidationError("--latency must be between 5 and 2000 ms, got \(latency)") }
     }
 
     /// Whether playback's threads ask for SCHED_FIFO: as told, else for the pulse output only

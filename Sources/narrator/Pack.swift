@@ -93,6 +93,31 @@ struct Packer {
     let seed: UInt64
     var normalize = false
 
+    /// A file a lesson names, and as what: where the first lesson that names it does.
+    struct Named {
+        enum Kind: Equatable {
+            case timings(rate: Int)
+            case spriteMap
+            case audio
+        }
+        let lesson: String
+        let place: String
+        let kind: Kind
+
+        /// The error for `path` that could not be read as `kind`: the lesson and its key,
+        /// then the file and why.
+        func refusal(_ path: String, _ error: NarratorError) -> NarratorError {
+            let what =
+                switch kind {
+                case .timings: "a timing file"
+                case .spriteMap: "a sprite map"
+                case .audio: "audio"
+                }
+            let detail = (error.place.map { "\($0): " } ?? "") + error.message
+            return NarratorError(file: lesson, place: place, "'\(path)' is not \(what), so it is not packed (\(detail))")
+        }
+    }
+
     /// An audio file to convert (or copy, for a clip that reads its markers).
     struct AudioJob: Sendable {
         let source: String
@@ -109,41 +134,84 @@ struct Packer {
 
         // Every file the lessons name, and the folder that holds them all.
         var audio: [String: AudioJob] = [:]
-        var others: Set<String> = []
+        var others: [String: Named] = [:]
         var audioOrder: [String] = []
+        // Where each audio file is first named, for an error about it.
+        var audioNamed: [String: Named] = [:]
         // Each locale's clips too (LessonLocales): their files are packed beside the default's.
-        var variants: [Lesson] = []
+        var variants: [(lesson: Lesson, tag: String?)] = []
         for lesson in lessons {
-            variants.append(lesson)
-            for tag in lesson.locales.keys.sorted() { variants.append(try lesson.localized(to: tag)) }
+            variants.append((lesson, nil))
+            for tag in lesson.locales.keys.sorted() { variants.append((try lesson.localized(to: tag), tag)) }
         }
-        for lesson in variants {
+        for (lesson, tag) in variants {
+            let original = tag == nil ? nil : lessons.first { $0.path == lesson.path }
             for id in lesson.clips.keys.sorted() {
                 let clip = lesson.clips[id]!
+                // The key that names it: the locale's when the locale changed the clip.
+                let prefix = tag.map { tag in original?.clips[id] == clip ? "clips.\(id)" : "locales.\(tag).clips.\(id)" } ?? "clips.\(id)"
                 let file = canonical(clip.file)
-                if let timings = clip.timings { others.insert(canonical(timings)) }
-                if let map = clip.spriteMap { others.insert(canonical(map)) }
-                if audio[file] == nil { audioOrder.append(file) }
+                if let timings = clip.timings, others[canonical(timings)] == nil {
+                    others[canonical(timings)] = Named(lesson: lesson.path, place: prefix + ".timings", kind: .timings(rate: lesson.sampleRate))
+                }
+                if let map = clip.spriteMap, others[canonical(map)] == nil {
+                    others[canonical(map)] = Named(lesson: lesson.path, place: prefix, kind: .spriteMap)
+                }
+                if audio[file] == nil {
+                    audioOrder.append(file)
+                    audioNamed[file] = Named(lesson: lesson.path, place: prefix + ".file", kind: .audio)
+                }
                 let copy = clip.markers != nil || (audio[file]?.copy ?? false)
                 audio[file] = AudioJob(source: file, target: "", rate: nil, copy: copy)
             }
         }
-        let everything = lessonPaths.map(canonical) + audioOrder + others.sorted()
+        let everything = lessonPaths.map(canonical) + audioOrder + others.keys.sorted()
         let base = commonFolder(everything)
         let out = URL(fileURLWithPath: destination).standardizedFileURL.path
         // Outside the library (a second pack would take the first's lessons for its own) and
-        // outside every folder the lessons' files are in.
-        if out == root || out.hasPrefix(root + "/") || out == base || base.hasPrefix(out + "/")
-            || everything.contains(where: { $0.hasPrefix(out + "/") })
+        // outside every folder the lessons' files are in, and the library outside it: compared
+        // where the paths really lead (a link to the library, or to a folder holding it, is
+        // the library).
+        guard let realOut = RealPath.resolve(out), let realRoot = RealPath.resolve(root), let realBase = RealPath.resolve(base) else {
+            throw NarratorError(file: destination, "a loop of symbolic links")
+        }
+        if RealPath.isInside(realOut, realRoot) || RealPath.isInside(realRoot, realOut) || RealPath.isInside(realBase, realOut)
+            || realOut == realBase || everything.contains(where: { RealPath.isInside(RealPath.resolve($0) ?? $0, realOut) })
         {
             throw NarratorError(file: destination, "holds the library or its files (\(base)): choose a folder outside it")
+        }
+        // Only what has been read as what its lesson says it is is packed, before anything is
+        // written: each timing file parsed as timings (at its lesson's rate), each sprite map as
+        // one (their bytes kept, and those are what is written), each audio file copied as it is
+        // scanned as audio (the others are decoded when converted).
+        var read: [String: Data] = [:]
+        for (path, named) in others.sorted(by: { $0.key < $1.key }) {
+            do throws(NarratorError) {
+                let limit = named.kind == .spriteMap ? InputFile.documentLimit : InputFile.timingLimit
+                let bytes = try InputFile.read(path: path, limit: limit)
+                switch named.kind {
+                case .timings(let rate): _ = try WordTimings.read(bytes, path: path, rate: rate)
+                case .spriteMap: _ = try SpriteMap.parse(bytes, path: path)
+                case .audio: break
+                }
+                read[path] = bytes
+            } catch {
+                throw named.refusal(path, error)
+            }
+        }
+        for file in audioOrder where audio[file]!.copy {
+            do throws(NarratorError) {
+                _ = try AudioScan(path: file)
+            } catch {
+                throw audioNamed[file]!.refusal(file, error)
+            }
         }
         // (A library whose files have only "/" in common keeps their whole paths.)
         func mirrored(_ path: String) -> String { out + (base == "/" ? path : String(path.dropFirst(base.count))) }
 
         // Opus: a file at a rate Opus lacks goes to its lesson's rate.
         var lessonRate: [String: Int] = [:]
-        for lesson in variants {
+        for (lesson, _) in variants {
             for clip in lesson.clips.values where lessonRate[canonical(clip.file)] == nil {
                 lessonRate[canonical(clip.file)] = lesson.sampleRate
             }
@@ -182,7 +250,7 @@ struct Packer {
         }
 
         // Folders, then the audio in parallel on every core.
-        for path in jobs.map(\.target) + others.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
+        for path in jobs.map(\.target) + others.keys.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -198,6 +266,8 @@ struct Packer {
             do throws(NarratorError) {
                 if job.copy {
                     try AtomicFile.write(try InputFile.read(path: job.source, limit: 1 << 40), to: job.target)
+                    // What was copied is audio (read afresh, as the converted files are).
+                    _ = try AudioScan(path: job.target)
                     return .success(nil)
                 }
                 let result = try Transcoder.convert(
@@ -215,8 +285,8 @@ struct Packer {
             }
         }
         for result in results { if case .failure(let error) = result { throw error } }
-        for path in others.sorted() {
-            try AtomicFile.write(try InputFile.read(path: path, limit: 1 << 40), to: mirrored(path))
+        for (path, bytes) in read.sorted(by: { $0.key < $1.key }) {
+            try AtomicFile.write(bytes, to: mirrored(path))
         }
 
         // The lessons, pointing at the new files; then every chain's cue sheet compared, the
@@ -318,10 +388,11 @@ struct Packer {
         return wants.mapValues(\.gain)
     }
 
-    /// The library's folder (standardized) and its lessons, sorted; a path that is not a
-    /// folder, or a folder with no lesson, is an error naming it.
+    /// The library's folder (where its path really leads: a link to a library is that library)
+    /// and its lessons, sorted; a path that is not a folder, or a folder with no lesson, is an
+    /// error naming it.
     static func lessons(inLibrary library: String) throws(NarratorError) -> (root: String, paths: [String]) {
-        let root = URL(fileURLWithPath: library).standardizedFileURL.path
+        let root = RealPath.resolve(library) ?? URL(fileURLWithPath: library).standardizedFileURL.path
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root, isDirectory: &isFolder), isFolder.boolValue else {
             throw NarratorError(file: library, "not a folder")

@@ -35,10 +35,10 @@ struct Plot: ParsableCommand {
 
     func validate() throws {
         guard PlotOptions.widths.contains(width) else {
-            throw ValidationError("--width must be between \(PlotOptions.widths.lowerBound) and \(PlotOptions.widths.upperBound)")
+            throw ValidationError("--width must be between \(PlotOptions.widths.lowerBound) and \(PlotOptions.widths.upperBound), got \(width)")
         }
         guard PlotOptions.heights.contains(height) else {
-            throw ValidationError("--height must be between \(PlotOptions.heights.lowerBound) and \(PlotOptions.heights.upperBound)")
+            throw ValidationError("--height must be between \(PlotOptions.heights.lowerBound) and \(PlotOptions.heights.upperBound), got \(height)")
         }
     }
 

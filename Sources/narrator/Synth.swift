@@ -37,13 +37,15 @@ struct Synth: ParsableCommand {
     var rate = 48000
 
     func validate() throws {
-        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
+        guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000, got \(rate)") }
     }
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
+            // The output's type takes the rate, before anything is spoken.
+            try AudioFileType(path: output).check(sampleRate: rate, channels: 1, path: output, rateSetBy: "--rate")
             let speech = try Synthesizer.speak(text, voice: voice, rate: rate)
-            let writer = try SoundFileWriter(path: output, sampleRate: speech.sampleRate, channels: 1, format: .s16)
+            let writer = try SoundFileWriter(path: output, sampleRate: speech.sampleRate, channels: 1, format: .s16, rateSetBy: "--rate")
             do throws(NarratorError) {
                 try speech.samples.withUnsafeBufferPointer { samples throws(NarratorError) in
                     var offset = 0

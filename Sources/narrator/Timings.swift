@@ -44,7 +44,7 @@ struct Timings: ParsableCommand {
         var audio: String?
 
         func validate() throws {
-            guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000") }
+            guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000, got \(rate)") }
         }
 
         func run() throws {

@@ -356,7 +356,24 @@ struct AlignFailureTests {
             let path = dir.write("m.jsonl", manifest)
             return try run("/usr/bin/env", ["PATH=\(bin)", Repo.narrator, "align", "--manifest", path] + extra)
         }
-        let cases: [(String, [String], String)] = [
+        // Timings are written inside their folder (--to, else the manifest's), wherever a path
+        // or a link inside it leads.
+        let to = dir.file("out")
+        try FileManager.default.createDirectory(atPath: to + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: to + "/escape", withDestinationPath: dir.file("elsewhere"))
+        try FileManager.default.createSymbolicLink(atPath: to + "/up", withDestinationPath: "..")
+        try FileManager.default.createSymbolicLink(atPath: to + "/f.json", withDestinationPath: dir.file("elsewhere.json"))
+        func writing(_ timings: String) -> String { #"{"audio": "a.wav", "text": "one", "timings": "\#(timings)"}"# }
+        let outside: [(String, [String], String)] = [
+            (writing("../x.json"), ["--to", to], "line 1.timings: '../x.json' leads outside"),
+            (writing("sub/../../../x.json"), ["--to", to], "line 1.timings: 'sub/../../../x.json' leads outside"),
+            (writing(dir.file("x.json")), ["--to", to], "line 1.timings: '\(dir.file("x.json"))' leads outside"),
+            (writing("escape/x.json"), ["--to", to], "line 1.timings: 'escape/x.json' leads outside"),
+            (writing("up/x.json"), ["--to", to], "line 1.timings: 'up/x.json' leads outside"),
+            (good + "\n" + writing("f.json"), ["--to", to], "line 2.timings: 'f.json' leads outside"),
+            (writing("../x.json"), [], "line 1.timings: '../x.json' leads outside"),
+        ]
+        let cases: [(String, [String], String)] = outside + [
             (good + "\n{\"audio\": \"b.wav\"\n", [], "m.jsonl: line 2"),
             (good + "\n" + #"{"audio": "b.wav", "text": "one", "timings": "b.json", "speed": 2}"#, [], "line 2.speed: unknown key"),
             (#"{"text": "one", "timings": "b.json"}"#, [], "line 1.audio: missing key"),
@@ -378,6 +395,7 @@ struct AlignFailureTests {
             #expect(result.status == 1 && result.stderr.contains(saying), "\(manifest) \(extra): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("elsewhere")) && !FileManager.default.fileExists(atPath: dir.file("x.json")))
         let mixed = try run(Repo.narrator, ["align", dir.file("a.wav"), "--manifest", dir.file("m.jsonl")])
         #expect(mixed.status == 1 && mixed.stderr.contains("with --manifest"), "\(mixed.stderr)")
         let loose = try run(Repo.narrator, ["align", dir.file("a.wav"), "--text", "one", "--timings", dir.file("a.json"), "--shard", "1/2"])

@@ -32,6 +32,41 @@ import Testing
         #expect(text.contains("not a sound format libsndfile can read"), "\(text)")
     }
 
+    /// MPEG files libmpg123 reads with complaints: a LAME-tagged file cut in half (its Xing
+    /// tag announces more), a free-format file and a tagged one with bytes of another kind in
+    /// the middle ("Illegal Audio-MPEG-Header", "Trying to resync"). Every command that reads
+    /// them says one line, Narrator's; `validate` only its findings.
+    @Test func libmpg123SaysNothingOnStderr() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let tone = dir.file("tone.wav")
+        #expect(try runTool("sox", ["-n", "-r", "44100", "-c", "1", "-b", "16", tone, "synth", "2", "sine", "440"]).status == 0)
+        #expect(try runTool("lame", ["--quiet", tone, dir.file("tagged.mp3")]).status == 0)
+        #expect(try runTool("lame", ["--quiet", "--freeformat", "-b", "320", tone, dir.file("free.mp3")]).status == 0)
+        let tagged = try Data(contentsOf: URL(fileURLWithPath: dir.file("tagged.mp3")))
+        let free = try Data(contentsOf: URL(fileURLWithPath: dir.file("free.mp3")))
+        let files = [
+            ("half.mp3", tagged.prefix(tagged.count / 2)),
+            ("free-cut.mp3", free.prefix(3000) + Data(repeating: 0x78, count: 2000) + free.dropFirst(3000)),
+            ("tagged-cut.mp3", tagged.prefix(3000) + Data(repeating: 0x78, count: 2000) + tagged.dropFirst(3000)),
+        ]
+        for (name, bytes) in files {
+            let path = dir.write(name, data: Data(bytes))
+            let lesson = dir.write(
+                name + ".json", #"{"sampleRate": 44100, "clips": {"a": {"file": "\#(name)"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+            for command in [["render", lesson, "--chain", "c", "--output", dir.file("out.wav")], ["cues", lesson, "--chain", "c"], ["inspect", path]] {
+                let result = try run(Repo.narrator, command)
+                let lines = result.stderr.split(separator: "\n")
+                #expect(result.status == 1 && lines.count == 1 && lines.allSatisfy { $0.hasPrefix("narrator: ") }, "\(command): \(result.stderr)")
+                #expect(result.stderr.contains(name), "\(command): \(result.stderr)")
+            }
+        }
+        let validated = try run(Repo.narrator, ["validate", dir.path])
+        let lines = validated.stderr.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.hasPrefix("narrator: ") }, "\(validated.stderr)")
+        #expect(!validated.stdout.contains("Note:") && !validated.stdout.contains("Warning:") && !validated.stdout.contains("libmpg123"), "\(validated.stdout)")
+    }
+
     @Test func eachErrnoInItsOwnWords() throws {
         let dir = TempDir()
         defer { dir.remove() }

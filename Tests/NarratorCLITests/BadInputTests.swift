@@ -106,6 +106,9 @@ import Testing
         Case(name: "sample rate 1e30", files: ["lesson.json": text(#"{"sampleRate": 1e30, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 1e+30"]),
         Case(name: "sample rate 2^64", files: ["lesson.json": text(#"{"sampleRate": 18446744073709551616, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 1.8446744073709552e+19"]),
         Case(name: "sample rate -0", files: ["lesson.json": text(#"{"sampleRate": -0, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: expected a whole number in 1000...768000, got 0"]),
+        // A rate no narration is made at: a digit dropped, most likely.
+        Case(name: "sample rate 4800", files: ["lesson.json": text(#"{"sampleRate": 4800, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: 4800 Hz is under 8000 Hz", "typo", "48000"]),
+        Case(name: "sample rate 1000", files: ["lesson.json": text(#"{"sampleRate": 1000, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: sampleRate: 1000 Hz is under 8000 Hz", "typo"]),
         Case(name: "channels 2^64", files: ["lesson.json": text(#"{"sampleRate": 48000, "channels": 18446744073709551616, "clips": {}, "chains": {"c": []}}"#)], chain: "c", expect: ["lesson.json: channels: expected a whole number in 1...32, got 1.8446744073709552e+19"]),
         Case(name: "noRepeat 1e308", files: ["lesson.json": lesson(pools: #"{"p": {"clips": ["a"], "noRepeat": 1e308}}"#), "a.wav": sentence], chain: "c", expect: ["lesson.json: pools.p.noRepeat: expected a whole number in 0...1000000, got 1e+308"]),
         Case(name: "silence 1e308", files: ["lesson.json": lesson(chain: #"[{"silence": 1e308}]"#)], chain: "c", expect: ["lesson.json: chains.c[0].silence: silence must be between 0 and 3600 seconds"]),

@@ -205,23 +205,25 @@ struct DaemonHardeningTests {
     }
 
     /// Errors name lessons and their files by their path inside the library, on both transports:
-    /// never the library's absolute path, nor any other.
+    /// never the library's absolute path, nor any other, though the folders' names hold spaces
+    /// (a home folder named after its owner).
     @Test func errorsNeverShowHostPaths() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let library = dir.file("library")
+        let home = "Jane Doe"
+        let library = dir.file("\(home)/library")
         try FileManager.default.createDirectory(atPath: library + "/sub", withIntermediateDirectories: true)
         let audio = Repo.path("Audio/fixtures/sentence.wav")
-        dir.write("library/sub/missing-audio.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "nowhere/a.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
-        dir.write("library/sub/outside.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(dir.path)/elsewhere/b.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
-        dir.write("library/sub/bad-timings.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(audio)", "timings": "t.json"}}, "chains": {"c": [{"clip": "a"}]}}"#)
-        dir.write("library/sub/t.json", "{not json")
-        dir.write("library/broken.json", "{\"sampleRate\": ")
+        dir.write("\(home)/library/sub/missing-audio.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "nowhere/a.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("\(home)/library/sub/outside.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(dir.path)/\#(home)/else where/b.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("\(home)/library/sub/bad-timings.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(audio)", "timings": "t.json"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("\(home)/library/sub/t.json", "{not json")
+        dir.write("\(home)/library/broken.json", "{\"sampleRate\": ")
         // A folder beside the library whose name starts with the library's: its path must not
         // lose the library's prefix and show the rest.
         try FileManager.default.createDirectory(atPath: library + "-x/secret", withIntermediateDirectories: true)
-        dir.write("library-x/secret/x.wav", "not a wav")
-        dir.write("library/sibling.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(library)-x/secret/x.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
+        dir.write("\(home)/library-x/secret/x.wav", "not a wav")
+        dir.write("\(home)/library/sibling.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "\#(library)-x/secret/x.wav"}}, "chains": {"c": [{"clip": "a"}]}}"#)
         let daemon = try Daemon(dir: dir, library: library, arguments: ["--output", "alsa", "--device", "null"])
         defer { daemon.stop() }
         let requests = [
@@ -253,6 +255,7 @@ struct DaemonHardeningTests {
             for (id, message) in errors {
                 #expect(!message.contains(dir.path) && !message.contains(library) && !message.contains(Repo.path("")), "\(transport) \(id): \(message)")
                 #expect(!message.contains("/tmp") && !message.contains("/work"), "\(transport) \(id): \(message)")
+                #expect(!message.contains("Jane") && !message.contains("Doe"), "\(transport) \(id): \(message)")
             }
             #expect(errors["chain"]?.hasPrefix("sub/missing-audio.json: ") == true, "\(errors["chain"] ?? "")")
             #expect(errors["chain"]?.contains("nope") == true)

@@ -301,6 +301,80 @@ struct EditTests {
         #expect(try String(contentsOfFile: dir.file("w.json"), encoding: .utf8) == theirs)
     }
 
+    /// A timing file that is a symbolic link (to a link, to a file in another folder) is saved
+    /// through: the links stay links and the file they lead to has the new words, written
+    /// whole (no hidden file left beside either). A change made to that file by something else
+    /// is seen through the link (409).
+    @Test func aLinkedTimingFileIsSavedThroughTheLink() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = Self.lesson(dir, timings: "w.json")
+        try FileManager.default.createDirectory(atPath: dir.file("shared"), withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: dir.file("w.json"), toPath: dir.file("shared/w.json"))
+        try FileManager.default.createSymbolicLink(atPath: dir.file("middle.json"), withDestinationPath: "shared/w.json")
+        try FileManager.default.createSymbolicLink(atPath: dir.file("w.json"), withDestinationPath: "middle.json")
+        let editor = try Editor(dir, lesson: lesson)
+        defer { _ = editor.stop() }
+        var w = Self.words
+        w[1].start = 30000
+        let saved = try Self.post(editor.url, [Self.body(w)])
+        #expect(saved.first?.status == 200, "\(saved)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.file("w.json")) == "middle.json")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: dir.file("middle.json")) == "shared/w.json")
+        #expect(try Self.jsonFrames(dir.file("shared/w.json")).map(\.start) == w.map(\.start))
+        let hidden = (try FileManager.default.contentsOfDirectory(atPath: dir.path) + FileManager.default.contentsOfDirectory(atPath: dir.file("shared")))
+            .filter { $0.hasPrefix(".") }
+        #expect(hidden.isEmpty, "\(hidden)")
+
+        let theirs = try String(contentsOfFile: dir.file("shared/w.json"), encoding: .utf8).replacingOccurrences(of: "\"one\"", with: "\"won\"") + "\n"
+        let replacement = dir.write("shared/other.json", theirs)
+        #expect(rename(replacement, dir.file("shared/w.json")) == 0)
+        let conflict = try Self.post(editor.url, [Self.body(w)])
+        #expect(conflict.first?.status == 409, "\(conflict)")
+        #expect(try String(contentsOfFile: dir.file("shared/w.json"), encoding: .utf8) == theirs)
+    }
+
+    /// Only a request to this server by a loopback name and this port is answered: the Host
+    /// header is compared whole, not by its start.
+    @Test func onlyAnExactLoopbackHostIsAnswered() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = Self.lesson(dir, timings: "w.json")
+        let editor = try Editor(dir, lesson: lesson)
+        defer { _ = editor.stop() }
+        let port = try #require(URL(string: editor.url)?.port)
+        let hosts: [(String, Int)] = [
+            ("127.0.0.1:\(port)", 200), ("localhost:\(port)", 200), ("LocalHost:\(port)", 200), ("[::1]:\(port)", 200),
+            ("127.0.0.1:\(port).evil.com", 403), ("localhost:\(port).evil.com", 403), ("127.0.0.1:\(port)0", 403),
+            ("127.0.0.1:\(port + 1)", 403), ("127.0.0.1", 403), ("127.0.0.1.evil.com:\(port)", 403),
+            ("user@127.0.0.1:\(port)", 403), ("localhost.:\(port)", 403), ("[::1]x:\(port)", 403), ("127.0.0.1:0\(port)", 403),
+        ]
+        let script = """
+            import http.client, json, sys
+            out = []
+            for host in json.loads(sys.argv[2]):
+                for method, path in (("GET", "/clip.json"), ("POST", "/save")):
+                    connection = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=20)
+                    connection.putrequest(method, path, skip_host=True)
+                    connection.putheader("Host", host)
+                    if method == "POST":
+                        connection.putheader("Content-Type", "application/json")
+                        connection.putheader("Content-Length", "2")
+                    connection.endheaders(b"{}" if method == "POST" else None)
+                    out.append(connection.getresponse().status)
+                    connection.close()
+            print(json.dumps(out))
+            """
+        let encoded = String(decoding: try JSONSerialization.data(withJSONObject: hosts.map(\.0)), as: UTF8.self)
+        let result = try runTool("python3", ["-c", script, String(port), encoded])
+        let statuses = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [Int], "\(result.stderr)")
+        for (index, (host, status)) in hosts.enumerated() {
+            // A save from an answered host is a bad request ({} has no words); from any other, refused.
+            #expect(statuses[2 * index] == status, "GET with Host \(host): \(statuses[2 * index])")
+            #expect(statuses[2 * index + 1] == (status == 200 ? 400 : 403), "POST with Host \(host): \(statuses[2 * index + 1])")
+        }
+    }
+
     /// A clip that is a region of its file: the page has the words the region holds whole, in
     /// the region's frames; the others stay where they are, and a word moved onto one is refused.
     @Test func aRegionEditsItsWordsAndKeepsTheOthers() throws {

@@ -42,19 +42,36 @@ import Testing
             (["render", lesson, "--chain", "correct"], "Missing expected argument '--output <output>'", "narrator render --help"),
             (["cues"], "Missing expected argument '<lesson>'", "narrator cues --help"),
             (["simulate", lesson, "--chain", "correct", "--until", "3"], "--until goes with --activity", "narrator simulate --help"),
-            (["serve", "--latency", "1"], "--latency must be between 5 and 2000 ms", "narrator serve --help"),
+            (["serve", "--latency", "1"], "--latency must be between 5 and 2000 ms, got 1", "narrator serve --help"),
             (["timings", "convert", "in.txt"], "Missing expected argument '<output>'", "narrator timings convert --help"),
             (["validate"], "Missing expected argument '<paths> ...'", "narrator validate --help"),
             (["plot", lesson, "--chain", "correct", "--output", "x.svg", "--frobnicate"], "Unknown option '--frobnicate'", "narrator plot --help"),
             (["pack", Repo.path("Timings/lessons")], "Missing expected argument '--to <to>'", "narrator pack --help"),
-            (["frobnicate"], "Unexpected argument 'frobnicate'", "narrator --help"),
+            (["frobnicate"], "unknown command 'frobnicate'", "narrator --help"),
+            // A command misspelt: its name, and the command it is nearest to.
+            (["rendr", "x"], "unknown command 'rendr': did you mean 'render'?", "narrator --help"),
+            (["Validate", "."], "unknown command 'Validate': did you mean 'validate'?", "narrator --help"),
+            (["sinth", "hi"], "unknown command 'sinth': did you mean 'synth'?", "narrator --help"),
+            (["timings", "convrt", "a.txt", "b.json"], "unknown command 'timings convrt': did you mean 'timings convert'?", "narrator timings --help"),
+            // A number out of range is echoed.
+            (["synth", "hi", "--output", "x.wav", "--timings", "x.json", "--rate", "4410"], "--rate must be between 8000 and 384000, got 4410", "narrator synth --help"),
+            (["timings", "convert", "a.txt", "b.json", "--rate", "0"], "--rate must be between 8000 and 384000, got 0", "narrator timings convert --help"),
+            (["edit", lesson, "--clip", "x", "--port", "70000"], "--port must be between 0 and 65535, got 70000", "narrator edit --help"),
+            (["cues", lesson, "--chain", "correct", "--repeat", "0"], "--repeat must be between 1 and 10000, got 0", "narrator cues --help"),
+            (["plot", lesson, "--chain", "correct", "--output", "x.svg", "--width", "5"], "--width must be between", "narrator plot --help"),
         ]
         for (arguments, says, help) in cases {
             let result = try Self.narrator(arguments)
             #expect(result.status == 1, "\(arguments)")
             #expect(result.stdout.isEmpty, "\(arguments)")
-            #expect(result.stderr == "narrator: \(says) (see '\(help)')\n", "\(arguments)")
+            if says.hasSuffix("between") {
+                #expect(result.stderr.hasPrefix("narrator: \(says)") && result.stderr.contains(", got 5 (see '\(help)')\n"), "\(arguments): \(result.stderr)")
+            } else {
+                #expect(result.stderr == "narrator: \(says) (see '\(help)')\n", "\(arguments): \(result.stderr)")
+            }
         }
+        // A real command and `help` are not misspellings.
+        #expect(try Self.narrator(["help", "render"]).status == 0)
     }
 
     // MARK: Help examples
@@ -176,8 +193,9 @@ import Testing
         var server: PulseTestServer?
         for page in pages {
             let commands = Self.examples(in: page)
-            // Every command that does something (not a group such as `timings`) shows one.
-            if page.command.count >= 1, !page.text.contains("SUBCOMMANDS:") {
+            // Every command that does something (not a group such as `timings`) shows one, and
+            // so does `narrator --help`, a newcomer's first page.
+            if page.command.isEmpty || !page.text.contains("SUBCOMMANDS:") {
                 #expect(!commands.isEmpty, "\(page.command): no example in its help")
             }
             for command in commands {

@@ -128,6 +128,66 @@ import Testing
         #expect(none.status == 1 && none.stderr.contains("holds no lesson"), "\(none.stderr)")
     }
 
+    /// What pack ships it has read as what the lesson says it is: a clip's "timings" as
+    /// timings (a clip no chain plays included, in the default and in a locale), a clip that
+    /// reads its markers as audio. Anything else is one line naming the lesson and the key, and
+    /// nothing is written.
+    @Test func shipsOnlyWhatItReadAsWhatTheLessonSays() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.file("private"), withIntermediateDirectories: true)
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("lib/a.wav"), "synth", "0.5", "sine", "300"]).status == 0)
+        dir.write("private/credentials.txt", "password=hunter2\n")
+        dir.write("lib/t.json", #"{"words": [{"text": "a", "start": 0.1, "end": 0.2}]}"#)
+        let played = #""a": {"file": "a.wav", "timings": "t.json"}"#
+        let cases: [(clips: String, locales: String, says: String)] = [
+            (played + #", "secret": {"file": "a.wav", "timings": "../private/credentials.txt"}"#, "", "l.json: clips.secret.timings: "),
+            (played + #", "secret": {"file": "a.wav", "timings": "t.json"}"#,
+             #", "locales": {"fr": {"clips": {"secret": {"file": "a.wav", "timings": "../private/credentials.txt"}}}}"#,
+             "l.json: locales.fr.clips.secret.timings: "),
+            (played + #", "m": {"file": "../private/credentials.txt", "markers": "words"}"#, "", "l.json: clips.m.file: "),
+        ]
+        for (clips, locales, says) in cases {
+            dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {\#(clips)}, "chains": {"x": [{"clip": "a"}]}\#(locales)}"#)
+            let result = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", dir.file("out"), "--format", "flac", "--no-progress"])
+            #expect(result.status == 1, "\(clips): \(result.stdout)")
+            #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains(says), "\(clips): \(result.stderr)")
+            #expect(result.stderr.contains("credentials.txt"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.file("out")), "\(clips): wrote \(dir.contents())")
+            try? FileManager.default.removeItem(atPath: dir.file("out"))
+        }
+        // The same lesson with a real timing file for the unplayed clip packs it.
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {\#(played), "spare": {"file": "a.wav", "timings": "t.json"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+        let good = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", dir.file("out"), "--format", "flac", "--no-progress"])
+        #expect(good.status == 0, "\(good.stderr)")
+        #expect(FileManager.default.contents(atPath: dir.file("out/t.json")) == FileManager.default.contents(atPath: dir.file("lib/t.json")))
+    }
+
+    /// The output folder is compared with the library by where the paths lead: `--to` through
+    /// a link to the library, or through a link to a folder that holds it, is refused before
+    /// anything is written.
+    @Test func refusesAnOutputThatLeadsIntoTheLibrary() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("top/lib"), withIntermediateDirectories: true)
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("top/lib/a.wav"), "synth", "0.5", "sine", "300"]).status == 0)
+        dir.write("top/lib/l.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("link"), withDestinationPath: dir.file("top/lib"))
+        try FileManager.default.createSymbolicLink(atPath: dir.file("up"), withDestinationPath: "top")
+        let before = try FileManager.default.subpathsOfDirectory(atPath: dir.file("top")).sorted()
+        for (library, to) in [
+            (dir.file("top/lib"), dir.file("link/packed")), (dir.file("top/lib"), dir.file("link")),
+            (dir.file("top/lib"), dir.file("up")), (dir.file("link"), dir.file("top/lib/packed")),
+            (dir.file("top/lib"), dir.file("up/lib/../packed/..")),
+        ] {
+            let result = try run(Repo.narrator, ["pack", library, "--to", to, "--format", "flac", "--no-progress"])
+            #expect(result.status == 1 && result.stderr.contains("holds the library or its files"), "\(library) \(to): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
+            #expect(try FileManager.default.subpathsOfDirectory(atPath: dir.file("top")).sorted() == before, "\(to)")
+        }
+    }
+
     /// `pack --normalize` on clips made at three levels: each packed file measures within
     /// 0.5 LU of its bus's target by ffmpeg's meter (its own implementation, not libebur128),
     /// the packed lesson has no "loudness" key and gives the original's cue sheets, a clip too

@@ -198,4 +198,17 @@ struct SynthTests {
         #expect(made.status == 1 && made.stderr == "narrator: libespeak-ng: no voice 'no-such-voice' (espeak-ng --voices lists them)\n", "\(made.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("s.wav")) && !FileManager.default.fileExists(atPath: dir.file("s.json")))
     }
+
+    /// A rate the output's format lacks: the line names the option that set it (synth has no
+    /// lesson to change), before anything is spoken or written.
+    @Test func aRateTheFormatLacksNamesTheOption() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for (name, rate) in [("s.opus", "44100"), ("s.mp3", "96000")] {
+            let made = try run(Repo.narrator, ["synth", "hello", "--rate", rate, "--output", dir.file(name), "--timings", dir.file("s.json")])
+            #expect(made.status == 1 && made.stderr.filter { $0 == "\n" }.count == 1, "\(made.stderr)")
+            #expect(made.stderr.contains("\(rate) Hz") && made.stderr.contains("--rate") && !made.stderr.contains("lesson"), "\(made.stderr)")
+            #expect(dir.contents().isEmpty, "\(dir.contents())")
+        }
+    }
 }
