@@ -36,12 +36,14 @@ def aeneas(wav, words, language="eng"):
 WIDE = dict(beam=1e-100, wbeam=1e-80, pbeam=1e-100, lpbeam=1e-80, lponlybeam=1e-80)
 
 
-def _decoder(wide=False):
-    key = "wide" if wide else "d"
-    if key not in _PS:
-        from pocketsphinx import Decoder
-        _PS[key] = Decoder(samprate=16000, bestpath=False, loglevel="FATAL", **(WIDE if wide else {}))
-    return _PS[key]
+def _decoder(wide=False, opts=None):
+    opts = dict(opts or {})
+    if wide:
+        opts.update(WIDE)
+    # A fresh decoder for every clip: a reused one starts its live cepstral mean from the
+    # previous clip's, so the result would depend on the order the clips come in.
+    from pocketsphinx import Decoder
+    return Decoder(samprate=16000, bestpath=False, loglevel="FATAL", **opts)
 
 
 def _read16k(wav):
@@ -50,19 +52,24 @@ def _read16k(wav):
     return w.readframes(w.getnframes())
 
 
-def pocketsphinx(wav, words):
+def pocketsphinx(wav, words, opts=None):
     try:
-        return _pocketsphinx(wav, words, False)
+        return _pocketsphinx(wav, words, False, opts)
     except Exception:
-        return _pocketsphinx(wav, words, True)
+        pass
+    try:
+        return _pocketsphinx(wav, words, True, opts)
+    except Exception:
+        # last resort: no beam pruning at all
+        return _pocketsphinx(wav, words, True, dict(opts or {}, beam=1e-200, pbeam=1e-200, wbeam=1e-200))
 
 
-def _pocketsphinx(wav, words, wide):
+def _pocketsphinx(wav, words, wide, opts=None):
     """Word intervals from PocketSphinx's forced alignment, with its phones (name, start,
     end, acoustic score) and per-word acoustic score per frame. Silence between words is
     reported as <sil>/filler segments when the decoder inserts them; a word's interval is
     its own frames only."""
-    d = _decoder(wide)
+    d = _decoder(wide, opts)
     data = _read16k(wav)
     clean = []
     for w in words:

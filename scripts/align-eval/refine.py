@@ -6,11 +6,11 @@ of (speech level - DROP dB) and (floor + RISE dB), speech level = 90th percentil
 10 ms levels, floor = 10th percentile.
 
 `run(name, wav, first)`; name is a '+'-joined list of steps applied in order:
-  pause[L]   move a boundary onto a real pause: a quiet run >= L ms (default 70) that overlaps
-             the first stage's boundary (or its gap) widened by 40 ms; the earlier word ends
-             where the run begins, the later starts where it ends. Quiet runs of 20 ms or more
-             also count where the first stage itself put silence (a gap >= 20 ms) there.
-             Joins are never moved.
+  pause[L]   move a boundary onto a real pause: a quiet run (>= 20 ms) that overlaps a
+             silence the first stage put between the two words (a gap >= 30 ms), or any quiet
+             run >= L ms (default 150: longer than any stop closure) within 40 ms of the
+             boundary; the earlier word ends where the run begins, the later starts where it
+             ends. A boundary the first stage made a join, with no such long run, never moves.
   bias[N]    shift every join boundary by N ms (PocketSphinx's frame boundaries are early).
   edges      clip edges: the first start / last end moves to the onset / offset of speech,
              found as the first / last sound segment near the first stage's edge that is
@@ -63,6 +63,22 @@ class Env:
                 i += 1
         return out
 
+    def sharpen(self, a, b):
+        """Edges of a quiet run [a, b) found to the millisecond on the unsmoothed blocks:
+        the run grows while the raw 1 ms level stays under the threshold (at most 10 ms,
+        the smoothing's spread)."""
+        for _ in range(10):
+            if a > 0 and self.raw[a - 1] < self.thr:
+                a -= 1
+            else:
+                break
+        for _ in range(10):
+            if b < self.n and self.raw[b] < self.thr:
+                b += 1
+            else:
+                break
+        return a, b
+
     def periodicity(self, a, b):
         """Largest normalised autocorrelation at 2.5-12.5 ms lags over [a, b) ms."""
         seg = self.x[int(a * self.sr / 1000):int(b * self.sr / 1000)]
@@ -87,19 +103,21 @@ def _is_join(first, i):
     return first[i + 1]["start"] - first[i]["end"] < 0.020
 
 
-def step_pause(env, words, L=70):
+def step_pause(env, words, L=150, S=30, deep=False):
     runs = env.runs(True, 20)
     used = set()
     for i in range(len(words) - 1):
         a, b = words[i]["end"] * 1000, words[i + 1]["start"] * 1000
-        ps_gap = b - a >= 20
+        ps_gap = b - a >= S
         lo, hi = a - 40, b + 40
         best = None
         for r in runs:
             if r in used or r[1] <= lo or r[0] >= hi:
                 continue
             length = r[1] - r[0]
-            if length >= L or (ps_gap and min(r[1], b) - max(r[0], a) > 0):
+            is_deep = deep and length >= 25 and env.db[r[0]:r[1]].max() < env.floor + 6 \
+                and env.speech - env.floor > 50
+            if length >= L or is_deep or (ps_gap and min(r[1], b) - max(r[0], a) > 0):
                 # prefer the run nearest the stage's boundary centre
                 c = (a + b) / 2
                 d = 0 if r[0] <= c <= r[1] else min(abs(r[0] - c), abs(r[1] - c))
@@ -108,6 +126,7 @@ def step_pause(env, words, L=70):
         if best:
             r = best[1]
             used.add(r)
+            r = env.sharpen(*r)
             # never across a neighbour's interior: keep the words' order
             s0 = max(r[0], words[i]["start"] * 1000 + 20)
             e1 = min(r[1], words[i + 1]["end"] * 1000 - 20)
@@ -116,6 +135,12 @@ def step_pause(env, words, L=70):
                 words[i + 1]["start"] = e1 / 1000
                 words[i + 1]["_after_pause"] = True
     return words
+
+
+def step_deep(env, words):
+    """pause, and also a quiet run >= 25 ms at the clip's floor (within 6 dB of it, in a clip
+    whose floor is more than 50 dB under its speech: a digital or studio silence)."""
+    return step_pause(env, words, deep=True)
 
 
 def step_bias(env, words, n=5):
@@ -137,36 +162,35 @@ def _speechlike(env, a, b):
     return True
 
 
-def step_edges(env, words, reach=250):
+def step_edges(env, words, back=150, fwd=60):
+    """The first start moves to the onset of the first speech-like sound segment that ends
+    after the stage's start (less 20 ms); the last end to the offset of the last one that
+    begins before the stage's end (plus 20 ms). A move toward the word's inside is at most
+    `fwd` ms (a soft onset or a nasal tail under the threshold stays the word's), outward
+    at most `back` ms."""
     segs = env.runs(False, 1)
-    # merge sound segments split by less than 20 ms
     merged = []
-    for s in segs:
+    for s in segs:  # sound segments split by less than 20 ms are one
         if merged and s[0] - merged[-1][1] < 20:
             merged[-1] = (merged[-1][0], s[1])
         else:
             merged.append(s)
+    speech = [(a, b) for a, b in merged if _speechlike(env, a, b)]
     s0 = words[0]["start"] * 1000
-    lim = min(words[0]["end"] * 1000, s0 + reach)
-    for a, b in merged:
-        if b <= s0 - reach:
-            continue
-        if a > lim:
-            break
-        if _speechlike(env, a, b):
-            words[0]["start"] = min(max(a, s0 - reach), words[0]["end"] * 1000 - 20) / 1000
-            words[0]["_after_pause"] = True
-            break
+    cand = [(a, b) for a, b in speech if b > s0 - 20]
+    if cand:
+        a = cand[0][0]
+        if a > 0:
+            a = env.sharpen(a - 1, a)[1] if env.raw[a - 1] < env.thr else a
+        a = min(max(a, s0 - back), s0 + fwd, words[0]["end"] * 1000 - 20)
+        words[0]["start"] = a / 1000
+        words[0]["_after_pause"] = True
     e0 = words[-1]["end"] * 1000
-    lim = max(words[-1]["start"] * 1000, e0 - reach)
-    for a, b in reversed(merged):
-        if a >= e0 + reach:
-            continue
-        if b < lim:
-            break
-        if _speechlike(env, a, b):
-            words[-1]["end"] = max(min(b, e0 + reach), words[-1]["start"] * 1000 + 20) / 1000
-            break
+    cand = [(a, b) for a, b in speech if a < e0 + 20]
+    if cand:
+        b = cand[-1][1]
+        b = max(min(b, e0 + back), e0 - fwd, words[-1]["start"] * 1000 + 20)
+        words[-1]["end"] = b / 1000
     return words
 
 
@@ -183,6 +207,6 @@ def run(name, wav, first):
     for step in name.split("+"):
         m = re.match(r"([a-z]+)(-?\d*)$", step)
         op, num = m.group(1), m.group(2)
-        f = {"pause": step_pause, "bias": step_bias, "edges": step_edges, "closure": step_closure}[op]
+        f = {"pause": step_pause, "deep": step_deep, "bias": step_bias, "edges": step_edges, "closure": step_closure}[op]
         words = f(env, words, int(num)) if num else f(env, words)
     return words
