@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Word-alignment benchmark (issue 29): p50 / p95 / max / within 20 ms / within 50 ms of every
+# word start and end, by boundary kind (joins, pauses, clip edges), for each first stage alone
+# (aeneas, PocketSphinx 5), the PocketSphinx + refinement prototype, and `narrator align`, on
+#   - real read speech with hand-placed word boundaries, read at bench time from public
+#     repositories (never committed: see scripts/align-eval/corpus.py and docs/align-research.md),
+#   - synthetic voices (espeak-ng, four flite voices) with exact boundaries, clean and with a
+#     piano-like bed 20 dB under the voice.
+#
+# usage: scripts/bench-align.sh [WORKDIR]
+#   ALIGN_MIRRORS  where the bare git dirs of the corpus repositories are (OWNER+NAME/repo);
+#                  default /work/.mirror. Missing ones are skipped with a note.
+#   NARRATOR       the narrator binary (default .build/debug/narrator, then .build/release).
+#   RUNS           how many times to run the whole table (default 1; aligners are rerun each time).
+#   SYSTEMS        default aeneas,ps,ps+deep+bias5+edges,narrator
+# needs: python3 with pocketsphinx, aeneas-ng, tgt, soundfile, numpy; sox, espeak-ng, flite.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+work="${1:-$(mktemp -d -t bench-align.XXXXXX)}"
+mkdir -p "$work"
+runs="${RUNS:-1}"
+systems="${SYSTEMS:-aeneas,ps,ps+deep+bias5+edges,narrator}"
+
+missing=()
+for c in sox espeak-ng flite python3; do command -v "$c" >/dev/null || missing+=("$c"); done
+python3 -c "import pocketsphinx, aeneas, tgt, soundfile, numpy" 2>/dev/null || missing+=("python: pocketsphinx aeneas-ng tgt soundfile numpy")
+if ((${#missing[@]})); then
+    echo "bench-align: missing ${missing[*]} (apt-get install sox espeak-ng flite; pip install pocketsphinx aeneas-ng tgt soundfile numpy)" >&2
+    exit 1
+fi
+
+narrator="${NARRATOR:-}"
+if [[ -z "$narrator" ]]; then
+    for b in "$root/.build/debug/narrator" "$root/.build/release/narrator"; do
+        [[ -x "$b" ]] && { narrator="$b"; break; }
+    done
+fi
+[[ -n "$narrator" ]] || echo "bench-align: no narrator binary (swift build first); its rows are left out" >&2
+
+python3 "$here/align-eval/corpus.py" "$work/real" --mirrors "${ALIGN_MIRRORS:-/work/.mirror}"
+python3 "$here/align-eval/synth.py" "$work/synth"
+
+sets=("synth-clean=$work/synth/clean" "synth-bed20=$work/synth/bed20")
+ls "$work/real"/*.json >/dev/null 2>&1 && sets=("real=$work/real" "${sets[@]}")
+
+for ((r = 1; r <= runs; r++)); do
+    echo "## run $r of $runs ($(date -u +%FT%TZ))"
+    start=$(date +%s)
+    python3 "$here/align-eval/evaluate.py" --sets "${sets[@]}" --systems "$systems" \
+        ${narrator:+--narrator "$narrator"} --cache "$work/cache-$r" --json "$work/run-$r.json"
+    echo "(run $r: $(( $(date +%s) - start )) s)"
+done
+if ls "$work/real"/*.json >/dev/null 2>&1; then
+    echo "## stop-initial words: closure or burst (real speech)"
+    python3 "$here/align-eval/stops.py" --sets "$work/real" --cache "$work/cache-1"
+fi
+echo "## confidence predictors (words > 50 ms off)"
+(cd "$work" && python3 "$here/align-eval/confidence.py" --sets real synth/clean synth/bed20 \
+    --system ps+deep+bias5+edges --cache "$work/cache-1" 2>/dev/null | tail -n +1) || true
+echo "bench-align: work files in $work"
