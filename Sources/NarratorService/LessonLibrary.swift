@@ -79,14 +79,21 @@ struct LessonLibrary: Sendable {
     /// and `states` its tap sounds' and intro states' names, sorted, `pulseAnswers`), chains and
     /// activities sorted by name, each with `texts` when it plays clips that have them; or one
     /// event with `lesson` and `problem` (why it cannot be read) for a file that is not a lesson
-    /// or leads out of the library. Run by a loader child: a lesson file is read here.
-    func programs() -> [[EventEncoder.Member]] {
+    /// or leads out of the library. A `.json` file that is plainly something else (a JSON
+    /// object naming none of a lesson's own members: a timing file, a cue sheet, a manifest) is
+    /// not listed: `notLessons` counts them. Run by a loader child: a lesson file is read here.
+    func programs() -> (programs: [[EventEncoder.Member]], notLessons: Int) {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             .prefix(Self.maxListedLessons)
         var events: [[EventEncoder.Member]] = []
+        var notLessons = 0
         for name in names {
+            if Self.isPlainlyNotALesson(root + "/" + name) {
+                notLessons += 1
+                continue
+            }
             let lessonMember = EventEncoder.Member("lesson", .string(name))
             let lesson: Lesson
             do throws(NarratorError) {
@@ -118,7 +125,21 @@ struct LessonLibrary: Sendable {
                     ] + textsMember(activity.chainIDs))
             }
         }
-        return events
+        return (events, notLessons)
+    }
+
+    /// The members only a lesson has at its top level.
+    static let lessonMembers: Set<String> = ["clips", "chains", "pools", "activities", "sprites", "locales"]
+
+    /// Whether the file at `path` is a JSON object none of whose top-level members a lesson has
+    /// (a timing file's `words`, a cue sheet's `cues`). A file that is not JSON, or too large,
+    /// or that cannot be read, is not plainly anything: it is listed with its problem, since it
+    /// may be a lesson with a mistake in it.
+    static func isPlainlyNotALesson(_ path: String) -> Bool {
+        guard let data = try? InputFile.read(path: path, limit: InputFile.documentLimit),
+            let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) as? [String: Any]
+        else { return false }
+        return lessonMembers.isDisjoint(with: object.keys)
     }
 
     /// Which answer's tile a pulse target is, for a client that shows answers as tiles (the

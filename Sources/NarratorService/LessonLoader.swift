@@ -259,8 +259,9 @@ struct LessonLoader: Sendable {
         case .success(.cues(let name, let which, let number, let tag)): (lesson, program, seed, locale, listing) = (name, which, number, tag, true)
         case .success(.play(let name, let which, let number, let tag)): (lesson, program, seed, locale, listing) = (name, which, number, tag, false)
         case .success(.library):
-            for fields in library.programs() { emit(EventLine(.program, frame: nil, heard: nil, fields: fields)) }
-            emit(EventLine(.finished, frame: nil, heard: nil))
+            let listed = library.programs()
+            for fields in listed.programs { emit(EventLine(.program, frame: nil, heard: nil, fields: fields)) }
+            emit(EventLine(.finished, frame: nil, heard: nil, fields: [EventEncoder.Member("notLessons", .int(listed.notLessons))]))
             return preparedStatus
         case .success: return 2
         case .failure(let error):

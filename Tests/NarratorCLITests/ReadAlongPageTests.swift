@@ -411,6 +411,53 @@ struct ReadAlongPageTests {
         #expect(watched.shots["hint"] != nil && watched.final["error"] is NSNull, "\(watched.final)")
     }
 
+    /// `serve --library .` on the README's first-lesson layout (a lesson beside its clips'
+    /// timing files, and a cue sheet): the listing names the lesson's programs only, and its
+    /// `finished` says how many .json files were not lessons; a lesson with a mistake is still
+    /// listed with its problem. The page opens on its menu, playing nothing, and however long a
+    /// problem is, Start stays in a 1200 px window.
+    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    func aFolderOfTimingsListsItsLessonsOnlyAndThePageWaitsOnItsMenu() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let library = dir.file("my-lesson")
+        try FileManager.default.createDirectory(atPath: library, withIntermediateDirectories: true)
+        var clips: [String] = []
+        for (name, text) in [("find", "Find the cat."), ("tap", "Tap the cat."), ("yes", "Yes, that is the cat.")] {
+            let made = try run(Repo.narrator, ["synth", text, "--output", library + "/\(name).wav", "--timings", library + "/\(name).json"])
+            try #require(made.status == 0, "\(made.stderr)")
+            clips.append(#""\#(name)": {"file": "\#(name).wav", "timings": "\#(name).json"}"#)
+        }
+        dir.write(
+            "my-lesson/lesson.json",
+            #"{"sampleRate": 48000, "channels": 1, "clips": {"# + clips.joined(separator: ", ")
+                + #"}, "chains": {"question": [{"clip": "find"}], "right": [{"clip": "yes"}]}, "activities": {"find-the-cat": {"steps": [{"prompt": "question", "answer": "cat", "idle": "question", "wrong": ["question"], "correct": "right"}]}}}"#)
+        let cues = try run(Repo.narrator, ["render", library + "/lesson.json", "--chain", "right", "--output", library + "/right.wav", "--cues", library + "/right.cues.json"])
+        try #require(cues.status == 0, "\(cues.stderr)")
+        // A lesson with a mistake (cut short), and a long name: listed, with its problem.
+        dir.write("my-lesson/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"x": {"file": "x.wav"}}, "chains": {"c": [{"clip": "x"}]"#)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": "l", "op": "library"}"#])
+        let programs = reply.events.filter { $0.type == "program" }
+        #expect(Set(programs.compactMap { $0.fields["lesson"] as? String }).count == 2, "\(programs.map(\.fields))")
+        #expect(programs.filter { $0.fields["lesson"] as? String == "lesson.json" }.count == 3)
+        #expect(programs.filter { $0.fields["problem"] != nil }.count == 1)
+        #expect(reply.events.last?.type == "finished" && reply.events.last?.fields["notLessons"] as? Int == 4, "\(reply.events.last?.fields ?? [:])")
+        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("menu"), "--timeout", "30", "--menu"])
+        try #require(driven.status == 0, "\(driven.stderr)")
+        let shown = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
+        #expect(shown["state"] as? String == "choosing" && shown["playing"] is NSNull && shown["program"] is NSNull, "\(shown)")
+        #expect(shown["menuValue"] as? String == "")
+        let start = try #require(shown["start"] as? [String: Double])
+        let width = try #require(shown["width"] as? Double)
+        #expect((start["right"] ?? .infinity) <= width && (start["bottom"] ?? .infinity) <= 120, "Start at \(start) in a window \(width) wide")
+        let options = try #require(shown["options"] as? [[String: Any]])
+        #expect(!options.contains { ($0["text"] as? String ?? "").contains("find.json") }, "\(options)")
+    }
+
     /// Every chain and activity of every sample lesson, opened on the page by its address:
     /// each plays without an error, and a program with words shows the words of its first clip
     /// with words, only clips that have started.

@@ -35,6 +35,10 @@ the page expression holds (with its red box and the snapshot count then); --unti
 ends the watch (default: the playback has ended); --reduced-motion emulates
 prefers-reduced-motion: reduce; --keyboard makes --tap focus the tile and press Enter. It prints {"snapshots", "shots", "final"}.
 
+With --menu it opens PAGE_URL (no program in its address) in a 1200 x 800 window and prints what
+the page shows once its library is listed: state, status, whether it asked to play, the menu's
+options, and the boxes of the menu and of Start.
+
 With --every it opens the page for every program of the library (the menu's listing), one
 after the other, waits until it plays (or fails) and its first clip with words is laid out
 when it has one, and prints, for each, what the page showed: "state", "error", "clips" (the
@@ -372,7 +376,8 @@ async def drive_every(url, out_dir, devtools_url, timeout):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
         tools = await new_tab(socket)
         await tools.call("Page.navigate", url=url)
-        await tools.wait_for("window.readAlong && window.readAlong.program !== null", timeout)
+        # With no program in its address the page opens on its menu, playing nothing.
+        await tools.wait_for("window.readAlong && ['choosing', 'error'].includes(window.readAlong.state)", timeout)
         library = await tools.evaluate("window.readAlong.library")
         for program in library:
             if "problem" in program:
@@ -399,6 +404,26 @@ async def drive_every(url, out_dir, devtools_url, timeout):
             results.append(shown)
         await tools.call("Page.navigate", url="about:blank")
     return {"programs": results}
+
+
+async def drive_menu(url, devtools_url, timeout):
+    """Opens the page with no program in its address in a 1200 x 800 window and reports what it
+    shows once its library is listed: its state and status, whether it asked to play anything,
+    the menu's options, and the boxes of the menu and of Start."""
+    async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
+        tools = await new_tab(socket, width=1200, height=800)
+        await tools.call("Page.navigate", url=url)
+        await tools.wait_for("window.readAlong && ['choosing', 'error'].includes(window.readAlong.state)", timeout)
+        await asyncio.sleep(0.5)
+        shown = await tools.evaluate(
+            "(() => { const box = (e) => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };"
+            " return {state: readAlong.state, status: document.getElementById('status').textContent,"
+            " program: readAlong.program, playing: readAlong.playing, menuValue: document.getElementById('program').value,"
+            " options: [...document.getElementById('program').options].map(o => ({text: o.text, disabled: o.disabled})),"
+            " menu: box(document.getElementById('program')), start: box(document.getElementById('start')),"
+            " width: window.innerWidth, height: window.innerHeight}; })()")
+        await tools.call("Page.navigate", url="about:blank")
+        return shown
 
 
 @contextlib.contextmanager
@@ -440,6 +465,7 @@ def main():
     parser.add_argument("--controls", action="store_true")
     parser.add_argument("--scenario", action="store_true")
     parser.add_argument("--every", action="store_true")
+    parser.add_argument("--menu", action="store_true")
     parser.add_argument("--tap", action="append", default=[], help="ANSWER:EVENT_TYPE (--scenario)")
     parser.add_argument("--shot", action="append", default=[], help="NAME:EXPRESSION (--scenario)")
     parser.add_argument("--until", default=None)
@@ -455,6 +481,8 @@ def main():
             taps = [tuple(t.rsplit(":", 1)) for t in args.tap]
             shots = [tuple(t.split(":", 1)) for t in args.shot]
             result = asyncio.run(drive_scenario(args.url, args.out_dir, devtools_url, args.timeout, taps, shots, args.until, args.reduced_motion, args.keyboard))
+        elif args.menu:
+            result = asyncio.run(drive_menu(args.url, devtools_url, args.timeout))
         elif args.every:
             result = asyncio.run(drive_every(args.url, args.out_dir, devtools_url, args.timeout))
         else:

@@ -87,6 +87,12 @@ function sameProgram(a, b) {
 
 function buildMenu() {
   menu.textContent = "";
+  // Until something is chosen the page plays nothing: the menu says what to do.
+  const placeholder = document.createElement("option");
+  placeholder.value = "";
+  placeholder.textContent = readAlong.library.length ? "— choose what to play —" : "— no lesson in the library —";
+  placeholder.disabled = true;
+  menu.appendChild(placeholder);
   const groups = new Map();
   readAlong.library.forEach((program, n) => {
     if (!groups.has(program.lesson)) {
@@ -98,7 +104,9 @@ function buildMenu() {
     const option = document.createElement("option");
     option.value = String(n);
     if (program.problem !== undefined) {
-      option.textContent = "cannot be read: " + program.problem;
+      // The whole problem in the tooltip; the menu keeps its width.
+      option.textContent = "cannot be read: " + (program.problem.length > 60 ? program.problem.slice(0, 59) + "…" : program.problem);
+      option.title = program.problem;
       option.disabled = true;
     } else {
       option.textContent = programLabel(program);
@@ -107,7 +115,7 @@ function buildMenu() {
   });
 }
 
-// The program the address names, else the picture-dictionary popup, else the first.
+// The program the address names; null when it names none (the page opens on its menu).
 function programFromAddress() {
   const lesson = query.get("lesson");
   if (lesson) {
@@ -119,8 +127,7 @@ function programFromAddress() {
     }
     return readAlong.library.find((p) => sameProgram(p, wanted)) || wanted;
   }
-  const playable = readAlong.library.filter((p) => p.problem === undefined);
-  return playable.find((p) => p.lesson === "picture-dictionary.json" && p.activity === "word-popup") || playable[0] || null;
+  return null;
 }
 
 function showStates(program) {
@@ -136,7 +143,12 @@ function showStates(program) {
 }
 
 function choose(program) {
-  if (!program) { setState("error", "the library has no lesson to play"); return; }
+  if (!program) {
+    menu.value = "";
+    if (!readAlong.library.some((p) => p.problem === undefined)) setState("error", "the library has no lesson to play");
+    else setState("choosing", "choose what to play, then ▶ Start");
+    return;
+  }
   const index = readAlong.library.findIndex((p) => sameProgram(p, program));
   if (index >= 0) menu.value = String(index);
   showStates(program);
@@ -152,7 +164,10 @@ menu.addEventListener("change", () => {
   showStates(program);
   prepare(program);
 });
-document.getElementById("start").addEventListener("click", () => { if (readAlong.program) prepare(readAlong.program); });
+document.getElementById("start").addEventListener("click", () => {
+  const chosen = readAlong.program || readAlong.library[Number(menu.value)];
+  if (menu.value !== "" && chosen) prepare(chosen);
+});
 
 // MARK: laying out
 
