@@ -78,7 +78,12 @@ struct Play: ParsableCommand {
             defer { interrupts.restore() }
             // An activity without scripted taps is answered live: each line on stdin is a tap
             // (an answer, a sound's name, replay or close), heard the moment it is read.
-            let answers = live ? LiveAnswers.start(view: sink.display) { playback.tap($0) } : nil
+            // Space with nothing typed pauses and resumes, as on a chain.
+            let answers =
+                live
+                ? LiveAnswers.start(view: sink.display, pauseOrResume: { Self.control(.pauseOrResume, playback: playback, cues: [], view: sink.display) }) {
+                    playback.tap($0)
+                } : nil
             defer { answers?.restore() }
             // A chain on the terminal: keys control it (space, ←/→, [ ], m).
             let cues = prepared.schedule.cues
@@ -146,7 +151,10 @@ struct Play: ParsableCommand {
         case .nextWord: seek(starts(words: true).first { $0 > heard })
         case .previousSentence: seek(previous(starts(words: false)))
         case .nextSentence: seek(starts(words: false).first { $0 > heard })
-        case .muteMusic: playback.gains.set(.music, muted: !playback.gains.isMuted(.music))
+        case .muteMusic:
+            let muted = !playback.gains.isMuted(.music)
+            playback.gains.set(.music, muted: muted)
+            view?.say(muted ? "music muted (m brings it back)" : "music on")
         case .slower, .faster:
             let steps = [0.5, 0.75, 1, 1.25, 1.5, 1.75, 2]
             let now = playback.speed
@@ -235,11 +243,11 @@ final class EventSink: @unchecked Sendable {
                 throw NarratorError(file: path, "cannot write the events: \(why)")
             }
             self.handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total, speed: speed) : nil
+            display = isatty(STDOUT_FILENO) != 0 ? ReadAlong(schedule: schedule, total: total, speed: speed, answering: live) : nil
         } else if isatty(STDOUT_FILENO) != 0 {
             created = false
             handle = nil
-            display = ReadAlong(schedule: schedule, total: total, speed: speed)
+            display = ReadAlong(schedule: schedule, total: total, speed: speed, answering: live)
         } else {
             created = false
             handle = FileHandle.standardOutput

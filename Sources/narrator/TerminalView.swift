@@ -21,8 +21,15 @@ final class ReadAlong: Sendable {
     private let state = Mutex(State())
     private let ticking = Atomic<Bool>(true)
 
+    /// An activity answered live: the line asks for an answer while nothing is typed.
+    private let answering: Bool
+
     private struct State: Sendable {
-        var words: [String] = []
+        /// The clip whose words the line shows, and its words by their index in the clip's
+        /// timings: a word heard again after a seek takes its own place, not a new one.
+        var clip: String?
+        var words: [Int: String] = [:]
+        /// The index of the word being heard.
         var current: Int?
         var note = ""
         /// The last answer's result, shown until the next step begins.
@@ -41,14 +48,17 @@ final class ReadAlong: Sendable {
     }
 
     static let pausedNote = "paused (space resumes)"
+    /// What the line says while an activity waits for a typed answer and nothing is typed.
+    static let answerPrompt = "› type an answer, Enter"
 
     /// Redraws per second while playing, so that the clock runs between events.
     static let redrawsPerSecond = 10
 
     /// `speed`: the playback's speed from its first frame (`--speed`): no event says it.
-    init(schedule: Schedule, total: Int?, speed: Double = 1) {
+    init(schedule: Schedule, total: Int?, speed: Double = 1, answering: Bool = false) {
         rate = schedule.sampleRate
         self.total = total
+        self.answering = answering
         state.withLock { $0.speed = speed }
     }
 
@@ -83,12 +93,19 @@ final class ReadAlong: Sendable {
                 state.anchor = (cue.frame, time)
                 switch cue.kind {
                 case .clipStart(let clip, _):
-                    state.words = []
+                    state.clip = clip
+                    state.words = [:]
                     state.current = nil
                     state.note = clip
-                case .word(_, _, let text, _):
-                    state.words.append(text)
-                    state.current = state.words.count - 1
+                case .word(let clip, let index, let text, _):
+                    if clip != state.clip {
+                        // Reached by a seek into another clip: its words, under its name.
+                        state.clip = clip
+                        state.words = [:]
+                        state.note = clip
+                    }
+                    state.words[index] = text
+                    state.current = index
                 case .sentence:
                     // The line shows the clip's words; the sentence cue changes nothing yet.
                     break
@@ -194,14 +211,14 @@ final class ReadAlong: Sendable {
         // From the start of the line, erase to the end of the screen, draw, and go back to the
         // start: a terminal that rewraps its lines when made narrower (tmux, VTE, iTerm2)
         // keeps the cursor on the first row of the old line, so the erase takes all of it.
-        Terminal.write("\r\u{1B}[J" + Self.line(state, heard: heardFrame(state), rate: rate, total: total, width: width) + "\r")
+        Terminal.write("\r\u{1B}[J" + Self.line(state, heard: heardFrame(state), rate: rate, total: total, width: width, answering: answering) + "\r")
     }
 
     /// The status line for a terminal `width` columns wide: it uses at most `width - 1` (a
     /// character in the last column leaves some terminals waiting to wrap). What must stay
     /// visible goes first: the clock, then what is being typed, then the last event, then as
     /// many of the words around the current one as fit.
-    private static func line(_ state: State, heard: Int, rate: Int, total: Int?, width: Int) -> String {
+    private static func line(_ state: State, heard: Int, rate: Int, total: Int?, width: Int, answering: Bool) -> String {
         let room = max(1, width - 1)
         let seconds = Double(heard) / Double(rate)
         let clock = total.map { String(format: "[%6.1f / %.1f s] ", seconds, Double($0) / Double(rate)) }
@@ -216,8 +233,15 @@ final class ReadAlong: Sendable {
         let note = Terminal.fit(Terminal.printable(state.answer.isEmpty ? state.note : state.answer + " · " + state.note), left)
         out += note
         left -= Terminal.columns(note)
+        if answering, state.typed.isEmpty, state.stoppedAt == nil, left >= Terminal.columns(Self.answerPrompt) + 2 {
+            // Waiting for an answer, nothing typed yet: say so (after the last event, before
+            // the words, where the typed answer will show).
+            out += "  " + Self.answerPrompt
+            left -= Terminal.columns(Self.answerPrompt) + 2
+        }
         if !state.words.isEmpty, left > 3 {
-            out += "  " + words(state.words.map(Terminal.printable), current: state.current, room: left - 2)
+            let indices = state.words.keys.sorted()
+            out += "  " + words(indices.map { Terminal.printable(state.words[$0]!) }, current: state.current.flatMap { indices.firstIndex(of: $0) }, room: left - 2)
         }
         return out + input
     }
@@ -364,9 +388,16 @@ final class LiveAnswers: Sendable {
     private static let saved = Mutex<termios?>(nil)
 
     /// Starts reading answers; `tap` gets each line, `view` (if shown) what is being typed.
-    static func start(view: ReadAlong?, tap: @escaping @Sendable (String) -> Void) -> LiveAnswers {
+    /// `pauseOrResume` gets a space typed while nothing else is (no answer starts with one).
+    static func start(
+        view: ReadAlong?, pauseOrResume: (@Sendable () -> Void)? = nil, tap: @escaping @Sendable (String) -> Void
+    ) -> LiveAnswers {
         var editor = LineEditor()
         return reading(view: view) { byte, raw in
+            if byte == UInt8(ascii: " "), editor.isEmpty, let pauseOrResume {
+                pauseOrResume()
+                return true
+            }
             switch editor.take(byte) {
             case .typing(let text): if raw { view?.typing(text) }
             case .line(let line):
@@ -473,6 +504,9 @@ struct LineEditor {
     private var bytes: [UInt8] = []
     /// 0: text; 1: after ESC; 2: inside ESC [ … (until a final byte 0x40–0x7E).
     private var escape = 0
+
+    /// Nothing typed, and not inside an escape sequence.
+    var isEmpty: Bool { bytes.isEmpty && escape == 0 }
 
     mutating func take(_ byte: UInt8) -> Result {
         switch escape {

@@ -73,7 +73,8 @@ struct AeneasTests {
         try #require(made.status == 0, "\(made.stderr)")
         let espeak = try Self.words(dir.file("espeak.json"))
         let sentenceWords = Self.sentence.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
-        try #require(espeak.map(\.text) == sentenceWords)
+        // synth keeps each word as written, its comma too.
+        try #require(espeak.map(\.text) == Self.sentence.split(separator: " ").map(String.init))
 
         // Plain text, one word a line: one fragment a word, with ids f000001, f000002, …
         let plain = dir.write("words.txt", sentenceWords.joined(separator: "\n") + "\n")

@@ -351,6 +351,77 @@ struct TerminalViewTests {
         #expect(all.last?.type == "chainEnd")
     }
 
+    /// ← and → move the highlight among the clip's words, each shown once under its own clip's
+    /// name (the line used to add the words heard again: `p2  the big the big see`, a p1 word
+    /// under p2); m says what it did.
+    @Test func arrowsMoveTheHighlightAndMuteSaysSo() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.lesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let events = dir.file("events.jsonl")
+        let pane = try Pane(
+            dir, width: 80, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--chain", "prompt", "--events", events]))
+        defer { pane.close() }
+        var texts: [String: Set<String>] = [:]
+        for (clip, file) in [("p1", "part1"), ("p2", "part2")] {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Repo.path("Timings/lessons/sight-words/\(file).json"))))
+            let words = try #require((object as? [String: Any])?["words"] as? [[String: Any]])
+            texts[clip] = Set(words.compactMap { $0["text"] as? String })
+        }
+        func seen(_ type: String, atLeast count: Int) -> Bool {
+            Self.waitFor(10) { Self.events(events).filter { $0.type == type }.count >= count }
+        }
+        // Into p2 (p1 has three words), then back twice.
+        #expect(seen("word", atLeast: 5))
+        try pane.press("Left")
+        #expect(seen("seeked", atLeast: 1))
+        Thread.sleep(forTimeInterval: 0.15)
+        try pane.press("Left")
+        #expect(seen("seeked", atLeast: 2))
+        for _ in 0..<4 {
+            Thread.sleep(forTimeInterval: 0.2)
+            let line = try #require(Self.statusLines(try pane.screen()).first)
+            let rest = line.split(separator: "] ", maxSplits: 1).last.map(String.init) ?? ""
+            let parts = rest.components(separatedBy: "  ").filter { !$0.isEmpty }
+            guard parts.count >= 2, let clip = texts[parts[0]] else { continue }
+            let shown = parts[1].split(separator: " ").map(String.init).filter { $0 != "…" }
+            #expect(Set(shown).count == shown.count, "a word shown twice: \(line)")
+            #expect(shown.allSatisfy { clip.contains($0) }, "a word of another clip under \(parts[0]): \(line)")
+        }
+        try pane.type("m")
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("music muted") } ?? false }, "\((try? pane.screen()) ?? [])")
+        try pane.type("m")
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("music on") } ?? false }, "\((try? pane.screen()) ?? [])")
+    }
+
+    /// An activity answered at the terminal says it waits for an answer before a key is
+    /// pressed, and space (with nothing typed) pauses and resumes it, as on a chain.
+    @Test func anActivityAsksForItsAnswerAndSpacePauses() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try Self.lesson(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let events = dir.file("events.jsonl")
+        let pane = try Pane(
+            dir, width: 80, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--activity", "a", "--events", events]))
+        defer { pane.close() }
+        #expect(Self.waitFor(10) { Self.events(events).contains { $0.type == "word" } })
+        #expect(Self.waitFor(2) { (try? pane.screen())?.contains { $0.contains("type an answer") } ?? false }, "\((try? pane.screen()) ?? [])")
+        try pane.type(" ")
+        #expect(Self.waitFor(5) { Self.events(events).contains { $0.type == "paused" } }, "space did not pause")
+        try pane.type(" ")
+        #expect(Self.waitFor(5) { Self.events(events).contains { $0.type == "resumed" } }, "space did not resume")
+        try pane.type("zebra")
+        try pane.press("Enter")
+        #expect(Self.waitFor(10) { Self.events(events).contains { $0.type == "tap" && $0.fields["answer"] as? String == "zebra" } })
+        try pane.type("close")
+        try pane.press("Enter")
+        #expect(Self.waitFor(15) { FileManager.default.fileExists(atPath: dir.file("after")) })
+    }
+
     /// `--speed 2` from the first frame: no event says the speed, and between cues the clock
     /// still runs at two seconds a second. A 3 s tone has no cue between its start and its end.
     @Test func clockRunsAtTheSpeedGivenAtStart() throws {
