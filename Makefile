@@ -31,7 +31,7 @@ HEADERS_ONLY_PC := $(CURDIR)/.build-pkgconfig
 export PKG_CONFIG_PATH := $(HEADERS_ONLY_PC)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|FileOutputTests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests
 
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber
@@ -67,18 +67,35 @@ demo: build
 ## A try of the live tests takes about 5 minutes; one that hangs (a stuck sound server, a
 ## client that never ends) is stopped after this long and counts as failed.
 LIVE_TRY_SECONDS ?= 900
+## Where the live tests' harness writes the host stalls it measured (NarratorTestSupport's
+## HostStalls): a failed try is retried only when this holds a stall measured during it.
+LIVE_STALL_LOG := $(CURDIR)/.build/live-host-stalls.log
 
-## test: every test, unit and end to end (fixtures, sox, the CLI)
+## test: every test, unit and end to end (fixtures, sox, the CLI). NARRATOR_NO_SKIPS=1: a test
+## whose requirement is missing fails instead of skipping, outside the allow-list (AllowedSkip,
+## docs/testing.md). The live timing tests run alone after the others, up to three tries: a
+## failed try is run again only if the harness measured a stall of the host during it, and a
+## pass on a later try is reported as one.
 test: deps
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
-	swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip '$(LIVE_TESTS)'
+	NARRATOR_NO_SKIPS=1 swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip '$(LIVE_TESTS)'
 	@echo "live playback tests, alone (they measure timing):"
 	@for try in 1 2 3; do \
-		timeout --kill-after=30 $(LIVE_TRY_SECONDS) swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(LIVE_TESTS)' && exit 0; \
-		[ $$? = 124 ] && echo "the live timing tests took over $(LIVE_TRY_SECONDS) s (try $$try of 3): stopped"; \
+		rm -f $(LIVE_STALL_LOG); \
+		if NARRATOR_NO_SKIPS=1 NARRATOR_STALL_LOG=$(LIVE_STALL_LOG) timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
+			swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(LIVE_TESTS)'; then \
+			[ $$try = 1 ] || echo "the live timing tests PASSED ON RETRY (try $$try of 3); the failures of the earlier tries, and the stalls that allowed their retry, are above"; \
+			exit 0; \
+		else status=$$?; fi; \
+		[ $$status = 124 ] && echo "the live timing tests took over $(LIVE_TRY_SECONDS) s (try $$try of 3): stopped"; \
+		if [ ! -s $(LIVE_STALL_LOG) ]; then \
+			echo "the live timing tests failed (try $$try of 3) with no stall of the host measured: a failure, not retried"; \
+			exit 1; \
+		fi; \
+		echo "the live timing tests failed (try $$try of 3); the harness measured these stalls of the host meanwhile:"; \
+		cat $(LIVE_STALL_LOG); \
 		[ $$try = 3 ] && exit 1; \
-		echo "the live timing tests failed (try $$try of 3); a stall of this shared host can do that:"; \
-		echo "running them again; the last try decides"; \
+		echo "running them again: the first try that passes decides, and is reported as a pass on retry"; \
 	done
 
 

@@ -121,7 +121,7 @@ let package = Package(
         .target(name: "CThreadPlacement"),
         // The Swift Testing traits the timing tests share (only test targets link it).
         .target(name: "NarratorTestTraits", dependencies: ["NarratorTestSupport"]),
-        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport", "narrator-fuzz"]),
+        .testTarget(name: "NarratorCoreTests", dependencies: ["NarratorCore", "NarratorTestSupport", "NarratorTestTraits", "narrator-fuzz", "CAllocationCounter"]),
         .testTarget(
             name: "NarratorAudioFileTests",
             dependencies: ["NarratorAudioFile", "NarratorCore", "NarratorTestSupport", "CSndFile", "CAllocationCounter"]),

@@ -10,11 +10,9 @@ public enum Bench {
         exit(1)
     }
 
-    /// "p50 …, p99 …, max … (n=…)" of values in milliseconds.
+    /// "p50 …, p95 …, p99 …, max … (n=…)" of values in milliseconds (``Spread``: nearest rank,
+    /// each percentile only when there are enough values for it).
     public static func percentiles(_ values: [Double]) -> String {
-        guard !values.isEmpty else { return "n/a" }
-        let sorted = values.sorted()
-        func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))] }
-        return String(format: "p50 %.3f ms, p99 %.3f ms, max %.3f ms (n=%d)", at(0.5), at(0.99), sorted.last!, sorted.count)
+        values.isEmpty ? "n/a" : Spread(values).description
     }
 }

@@ -264,7 +264,9 @@ public final class PulseTestServer: Sendable {
     ///   Call it after the playback under test has ended.
     public func recording(settle: TimeInterval = 0.1) throws -> Recording {
         if settle > 0 { Thread.sleep(forTimeInterval: settle) }
-        return try Recording(rawFile: rawPath, timesFile: timesPath, rate: rate, channels: channels)
+        let recording = try Recording(rawFile: rawPath, timesFile: timesPath, rate: rate, channels: channels)
+        HostStalls.check(recording.clock, what: "recording in \(URL(fileURLWithPath: rawPath).deletingLastPathComponent().path)")
+        return recording
     }
 
     /// Launches `executable` as a client of this server (``environment``), stdin from
@@ -705,9 +707,10 @@ public struct AudibleClock: Sendable {
         return (my - slope * mx, slope)
     }
 
-    /// The `p`-th percentile of sorted values (nearest rank).
+    /// The `p`-th percentile of sorted values (``Percentile``'s nearest rank: a reported
+    /// spread, not a checked bound).
     private static func percentile(_ sorted: [Double], _ p: Double) -> Double {
-        sorted[Int((p / 100 * Double(sorted.count - 1)).rounded())]
+        Percentile.nearestRank(p, sorted: sorted)
     }
 }
 

@@ -103,8 +103,8 @@ struct TimeStretcherTests {
         #expect(abs(Self.zeroCrossingFrequency(r) / 660 - 1) < 0.01)
     }
 
-    /// The output of a whole stream is round(frames / speed) frames within one pitch period of
-    /// the signal (300 frames for the 160 Hz burst, 6.25 ms): Sonic cuts and repeats whole
+    /// The output of a whole stream is round(frames / speed) frames, exactly under 100 ms, else
+    /// within one pitch period of the signal (300 frames for the 160 Hz burst, 6.25 ms): Sonic cuts and repeats whole
     /// periods, and its flush cuts to its own count. (`render --speed` then cuts or pads to the
     /// exact length; RenderSpeedTests.)
     @Test(arguments: [0.5, 0.75, 1.5, 2.0])
@@ -112,7 +112,11 @@ struct TimeStretcherTests {
         for frames in [1, 999, 48_000, 100_003] {
             let (out, stretcher) = try Self.stretch(Self.burst(frames: frames), speed: speed)
             let expected = Int((Double(frames) / speed).rounded())
-            #expect(abs(out.count - expected) <= Self.rate / 160, "\(frames) frames at \(speed)x: \(out.count), expected \(expected)")
+            // A pitch period is 300 frames: on 1 or 999 frames that tolerance would pass an
+            // output of nothing. Streams under 100 ms come out at exactly the count (measured at
+            // every speed here: the flush cuts to it); only longer ones may be a period off.
+            let tolerance = frames < Self.rate / 10 ? 0 : Self.rate / 160
+            #expect(abs(out.count - expected) <= tolerance, "\(frames) frames at \(speed)x: \(out.count), expected \(expected)")
             #expect(stretcher.outputFrame(forInput: frames) == expected)
             #expect(stretcher.outputFrames == out.count && stretcher.inputFrames == frames)
         }
@@ -226,7 +230,7 @@ struct TimeStretcherTests {
         narrator_count_allocations(true)
         var phase = 0.0
         for step in 0..<2_000 {
-            if step % 400 == 0 { try? stretcher.setSpeed(speeds[step / 400]) }
+            if step % 400 == 0 { try stretcher.setSpeed(speeds[step / 400]) }
             for k in 0..<block {
                 phase += 2 * .pi * 200 / 48_000
                 input[2 * k] = Float(0.5 * sin(phase))

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// `narrator align` against ground truth no aligner computed: espeak-ng speaks each word alone,
@@ -9,7 +10,7 @@ import Testing
 /// voice: the boundary error of aeneas alone and after refinement (docs/align.md).
 @Suite(
     "align", .serialized,
-    .enabled(if: PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
+    .requires(PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
 struct AlignTests {
     static let words = "look at the big brown dog it runs and jumps over seven small red fish".split(separator: " ").map(String.init)
     /// Silence before each word (the first: lead-in), and after the last, in milliseconds.
@@ -93,11 +94,10 @@ struct AlignTests {
     }
 
     /// p50, p95 and max of |error| in milliseconds over every start and end.
-    static func errors(_ found: [(start: Int, end: Int)], _ truth: [(start: Int, end: Int)]) -> (p50: Double, p95: Double, max: Double) {
-        let all = zip(found, truth).flatMap { [abs($0.start - $1.start), abs($0.end - $1.end)] }.sorted()
-        func ms(_ frames: Int) -> Double { Double(frames) * 1000 / Double(rate) }
-        func percentile(_ p: Double) -> Double { ms(all[min(all.count - 1, Int((Double(all.count) * p).rounded(.up)) - 1)]) }
-        return (percentile(0.5), percentile(0.95), ms(all.last ?? 0))
+    static func errors(_ found: [(start: Int, end: Int)], _ truth: [(start: Int, end: Int)]) throws -> (p50: Double, p95: Double, max: Double) {
+        let frames: [Int] = zip(found, truth).flatMap { [abs($0.start - $1.start), abs($0.end - $1.end)] }
+        let all: [Double] = frames.map { Double($0) * 1000 / Double(rate) }
+        return (try Percentile.of(50, all), try Percentile.of(95, all), all.max() ?? 0)
     }
 
     static func describe(_ e: (p50: Double, p95: Double, max: Double)) -> String {
@@ -109,11 +109,11 @@ struct AlignTests {
         _ audio: String, truth: [(start: Int, end: Int)], in dir: TempDir, name: String, connected: Bool = false, repeats: Int = 1, extra: [String] = []
     ) throws {
         let result = try align(audio, in: dir, name: name, repeats: repeats, extra: extra)
-        let before = errors(result.aligner, truth)
-        let after = errors(result.refined, truth)
-        let starts = errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
-        let alignerStarts = errors(result.aligner.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
-        let ends = errors(result.refined.map { ($0.end, $0.end) }, truth.map { ($0.end, $0.end) })
+        let before = try errors(result.aligner, truth)
+        let after = try errors(result.refined, truth)
+        let starts = try errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let alignerStarts = try errors(result.aligner.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let ends = try errors(result.refined.map { ($0.end, $0.end) }, truth.map { ($0.end, $0.end) })
         print("align \(name): aeneas \(describe(before)) (starts \(describe(alignerStarts))); refined \(describe(after)) (starts \(describe(starts)); ends \(describe(ends))); confidence min \(String(format: "%.2f", result.confidence.min() ?? -1))")
         if connected {
             // Gaps too short to be pauses: energy alone cannot place most joins. The refinement

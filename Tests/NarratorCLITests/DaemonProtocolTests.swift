@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Testing
 
 /// `narrator serve` without playing anything: the protocol, bad input, access. Real clients:
 /// socat on the Unix socket, Python's websockets on WebSocket.
-@Suite("Daemon protocol", .enabled(if: PulseTestServer.findExecutable("socat") != nil, "needs socat"))
+@Suite("Daemon protocol", .requires(PulseTestServer.findExecutable("socat") != nil, "needs socat"))
 struct DaemonProtocolTests {
     static let library = Repo.path("Timings/lessons")
 
@@ -238,7 +239,7 @@ struct DaemonProtocolTests {
     /// By default the event loops run at SCHED_FIFO 18, and nothing that plays or prepares
     /// inherits it: the workers and a playback's audio and cue threads are at normal priority.
     /// `--no-realtime-delivery` leaves the loops normal too.
-    @Test(.enabled(if: geteuid() == 0, "SCHED_FIFO needs root here"))
+    @Test(.requires(geteuid() == 0, "SCHED_FIFO needs root here", allowed: .root))
     func deliveryThreadsRunAtRealTimePriorityAndNothingInheritsIt() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -299,7 +300,7 @@ struct DaemonProtocolTests {
         #expect((try? String(contentsOfFile: file, encoding: .utf8)) == "keep me")
     }
 
-    @Test(.enabled(if: Clients.havePythonWebSockets, "needs python3 websockets"))
+    @Test(.requires(Clients.havePythonWebSockets, "needs python3 websockets"))
     func webSocketNeedsTheTokenAndRefusesOversizedMessages() throws {
         let dir = TempDir()
         defer { dir.remove() }

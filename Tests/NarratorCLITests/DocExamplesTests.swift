@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// The examples of README.md and docs/*.md marked `<!-- runnable -->` (the fenced `sh` block
@@ -72,7 +73,7 @@ import Testing
         let examples = try Self.lessonExamples()
         #expect(examples.contains { $0.page == "docs/lessons.md" }, "the lesson format's example is marked")
         for (page, folder, json) in examples {
-            let dir = HelpTests.repoLookalike()
+            let dir = try HelpTests.repoLookalike()
             defer { dir.remove() }
             // FOLDER made real, level by level, its other entries linked.
             var real = dir.path
@@ -106,12 +107,12 @@ import Testing
         #expect(readme.blocks.joined().contains("narrator synth") && readme.blocks.joined().contains("--activity"))
     }
 
-    @Test(.timeLimit(.minutes(5)), .enabled(if: PulseTestServer.isAvailable, "play needs the PulseAudio test server"))
+    @Test(.timeLimit(.minutes(5)), .requires(PulseTestServer.isAvailable, "play needs the PulseAudio test server"))
     func everyRunnableExampleRuns() throws {
         let server = try PulseTestServer()
         defer { server.stop() }
         for (page, blocks) in try Self.pages() {
-            let dir = HelpTests.repoLookalike()
+            let dir = try HelpTests.repoLookalike()
             defer { dir.remove() }
             let script = dir.write("examples.sh", "set -euo pipefail\n" + blocks.joined(separator: "\n"))
             var variables = server.clientVariables

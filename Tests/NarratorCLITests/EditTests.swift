@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 #if canImport(Glibc)
@@ -124,7 +125,7 @@ struct EditTests {
     /// page's scale (frames per pixel = clip frames / waveform width), and nothing else moved.
     /// Then a click on "one" plays it with only it highlighted, and Shift+click plays "two" to
     /// "four" with the highlight moving from word to word.
-    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    @Test(.requires(PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
     func dragSaveAndPlayInChromium() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -180,7 +181,7 @@ struct EditTests {
 
     /// In a WebVTT file (milliseconds) a dragged boundary lands on the millisecond the file will
     /// hold, on the page as in the file.
-    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    @Test(.requires(PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
     func dragInAMillisecondFormatSnapsToWhatItHolds() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -201,7 +202,7 @@ struct EditTests {
     /// With an audio clock that never moves (an output that does not start) the page's own
     /// clock takes over: the word is still lit for as long as it lasts, then not; and with
     /// prefers-reduced-motion no playhead moves, only the word's highlight changes.
-    @Test(.enabled(if: PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
+    @Test(.requires(PulseTestServer.findExecutable("chromium") != nil, "needs chromium"))
     func highlightWithoutAnAudioClockAndWithReducedMotion() throws {
         let dir = TempDir()
         defer { dir.remove() }

@@ -2,6 +2,7 @@ import Foundation
 import NarratorCore
 @testable import NarratorLive
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// Real output, without a sound card, against docs/events.schema.json (checked by
@@ -9,7 +10,7 @@ import Testing
 /// over its Unix socket, the loader child's lines, `narrator play`'s line on a device without a
 /// clock, and a playback's events of every kind as `PlaybackEvent.jsonLine` writes them. The
 /// live suites check what `play` writes while it plays (LivePlaybackTests).
-@Suite("Event schema", .enabled(if: EventSchema.available, "needs python3-jsonschema"))
+@Suite("Event schema", .requires(EventSchema.available, "needs python3-jsonschema"))
 struct EventSchemaTests {
     static let lessons = Repo.path("Timings/lessons")
 
@@ -71,7 +72,7 @@ struct EventSchemaTests {
     /// Every kind of reply the daemon gives without playing: cues listings (a chain, an
     /// activity), errors (bad JSON, an unknown op, a stop or tap of nothing, a play on a
     /// device without a clock), a subscription stopped, a stop's own answer.
-    @Test(.enabled(if: PulseTestServer.findExecutable("socat") != nil, "needs socat"))
+    @Test(.requires(PulseTestServer.findExecutable("socat") != nil, "needs socat"))
     func daemonRepliesMatchTheSchema() throws {
         let dir = TempDir()
         defer { dir.remove() }

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// What the narrator binary asks the loader to map at each start. librsvg, eSpeak NG and
@@ -10,7 +11,7 @@ import Testing
 @Suite struct LinkedLibrariesTests {
     static let headersOnly = ProcessInfo.processInfo.environment["PKG_CONFIG_PATH"]?.contains(".build-pkgconfig") == true
 
-    @Test(.enabled(if: headersOnly, "built with the headers-only pkg-config files (make)"))
+    @Test(.requires(headersOnly, "built with the headers-only pkg-config files (make)"))
     func theLazilyOpenedLibrariesAreNotLinked() throws {
         let result = try run("/usr/bin/readelf", ["--dynamic", Repo.narrator])
         try #require(result.status == 0, "readelf: \(result.stderr)")

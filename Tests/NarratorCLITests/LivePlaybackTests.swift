@@ -14,7 +14,7 @@ import Testing
 ///
 /// These tests measure timing, so `make test` runs them on their own after the others, with the
 /// CPUs kept awake (`AwakeCPUs`: on a VM, waking an idle vCPU takes milliseconds).
-@Suite("Live playback", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+@Suite("Live playback", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LivePlaybackTests {
     static let lesson = Repo.path("Timings/lessons/sample.json")
     static let chainArguments = ["--chain", "live", "--seed", "7", "--repeat", "2"]
@@ -93,12 +93,6 @@ struct LivePlaybackTests {
         return result
     }
 
-    static func summary(_ errors: [Int64]) -> (p50: Double, p99: Double, max: Double) {
-        let sorted = errors.map { abs(Double($0) / 1e6) }.sorted()
-        func at(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))] }
-        return (at(0.5), at(0.99), sorted.last ?? 0)
-    }
-
     @Test(arguments: timedOutputs)
     func playsTheRenderSampleForSampleWithCuesWhenHeard(output: OutputKind) throws {
         let dir = TempDir()
@@ -117,23 +111,23 @@ struct LivePlaybackTests {
         let events = try Self.events(dir.file("events.jsonl"))
         #expect(events.first?.type == "start")
         #expect(events.last?.type == "chainEnd" && events.last?.fields["final"] as? Bool == true)
-        // Each line as docs/events.schema.json says (python3-jsonschema), when it is installed.
-        if EventSchema.available {
-            let problems = try EventSchema.problems(try String(contentsOfFile: dir.file("events.jsonl"), encoding: .utf8), as: "playLine")
-            #expect(problems == nil, "\(problems ?? "")")
-        }
+        // Each line as docs/events.schema.json says (python3-jsonschema) (make deps installs it).
+        let problems = try EventSchema.problems(try String(contentsOfFile: dir.file("events.jsonl"), encoding: .utf8), as: "playLine")
+        #expect(problems == nil, "\(problems ?? "")")
         // Every cue of the cue sheet once, in order, and nothing else.
         let sheet = try run(Repo.narrator, ["cues", lesson] + Self.chainArguments)
         let sheetObject = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(sheetObject["cues"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
         #expect(events.dropFirst().map { "\($0.type) \($0.frame ?? -1)" } == expected)
         let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
-        let (p50, p99, max) = Self.summary(measured.map(\.error))
-        print("live cue delivery through PulseAudio (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) cues; "
+        let spread = Spread(absoluteNanoseconds: measured.map(\.error))
+        print("live cue delivery through PulseAudio (\(output)): \(spread) cues; "
             + "clock fit \(recording.clock.residualsMs), \(String(format: "%.1f", recording.clock.slopePPM)) ppm; \(played.stderr)")
         #expect(measured.count >= 20)
-        #expect(p99 <= 2, "p99 \(p99) ms")
-        #expect(max <= 5, "max \(max) ms")
+        // The goal, p99 ≤ 2 ms and max ≤ 5 ms; a run's 20–45 cues are too few for a p99 (nearest
+        // rank), so each of them must be within 2 ms (Spread.exceeds).
+        let missed = spread.exceeds(p99: 2, max: 5)
+        #expect(missed == nil, "\(missed ?? "")")
     }
 
     /// An activity with scripted taps, live: the events are the simulated trace, each delivered
@@ -164,9 +158,9 @@ struct LivePlaybackTests {
         }
         #expect(events.dropFirst().map { "\($0.type)@\($0.frame ?? -1)" } == expected)
         let measured = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
-        let (p50, p99, max) = Self.summary(measured.map(\.error))
-        print("live activity (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(measured.count) events")
-        #expect(max <= 5, "max \(max) ms")
+        let spread = Spread(absoluteNanoseconds: measured.map(\.error))
+        print("live activity (\(output)): \(spread) events")
+        #expect(spread.max <= 5, "\(spread)")
     }
 
     /// A live activity whose prompt, idle prompt and answers are tones that start at their peak,
@@ -294,15 +288,15 @@ struct LivePlaybackTests {
         // Once the player runs again and its clock has settled, cues are back in step.
         let after = try Self.deliveryErrors(events, recording: recording, alignment: alignment)
             .filter { $0.heard > continued + 250_000_000 }
-        let (p50, p99, max) = Self.summary(after.map(\.error))
-        print("after a 300 ms stop (\(output)): p50 \(p50) ms, p99 \(p99) ms, max \(max) ms over \(after.count) cues; \(alignment.gaps)")
+        let spread = Spread(absoluteNanoseconds: after.map(\.error))
+        print("after a 300 ms stop (\(output)): \(spread) cues; \(alignment.gaps)")
         #expect(after.count >= 10)
-        #expect(max <= 5, "max \(max) ms")
+        #expect(spread.max <= 5, "\(spread)")
     }
 
     /// On a terminal (a pseudo-terminal from `script`), people see the words with the one being
     /// heard highlighted, pulses and a progress line, and no JSON.
-    @Test(.enabled(if: PulseTestServer.findExecutable("script") != nil, "needs script (bsdutils)"), arguments: [OutputKind.alsa, .pulse])
+    @Test(.requires(PulseTestServer.findExecutable("script") != nil, "needs script (bsdutils)"), arguments: [OutputKind.alsa, .pulse])
     func terminalShowsTheWordsBeingHeard(output: OutputKind) throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -406,7 +400,7 @@ struct UnavailableDeviceTests {
 
     /// A real ALSA PCM plugin, built here, whose open answers EBUSY as a device held by another
     /// program does. (ALSA only: a sound server mixes its clients, so a pulse sink is never busy.)
-    @Test(.enabled(if: PulseTestServer.findExecutable("gcc") != nil, "needs gcc"))
+    @Test(.requires(PulseTestServer.findExecutable("gcc") != nil, "needs gcc"))
     func busyDevice() throws {
         let dir = TempDir()
         defer { dir.remove() }

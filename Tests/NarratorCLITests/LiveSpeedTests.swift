@@ -7,7 +7,7 @@ import Testing
 /// offline stretched render sample for sample, each word's cue is heard within 5 ms of where
 /// an onset threshold finds its sound in the recording, a 440 Hz tone keeps its pitch, and a
 /// change while playing is heard within a period, the rewind margin and the fade.
-@Suite("Live speed", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+@Suite("Live speed", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LiveSpeedTests {
     typealias Event = LivePlaybackTests.Event
 
@@ -109,7 +109,7 @@ struct LiveSpeedTests {
 /// A pause longer than `--release-device-after` through the server: the stream is corked (the
 /// server may suspend its sink) until the resume; the recording is the render with one gap
 /// of silence, and every cue comes once.
-@Suite("Live long pause", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+@Suite("Live long pause", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LiveLongPauseTests {
     @Test func aLongPauseCorksTheStreamUntilTheResume() throws {
         let dir = TempDir()
@@ -167,7 +167,7 @@ struct LiveLongPauseTests {
 /// render up to where the change is heard, within a period of the request; from there the
 /// level only falls, over about 5 ms (a ramp of 1/480 of full scale a frame: no step, no
 /// zipper), and is then the render at half, sample for sample within a step of rounding.
-@Suite("Live volume", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+@Suite("Live volume", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct LiveVolumeTests {
     @Test func aVolumeChangeLandsWithinAPeriodRamped() throws {
         let dir = TempDir()

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// The two-language sample lesson (Timings/lessons/colors.json, made by
@@ -178,7 +179,7 @@ extension LocaleCLITests {
 }
 
 /// The daemon's `play` and `cues` take `locale`.
-@Suite("Daemon locales", .enabled(if: PulseTestServer.findExecutable("socat") != nil, "needs socat"))
+@Suite("Daemon locales", .requires(PulseTestServer.findExecutable("socat") != nil, "needs socat"))
 struct DaemonLocaleTests {
     @Test func cuesInALocaleAreTheCommandsAndBadOnesAreOneError() throws {
         let dir = TempDir()
@@ -222,7 +223,7 @@ struct DaemonLocaleTests {
     /// locales that changed its clips, most specific first; none for a language the lesson does
     /// not have; no key without a locale. (On the private PulseAudio server: the daemon has no
     /// virtual output, and ALSA's null device has no clock to place cues on. About 3 s.)
-    @Test(.enabled(if: PulseTestServer.isAvailable, "needs the PulseAudio test server"))
+    @Test(.requires(PulseTestServer.isAvailable, "needs the PulseAudio test server"))
     func playTellsTheLocalesItUsed() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -244,15 +245,13 @@ struct DaemonLocaleTests {
         #expect(finished("mx")?.fields["locales"] as? [String] == ["es-MX", "es"])
         #expect(finished("fr")?.fields["locales"] as? [String] == [])
         #expect(finished("default").map { $0.fields["locales"] == nil } == true)
-        if EventSchema.available {
-            #expect(try EventSchema.problems(reply.stdout, as: "daemonLine") == nil)
-        }
+        #expect(try EventSchema.problems(reply.stdout, as: "daemonLine") == nil)
         #expect(daemon.stop() == 0)
     }
 
     /// `play` with `locale` (tags ignore case) plays the locale's clips: its events are the
     /// cue sheet's, at the same frames. (On the private PulseAudio server: about 2.6 s.)
-    @Test(.enabled(if: PulseTestServer.isAvailable, "needs the PulseAudio test server"))
+    @Test(.requires(PulseTestServer.isAvailable, "needs the PulseAudio test server"))
     func playInALocale() throws {
         let dir = TempDir()
         defer { dir.remove() }

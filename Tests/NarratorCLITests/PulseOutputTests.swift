@@ -15,7 +15,7 @@ import Testing
 /// What only the native PulseAudio output (`--output pulse`) does, through the private server
 /// and its recorder: taking back audio it already gave the server (a relative seek), a server
 /// that hangs or is not there. The goals it shares with ALSA are LivePlaybackTests', run on both.
-@Suite("Pulse output", .serialized, .awakeCPUs, .enabled(if: PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+@Suite("Pulse output", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
 struct PulseOutputTests {
     /// An answer during the silence after the prompt starts 30 ms after it is heard, in audio
     /// the server already holds (it is given 50 ms ahead): the output seeks back over it. The
@@ -167,7 +167,7 @@ struct PulseOutputTests {
     /// created it: started from a SCHED_FIFO parent, it takes the audio policy asked for. On the
     /// pulse output that is SCHED_FIFO 20 (the engine's audio priority) unless `--no-realtime`.
     @Test(
-        .enabled(if: PulseTestServer.realtimePermitted, "SCHED_FIFO is not permitted here (chrt -f 10 fails)"),
+        .requires(PulseTestServer.realtimePermitted, "SCHED_FIFO is not permitted here (chrt -f 10 fails)", allowed: .realtimeScheduling),
         arguments: [([String](), true), (["--realtime"], true), (["--no-realtime"], false)])
     func mainloopThreadTakesTheAudioPolicy(flags: [String], realtime: Bool) throws {
         let dir = TempDir()

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// The daemon's `library` listing, and the read-along page (docs/read-along.md) in headless
@@ -70,11 +71,9 @@ struct ReadAlongPageTests {
         #expect(refused.count == 1 && refused.first?.type == "error", "\(refused.map(\.fields))")
         #expect((refused.first?.fields["message"] as? String)?.contains("lesson: unknown key") == true, "\(refused.map(\.fields))")
         // The lines as sent, against the schema.
-        if EventSchema.available, PulseTestServer.findExecutable("socat") != nil {
-            let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
-            #expect(raw.stdout.split(separator: "\n").count == listing.count)
-            #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
-        }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+        #expect(raw.stdout.split(separator: "\n").count == listing.count)
+        #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
     }
 
     /// A library with a lesson, a file that is not a lesson, a broken one and a link that leads
@@ -131,10 +130,8 @@ struct ReadAlongPageTests {
         #expect(program("chain", "hint")?.fields["texts"] as? [String: String] == ["hint": HintLesson.transcript])
         #expect(program("chain", "ask").map { $0.fields["texts"] == nil } == true)
         #expect(program("chain", "right").map { $0.fields["texts"] == nil } == true)
-        if EventSchema.available, PulseTestServer.findExecutable("socat") != nil {
-            let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
-            #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
-        }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+        #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
     }
 
     /// A lesson made to swell the listing: 40 chains that each play one clip with a 40 KiB
@@ -256,7 +253,7 @@ struct ReadAlongPageTests {
 
     /// The picture-dictionary popup (the default address's program): the definition's words
     /// laid out when its clip starts, each red as its cue comes, its sentence highlighted.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func dictionaryPopupFollowsTheWords() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -290,7 +287,7 @@ struct ReadAlongPageTests {
     /// gives the activity's `correct` tap and feedback; the next step's idle prompt pulses its
     /// answer's tile (its target is `tile-hat`), animated, when its pulse cue comes; clips the activity's own schedule does
     /// not reach are laid out too.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func sightWordsAnswerTileAndPulses() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -333,7 +330,7 @@ struct ReadAlongPageTests {
     /// pulsed by its own name, reached and pressed with the keyboard (Enter), under
     /// prefers-reduced-motion: a static outline, no animation; both sentences highlighted in
     /// turn.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func lessonMadeHereWithKeyboardAndReducedMotion() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -372,7 +369,7 @@ struct ReadAlongPageTests {
     /// and says a clip with a transcript but no timings: the pulse pulses the answer tile `red`
     /// (no second tile), and the clip's transcript is laid out at its clipStart, highlighted
     /// while it plays and no longer once its clipEnd comes.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func hintPulsesItsAnswerTileAndATranscriptShows() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -416,7 +413,7 @@ struct ReadAlongPageTests {
     /// `finished` says how many .json files were not lessons; a lesson with a mistake is still
     /// listed with its problem. The page opens on its menu, playing nothing, and however long a
     /// problem is, Start stays in a 1200 px window.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func aFolderOfTimingsListsItsLessonsOnlyAndThePageWaitsOnItsMenu() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -461,7 +458,7 @@ struct ReadAlongPageTests {
     /// Every chain and activity of every sample lesson, opened on the page by its address:
     /// each plays without an error, and a program with words shows the words of its first clip
     /// with words, only clips that have started.
-    @Test(.enabled(if: canBrowse, "needs chromium, python3-websockets and the private sound server"))
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets and the private sound server"))
     func everyProgramOfTheSampleLibraryPlaysOnThePage() throws {
         let dir = TempDir()
         defer { dir.remove() }

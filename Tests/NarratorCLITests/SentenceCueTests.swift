@@ -46,9 +46,7 @@ struct SentenceCueTests {
         ]
         #expect(try lines(["cues", lesson, "--chain", "c"]) == expected)
         #expect(try lines(["simulate", lesson, "--chain", "c"]) == expected)
-        if EventSchema.available {
-            let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "c"])
-            #expect(try EventSchema.problems(sheet.stdout, as: "cueSheet", document: true) == nil)
-        }
+        let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "c"])
+        #expect(try EventSchema.problems(sheet.stdout, as: "cueSheet", document: true) == nil)
     }
 }

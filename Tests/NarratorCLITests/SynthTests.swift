@@ -1,10 +1,11 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// `narrator synth`: scratch narration through libespeak-ng, checked against espeak-ng's own
 /// command-line program and against the sound of the words.
-@Suite("synth", .enabled(if: PulseTestServer.findExecutable("espeak-ng") != nil, "needs espeak-ng"))
+@Suite("synth", .requires(PulseTestServer.findExecutable("espeak-ng") != nil, "needs espeak-ng"))
 struct SynthTests {
     static let text = "one, eleven, nine, and many, onions"
 

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// `narrator play` on a terminal, as a person sees it: the program runs in a tmux pane (a real
@@ -8,7 +9,7 @@ import Testing
 /// `capture-pane` after each step.
 @Suite(
     "Terminal view", .serialized,
-    .enabled(if: PulseTestServer.isAvailable && PulseTestServer.findExecutable("tmux") != nil, "needs the PulseAudio test server and tmux"))
+    .requires(PulseTestServer.isAvailable && PulseTestServer.findExecutable("tmux") != nil, "needs the PulseAudio test server and tmux"))
 struct TerminalViewTests {
     /// A tmux server of its own (its own socket) with one pane running `script`.
     final class Pane {

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 /// `narrator validate` on a library made broken on purpose, one fault a file, with sox making
@@ -263,7 +264,7 @@ struct ValidateTests {
 /// fault is found at the word where it was made, and the exact timings have none.
 @Suite(
     "narrator validate: alignment",
-    .enabled(if: PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
+    .requires(PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
 struct ValidateAlignmentTests {
     typealias Words = [(start: Int, end: Int)]
     static let rate = AlignTests.rate

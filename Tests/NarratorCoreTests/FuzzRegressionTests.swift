@@ -10,14 +10,22 @@ struct FuzzCrashInput: Sendable, CustomTestStringConvertible {
 
     static let folder = Repo.path("Tests/Fixtures/fuzz-crashes")
 
-    /// The target folders, and every file in them.
-    static func all() -> [FuzzCrashInput] {
+    /// The target folders, and every file in them; throws when the folder cannot be listed.
+    static func listed() throws -> [FuzzCrashInput] {
         let files = FileManager.default
-        return ((try? files.contentsOfDirectory(atPath: folder)) ?? []).sorted().flatMap { target in
+        return try files.contentsOfDirectory(atPath: folder).sorted().flatMap { target in
             let sub = folder + "/" + target
-            return ((try? files.contentsOfDirectory(atPath: sub)) ?? []).sorted().map { FuzzCrashInput(target: target, path: sub + "/" + $0) }
+            return try files.contentsOfDirectory(atPath: sub).sorted().map { FuzzCrashInput(target: target, path: sub + "/" + $0) }
         }
     }
+
+    /// The test's arguments, found when the tests are discovered (which cannot fail a test):
+    /// an unreadable folder gives none, and `theSavedInputsAreFound` fails instead.
+    static func all() -> [FuzzCrashInput] { (try? listed()) ?? [] }
+
+    /// The saved inputs when this was written: a folder moved or emptied fails
+    /// `theSavedInputsAreFound` rather than leaving the replay with zero cases.
+    static let knownCount = 10
 }
 
 /// Every input `make fuzz` found a trap, a sanitizer error or a hang with (docs/fuzzing.md),
@@ -36,10 +44,18 @@ struct FuzzCrashInput: Sendable, CustomTestStringConvertible {
         #expect(listed.status == 0, "\(listed.stderr)")
         let targets = Set(listed.stdout.split(separator: "\n").map(String.init))
         #expect(targets.contains("textgrid") && targets.contains("request") && targets.count == 15, "\(targets)")
-        let folders = (try? FileManager.default.contentsOfDirectory(atPath: FuzzCrashInput.folder)) ?? []
+        let folders = try FileManager.default.contentsOfDirectory(atPath: FuzzCrashInput.folder)
+        #expect(!folders.isEmpty, "\(FuzzCrashInput.folder) is empty")
         for folder in folders {
             #expect(targets.contains(folder), "Tests/Fixtures/fuzz-crashes/\(folder) is not a fuzz target")
         }
+    }
+
+    /// The replay below has as many cases as there are saved inputs: none if the folder moved.
+    @Test func theSavedInputsAreFound() throws {
+        let inputs = try FuzzCrashInput.listed()
+        #expect(inputs.count >= FuzzCrashInput.knownCount, "\(inputs.count) inputs in \(FuzzCrashInput.folder)")
+        #expect(FuzzCrashInput.all().count == inputs.count)
     }
 
     @Test(arguments: FuzzCrashInput.all())

@@ -1,5 +1,6 @@
 import Foundation
 import NarratorTestSupport
+import NarratorTestTraits
 import Testing
 
 #if canImport(Glibc)
@@ -28,7 +29,7 @@ import Testing
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    @Test(.enabled(if: PulseTestServer.isAvailable && PulseTestServer.findExecutable("aplay") != nil,
+    @Test(.requires(PulseTestServer.isAvailable && PulseTestServer.findExecutable("aplay") != nil,
                    "needs pulseaudio, pulseaudio-utils, libasound2-plugins, alsa-utils (aplay) and python3"))
     func aplayIsRecordedBitExactOnASubMillisecondClock() throws {
         // The fixture sentence (words between exact zeros), left as is, right at half level.
@@ -69,7 +70,7 @@ import Testing
         #expect(abs(duration - Double(mono.frames) / 48000) < 0.001)
     }
 
-    @Test(.enabled(if: PulseTestServer.isAvailable && PulseTestServer.findExecutable("aplay") != nil,
+    @Test(.requires(PulseTestServer.isAvailable && PulseTestServer.findExecutable("aplay") != nil,
                    "needs pulseaudio, pulseaudio-utils, libasound2-plugins, alsa-utils (aplay) and python3"))
     func aplayStoppedForAWhileLeavesASilentGapAndLosesNothing() throws {
         // aplay with a 100 ms buffer, stopped (SIGSTOP) 1 s in for 300 ms: the server underruns

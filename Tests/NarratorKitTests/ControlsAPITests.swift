@@ -138,15 +138,35 @@ struct ControlsAPITests {
         _ = output.runToEnd(limit: 10_000_000_000)
     }
 
+    /// A gain set on a playback is heard, not just stored: with the master at 0.5 every sample
+    /// after the first ramp is half the one played without it (within 1 LSB of rounding), and a
+    /// gain of 99 is heard as `MixGains.maximum`, clipped where that overflows.
+    @Test func aGainSetIsHeard() throws {
+        func played(_ target: MixGains.Target?, _ gain: Float) throws -> [Int16] {
+            let (playback, output, _) = try Self.start()
+            if let target { playback.gains.set(target, gain: gain) }
+            #expect(output.runToEnd(limit: 60_000_000_000))
+            #expect(playback.waitUntilFinished() == .finished)
+            return output.samples
+        }
+        let plain = try played(nil, 1)
+        let ramp = 2 * 4_800  // 50 ms of stereo samples: past the gain's ramp from 1
+        #expect(plain.count > ramp && plain.dropFirst(ramp).contains { abs(Int($0)) > 4_000 }, "something loud to scale")
+        for (gain, target) in [(Float(0.5), MixGains.Target.master), (99, .master)] {
+            let scaled = try played(target, gain)
+            #expect(scaled.count == plain.count)
+            let heard = min(gain, MixGains.maximum)
+            let off = zip(plain, scaled).dropFirst(ramp).filter { p, s in
+                abs(Float(s) - max(-32768, min(32767, Float(p) * heard))) > 1.5
+            }
+            #expect(off.isEmpty, "gain \(gain): \(off.count) samples not at \(heard)×, first \(off.prefix(3))")
+        }
+    }
+
     @Test func sayAWordThenGoOnAndGains() throws {
         let sheet = try Self.sheet()
         let hat = try #require(sheet.first { $0.type == "word" && $0.clip == "p2" && $0.index == 3 })
         let (playback, output, log) = try Self.start()
-        playback.gains.set(.music, gain: 0.25)
-        #expect(playback.gains.gain(.music) == 0.25)
-        playback.gains.set(.voice, gain: 99)
-        #expect(playback.gains.gain(.voice) == MixGains.maximum, "clamped")
-        playback.gains.set(.voice, gain: 1)
         try Self.run(output, log) { $0.events.contains { if case .cue(let cue, _, _) = $0 { cue.type == "word" } else { false } } }
         try playback.say(clip: "p2", word: 3, then: .resumeWhereItWas)
         #expect(output.runToEnd(limit: 60_000_000_000))

@@ -362,7 +362,7 @@ struct TransportTests {
         let playback = VirtualPlayback(fixture.schedule)
         let trigger = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 0))
         let said = try #require(Self.cueOf(fixture.schedule, clip: "p1", word: 2))
-        guard case .word(_, _, _, let saidEnd) = said.kind else { return }
+        let saidEnd = try #require({ if case .word(_, _, _, let end) = said.kind { end } else { nil } }() as Int?, "\(said) is not a word")
         let engine = playback.engine
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
