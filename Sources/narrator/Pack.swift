@@ -351,10 +351,19 @@ struct Packer {
     }
 
     /// The gain (dB) each audio file gets to bake its lessons' loudness targets in: the gain its
-    /// clips get when their lesson loads (the clip bank measures them as they play). Every
-    /// clip of a file must want the same gain (0 for a clip on a bus without a target).
+    /// clips get when their lesson loads (the clip bank measures them as they play), in the
+    /// lesson's default clips and in every locale's (a translation's recordings are levelled
+    /// like the default's: the packed lesson has no target left to level them by). Every clip
+    /// of a file must want the same gain (0 for a clip on a bus without a target).
     func bakedGains(_ lessons: [Lesson], copied: Set<String>) throws(NarratorError) -> [String: Double] {
         struct Want { let gain: Double; let lesson: String; let clip: String }
+        var variants: [Lesson] = []
+        for lesson in lessons {
+            variants.append(lesson)
+            guard !lesson.loudness.isEmpty else { continue }
+            for tag in lesson.locales.keys.sorted() { variants.append(try lesson.localized(to: tag)) }
+        }
+        let lessons = variants
         let banks = parallelMap(lessons) { lesson -> Swift.Result<ClipBank?, NarratorError> in
             guard !lesson.loudness.isEmpty else { return .success(nil) }
             return Swift.Result { () throws(NarratorError) in
@@ -372,10 +381,11 @@ struct Packer {
                     continue
                 }
                 guard first.gain == gain else {
+                    let place = lesson.resolution.map { "\(lesson.path) (locale \($0.requested))" } ?? lesson.path
                     throw NarratorError(
                         file: file,
                         "its clips would need different loudness gains to be baked in: \(first.clip) in \(first.lesson) "
-                            + "\(String(format: "%+.2f dB", first.gain)), \(id) in \(lesson.path) \(String(format: "%+.2f dB", gain)): "
+                            + "\(String(format: "%+.2f dB", first.gain)), \(id) in \(place) \(String(format: "%+.2f dB", gain)): "
                             + "pack without --normalize (a lesson levels its clips as it loads)")
                 }
             }

@@ -191,8 +191,9 @@ import Testing
     /// `pack --normalize` on clips made at three levels: each packed file measures within
     /// 0.5 LU of its bus's target by ffmpeg's meter (its own implementation, not libebur128),
     /// the packed lesson has no "loudness" key and gives the original's cue sheets, a clip too
-    /// short to measure and a lesson without a target keep their samples as recorded, and a
-    /// file two buses would level apart is refused in one line.
+    /// short to measure and a lesson without a target keep their samples as recorded, every
+    /// locale's recordings are levelled like the default's, and a file two buses would level
+    /// apart is refused in one line.
     @Test func normalizeBakesTheLoudnessTargetIn() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -202,17 +203,21 @@ import Testing
             try FileManager.default.moveItem(atPath: dir.file("\(name).wav"), toPath: dir.file("lib/\(name).wav"))
         }
         try LoudnessTests.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("lib/blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
+        // A translation recorded 8 dB under the default's c20, and one 6 dB over c10.
+        try LoudnessTests.sox([dir.file("lib/c20.wav"), dir.file("lib/es-a.wav"), "gain", "-8"])
+        try LoudnessTests.sox([dir.file("lib/c10.wav"), dir.file("lib/fr-b.wav"), "gain", "6"])
         let leveled = dir.write("lib/leveled.json", """
-            {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30},
+            {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30}, "locale": "en",
              "clips": {"a": {"file": "c10.wav"}, "b": {"file": "c20.wav"}, "fx": {"file": "c30.wav", "bus": "sfx"},
                        "blip": {"file": "blip.wav"}},
+             "locales": {"es": {"clips": {"a": {"file": "es-a.wav"}}}, "fr": {"clips": {"b": {"file": "fr-b.wav"}}}},
              "chains": {"all": [{"clip": "a"}, {"clip": "b"}, {"silence": 0.1}, {"clip": "fx"}, {"clip": "blip"}]}}
             """)
         let plain = dir.write("lib/plain.json", #"{"sampleRate": 48000, "clips": {"s": {"file": "speech.wav"}}, "chains": {"x": [{"clip": "s"}]}}"#)
         let out = dir.file("out")
         let result = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--format", "flac", "--normalize", "--no-progress"])
         try #require(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("--normalize: the loudness targets of 1 lesson baked into 3 files"), "\(result.stdout)")
+        #expect(result.stdout.contains("--normalize: the loudness targets of 1 lesson baked into 5 files"), "\(result.stdout)")
 
         let packed = try NarratorLesson(path: out + "/leveled.json")
         #expect(packed.lesson.loudness.isEmpty)
@@ -225,6 +230,13 @@ import Testing
             #expect(file.hasSuffix(".flac"))
             let measured = try LoudnessTests.ffmpeg(file).integrated
             #expect(abs(measured - target) <= 0.5, "\(id): \(file) measures \(measured) LUFS, target \(target)")
+        }
+        // Every locale's recordings too (they used to stay 6–8 LU off the target).
+        for (tag, id) in [("es", "a"), ("fr", "b")] {
+            let file = try packed.lesson.localized(to: tag).clips[id]!.file
+            #expect(file.contains(tag), "\(tag): \(file)")
+            let measured = try LoudnessTests.ffmpeg(file).integrated
+            #expect(abs(measured + 23) <= 0.5, "\(tag) \(id): \(file) measures \(measured) LUFS, target -23")
         }
         // As recorded: the 0.2 s blip (no loudness to measure) and the lesson without a target.
         func samples(_ path: String) throws -> String {
