@@ -12,6 +12,9 @@ public enum OutputKind: String, CaseIterable, Sendable {
     /// An audio file (`--device` names it) played into in real time, as a sound card would
     /// play it: for a machine with no sound card (`FileOutput`).
     case file
+
+    /// The outputs that play on a sound card or a sound server (not into a file).
+    public static let devices: [OutputKind] = [.alsa, .pulse]
 }
 
 /// Opens the output of a kind on a device.

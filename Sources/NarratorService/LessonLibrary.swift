@@ -90,7 +90,9 @@ struct LessonLibrary: Sendable {
         var events: [[EventEncoder.Member]] = []
         var notLessons = 0
         for name in names {
-            if Self.isPlainlyNotALesson(root + "/" + name) {
+            // Only a file inside the library is looked into (a link that leads out is listed
+            // with its problem, as any request for it is refused).
+            if let path = try? resolve(name), Self.isPlainlyNotALesson(path) {
                 notLessons += 1
                 continue
             }

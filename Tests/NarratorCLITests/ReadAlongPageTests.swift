@@ -77,8 +77,9 @@ struct ReadAlongPageTests {
     }
 
     /// A library with a lesson, a file that is not a lesson, a broken one and a link that leads
-    /// out: the lessons are listed, each other file is one `problem` naming it by its path in the
-    /// library, and nothing about where the library lives.
+    /// out: the lessons are listed, the broken one and the link are each one `problem` naming it
+    /// by its path in the library, and nothing about where the library lives; the file that is
+    /// plainly not a lesson is not listed, only counted (`notLessons`).
     @Test func libraryNamesWhatCannotBeRead() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -93,11 +94,12 @@ struct ReadAlongPageTests {
         defer { daemon.stop() }
         let reply = try Clients.run(daemon, unix: true, [#"{"id": "l", "op": "library"}"#])
         let programs = reply.events.filter { $0.type == "program" }
-        #expect(programs.map { $0.fields["lesson"] as? String ?? "" } == ["broken.json", "link.json", "made.json", "made.json", "made.json", "notes.json"])
+        #expect(programs.map { $0.fields["lesson"] as? String ?? "" } == ["broken.json", "link.json", "made.json", "made.json", "made.json"])
+        #expect(reply.events.last?.type == "finished" && reply.events.last?.fields["notLessons"] as? Int == 1, "\(reply.events.last?.fields ?? [:])")
         let problems = Dictionary(uniqueKeysWithValues: programs.compactMap { event in
             (event.fields["problem"] as? String).map { (event.fields["lesson"] as? String ?? "", $0) }
         })
-        #expect(Set(problems.keys) == ["broken.json", "link.json", "notes.json"], "\(problems)")
+        #expect(Set(problems.keys) == ["broken.json", "link.json"], "\(problems)")
         #expect(problems["link.json"]?.contains("outside the lesson library") == true, "\(problems)")
         #expect(problems["broken.json"]?.hasPrefix("broken.json") == true, "\(problems)")
         #expect(!problems.values.contains { $0.contains(dir.path) }, "\(problems)")
@@ -262,7 +264,7 @@ struct ReadAlongPageTests {
         let daemon = try Daemon(dir: dir, library: Self.library, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
         let shots = URL(fileURLWithPath: dir.file("shots"))
-        let watched = try Self.watch(daemon, query: "", shots: shots, ["--shot", "word:readAlong.current === 'apple/3'"])
+        let watched = try Self.watch(daemon, query: "lesson=picture-dictionary.json&activity=word-popup", shots: shots, ["--shot", "word:readAlong.current === 'apple/3'"])
         // The timing file is the ground truth for the words.
         let timings = try String(contentsOfFile: Self.library + "/dictionary/apple.txt", encoding: .utf8)
         let texts = timings.split(separator: "\n").map { String($0.split(separator: "\t")[2]) }
