@@ -320,7 +320,9 @@ public final class PlaybackEngine: @unchecked Sendable {
         func checkOutput() -> PlaybackOutcome? {
             let now = clock.now()
             let count = feed.underruns.load(ordering: .acquiring)
-            if count > underrunsSeen {
+            // `start` comes first: an underrun while the clock settled (before the first frame
+            // was heard) is told once playback has started, with its count.
+            if started, count > underrunsSeen {
                 underrunsSeen = count
                 onEvent(.underrun(count: count, at: now))
             }

@@ -203,6 +203,28 @@ struct EngineTests {
         try playback.check(against: fixture.reference, cues: fixture.schedule.cues, gaps: 1, lateBy: 2_100_000)
     }
 
+    /// The output runs dry before its first frame is heard (its callback not called for 100 ms
+    /// from 30 ms after it began, while its clock settles): `start` is still the first event,
+    /// and the underrun is told after it (it used to come before it, though `start` comes
+    /// first by the protocol).
+    @Test(arguments: [1_000_000, 2_000_000, 3_000_000, 4_000_000, 6_000_000, 30_000_000] as [Int64])
+    func anUnderrunBeforeTheStartIsToldAfterIt(after: Int64) throws {
+        let fixture = try LiveFixture()
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        let start = playback.clock.now()
+        playback.output.troubles = [.init(.noCallbacks, at: start + after, for: 100_000_000)]
+        #expect(try playback.play() == .finished)
+        guard case .start(let info)? = playback.log.events.first else {
+            Issue.record("the first event is \(String(describing: playback.log.events.first))")
+            return
+        }
+        for event in playback.log.events {
+            if case .underrun(_, let at) = event { #expect(at >= info.firstFrameHeardTime, "underrun at \(at), start \(info.firstFrameHeardTime)") }
+        }
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+    }
+
     /// Every 100 ms of play the output stops consuming for 30 ms without a word (a sound server
     /// that keeps being descheduled): cues due in a pause wait for the output to confirm the
     /// clock again rather than go out on the old one.
