@@ -2,7 +2,8 @@
 # Benchmark of `narrator render` against sox concatenating the same files.
 #
 # Renders chains of about 1, 10 and 60 minutes made of the committed 48 kHz mono 16-bit
-# fixture clips, and a 10-minute chain of 1,200 short clips (0.2-0.8 s, 80 distinct files
+# fixture clips, a 10-minute chain of 1,300 short clips cycling through 6 files, and a
+# 10-minute chain of 1,200 short clips (0.2-0.8 s, 80 distinct files
 # made here with sox: the shape of batch work, where per-clip and per-file costs show),
 # played back to back with no silence, and times each render against
 # `sox f1.wav f2.wav ... out.wav` over exactly the same files in the same order, in the
@@ -17,6 +18,8 @@
 #   scripts/bench-render.sh
 # Environment:
 #   NARRATOR=path       use this narrator binary instead of building one
+#   BENCH_BUILD=plain   build with plain `swift build -c release` (what a package consumer gets)
+#                       instead of the shipped build (static Swift runtime, scripts/build-release.sh)
 #   BENCH_RUNS=N        runs per measurement (default 3; the best wall time is kept)
 #   BENCH_LONG=auto|1|0 the 60-minute chain: auto (default) runs it only when the
 #                       10-minute figures say it takes under a minute; 1 always; 0 never
@@ -48,6 +51,13 @@ if [[ -n ${NARRATOR:-} ]]; then
     narrator=$NARRATOR
     [[ -x $narrator ]] || die "NARRATOR=$narrator is not an executable"
     say "using NARRATOR=$narrator"
+elif [[ ${BENCH_BUILD:-shipped} == plain ]]; then
+    # What a SwiftPM user or a package consumer gets: `swift build -c release`, dynamically
+    # linked against the Swift runtime and Foundation.
+    say "building narrator (plain swift build -c release, scratch path .build-bench-plain)..."
+    (cd "$repo" && swift build -c release --scratch-path .build-bench-plain --product narrator >&2) || die "release build failed"
+    narrator=$repo/.build-bench-plain/release/narrator
+    [[ -x $narrator ]] || die "no binary at $narrator after the build"
 else
     say "building narrator (release as shipped, scripts/build-release.sh, scratch path .build-bench)..."
     bin=$(bash "$repo/scripts/build-release.sh" narrator) || die "release build failed"
@@ -104,24 +114,27 @@ make_chain() {
     echo "$total"
 }
 
-# The short-clip chain: 80 distinct clips of 0.2 to 0.8 s (a tone each over pink noise, their
-# lengths spread over the range), 1,200 of them in a scrambled order: about 10 minutes.
-# Writes $work/chain-short.json and .list like make_chain and prints the length in frames.
+# The short-clip chains: N distinct clips of 0.2 to 0.8 s (a tone each over pink noise, their
+# lengths spread over the range), COUNT of them in a scrambled order: "short" is 80 files
+# 1,200 times (about 10 minutes), "few" is 6 files 1,300 times (a handful of clips cycled, as a
+# drill lesson is: per-clip costs, not per-file ones).
+# make_short_chain NAME N COUNT: writes $work/chain-NAME.json and .list like make_chain and
+# prints the length in frames.
 make_short_chain() {
-    local n=80 count=1200 k d total=0 sep= lesson=$work/chain-short.json list=$work/chain-short.list
+    local name=$1 n=$2 count=$3 k d total=0 sep= lesson=$work/chain-$1.json list=$work/chain-$1.list
     local -a short_frames=()
-    mkdir -p "$work/short"
+    mkdir -p "$work/$name"
     for ((k = 0; k < n; k++)); do
         d=$(awk -v k="$k" -v n="$n" 'BEGIN { printf "%.4f", 0.2 + 0.6 * ((k * 37) % n) / (n - 1) }')
-        sox -n -r "$rate" -c 1 -b 16 "$work/short/s$k.wav" synth "$d" sine $((200 + k * 13)) \
+        sox -n -r "$rate" -c 1 -b 16 "$work/$name/s$k.wav" synth "$d" sine $((200 + k * 13)) \
             synth "$d" pinknoise mix vol 0.4 || die "sox could not make the short clips"
-        short_frames+=("$(soxi -s "$work/short/s$k.wav")")
+        short_frames+=("$(soxi -s "$work/$name/s$k.wav")")
     done
     : >"$list"
     {
         printf '{"sampleRate": %d, "channels": 1,\n "clips": {' "$rate"
         for ((k = 0; k < n; k++)); do
-            printf '%s\n  "s%d": {"file": "%s"}' "$sep" "$k" "$work/short/s$k.wav"
+            printf '%s\n  "s%d": {"file": "%s"}' "$sep" "$k" "$work/$name/s$k.wav"
             sep=,
         done
         sep=
@@ -130,7 +143,7 @@ make_short_chain() {
             k=$(((i * 53 + i / n) % n))
             printf '%s{"clip": "s%d"}' "$sep" "$k"
             sep=,
-            printf '%s\n' "$work/short/s$k.wav" >>"$list"
+            printf '%s\n' "$work/$name/s$k.wav" >>"$list"
             total=$((total + short_frames[k]))
         done
         printf ']}}\n'
@@ -182,7 +195,7 @@ raise_nofile() {
     ulimit -n "$need" 2>/dev/null
 }
 
-lengths=(1 10 60 short)
+lengths=(1 10 60 short few)
 declare -A row_frames row_n_wall row_n_kib row_s_wall row_s_kib row_files row_same
 failed=0
 notes=()
@@ -206,7 +219,9 @@ for minutes in "${lengths[@]}"; do
     fi
 
     if [[ $minutes == short ]]; then
-        total=$(make_short_chain)
+        total=$(make_short_chain short 80 1200)
+    elif [[ $minutes == few ]]; then
+        total=$(make_short_chain few 6 1300)
     else
         total=$(make_chain "$minutes")
     fi
@@ -268,7 +283,7 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 echo
 echo "narrator render vs sox concatenation, 48 kHz mono s16, no gaps: fixtures cycled (1/10/60 min);"
-echo "short: 1,200 clips of 0.2-0.8 s (80 files)"
+echo "short: 1,200 clips of 0.2-0.8 s (80 files); few: 1,300 clips of 0.2-0.8 s (6 files)"
 echo "binary: $narrator"
 echo "wall: best of $runs runs; RSS: peak over the runs; speed = sox wall / narrator wall"
 echo "(> 1: narrator faster); realtime = audio seconds per narrator wall second"
@@ -279,7 +294,7 @@ for minutes in "${measured[@]}"; do
     f=${row_frames[$minutes]}
     nw=${row_n_wall[$minutes]}
     audio_min=$(awk -v f="$f" -v r="$rate" 'BEGIN { printf "%.2f", f / r / 60 }')
-    [[ $minutes == short ]] && audio_min+=s
+    [[ $minutes == short || $minutes == few ]] && audio_min+=s
     realtime=$(awk -v f="$f" -v r="$rate" -v w="$nw" 'BEGIN { printf "%.0fx", f / r / w }')
     if [[ -n ${row_s_wall[$minutes]:-} ]]; then
         sw=${row_s_wall[$minutes]}
