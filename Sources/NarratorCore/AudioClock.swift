@@ -53,6 +53,16 @@ public struct ClockAnchor: Sendable, Equatable {
 /// once. A step earlier is followed only by the median, so that no cue goes out early on the
 /// word of two readings.
 ///
+/// An output whose readings wander (`envelope`: ALSA through a plugin such as PulseAudio's,
+/// whose delay is the sound server's interpolated latency, measured early by 0.2–1.3 ms and
+/// wandering about ±1.5 ms) gets a conservative anchor besides: never earlier than the latest
+/// any reading of the last `envelope` nanoseconds put a frame. Each reading says when frame 0
+/// was heard (`time − frame / rate`); the filter keeps the running maximum of that over the
+/// window (a monotonic queue: O(1) a reading) and the anchor is moved no earlier than it. On a
+/// device whose readings are exact this is the median's own answer; on one whose readings
+/// scatter, cues come late by up to the scatter, never before their sound. A device clock
+/// faster than the system's by d ppm makes it late by at most d ppm of the window more.
+///
 /// Used by the real-time thread: fixed storage, no allocation after `init`.
 public final class AudioClockFilter {
     public let rate: Int
@@ -79,21 +89,68 @@ public final class AudioClockFilter {
     /// The median of the readings, before the drift limit: what the device says now.
     public private(set) var lastMedian: ClockAnchor?
 
-    public init(rate: Int, window: Int = 9, agreement: Int = 4, tolerance: Int64 = 500_000) {
+    /// How far back the conservative envelope looks, and how much later than the readings
+    /// it puts frames until it has that long of them (nil: no envelope).
+    public let envelope: (span: Int64, startMargin: Int64)?
+    /// When the envelope's first reading came (since the last reset).
+    private var envelopeSince: Int64?
+    /// The envelope's monotonic queue: readings (their time, and when they put frame 0) whose
+    /// frame-0 time is larger than every later one's, oldest first, in a ring.
+    private let envelopeTimes: UnsafeMutablePointer<Int64>
+    private let envelopeOrigins: UnsafeMutablePointer<Double>
+    private let envelopeCapacity: Int
+    private var envelopeHead = 0
+    private var envelopeCount = 0
+
+    public init(
+        rate: Int, window: Int = 9, agreement: Int = 4, tolerance: Int64 = 500_000, envelope: (span: Int64, startMargin: Int64)? = nil
+    ) {
         precondition(rate > 0 && agreement > 0 && 2 * agreement <= window)
         self.rate = rate
         self.window = window
         self.agreement = agreement
         self.tolerance = tolerance
+        self.envelope = envelope
         frames = .allocate(capacity: window)
         times = .allocate(capacity: window)
         scratch = .allocate(capacity: window)
+        // Readings come every millisecond or so; a full queue drops its oldest (a shorter window).
+        envelopeCapacity = envelope == nil ? 1 : 4096
+        envelopeTimes = .allocate(capacity: envelopeCapacity)
+        envelopeOrigins = .allocate(capacity: envelopeCapacity)
     }
 
     deinit {
         frames.deallocate()
         times.deallocate()
         scratch.deallocate()
+        envelopeTimes.deallocate()
+        envelopeOrigins.deallocate()
+    }
+
+    /// Takes a reading into the envelope and returns the latest time frame 0 was heard by any
+    /// reading of the window.
+    private func envelopeOrigin(heardFrame: Int, at time: Int64, over span: Int64) -> Double {
+        let origin = Double(time) - Double(heardFrame) * 1e9 / Double(rate)
+        // Drop from the back what this reading dominates, from the front what left the window.
+        while envelopeCount > 0 {
+            let last = (envelopeHead + envelopeCount - 1) % envelopeCapacity
+            guard envelopeOrigins[last] <= origin else { break }
+            envelopeCount -= 1
+        }
+        if envelopeCount == envelopeCapacity {
+            envelopeHead = (envelopeHead + 1) % envelopeCapacity
+            envelopeCount -= 1
+        }
+        let slot = (envelopeHead + envelopeCount) % envelopeCapacity
+        envelopeTimes[slot] = time
+        envelopeOrigins[slot] = origin
+        envelopeCount += 1
+        while envelopeCount > 1 && time - envelopeTimes[envelopeHead] > span {
+            envelopeHead = (envelopeHead + 1) % envelopeCapacity
+            envelopeCount -= 1
+        }
+        return envelopeOrigins[envelopeHead]
     }
 
     /// Forgets every reading (after an underrun, a suspend, any stall).
@@ -103,10 +160,26 @@ public final class AudioClockFilter {
         settled = false
         output = nil
         lastMedian = nil
+        envelopeHead = 0
+        envelopeCount = 0
+        envelopeSince = nil
     }
 
-    /// Adds the reading "frame `heardFrame` was being heard at `time`" and returns the anchor.
+    /// Adds the reading "frame `heardFrame` was being heard at `time`" and returns the anchor
+    /// (with an `envelope`, no earlier than the window's latest reading puts it).
     public func add(heardFrame: Int, at time: Int64) -> ClockAnchor {
+        let anchor = filtered(heardFrame: heardFrame, at: time)
+        guard let envelope, settled else { return anchor }
+        let since = envelopeSince ?? time
+        envelopeSince = since
+        let origin = envelopeOrigin(heardFrame: heardFrame, at: time, over: envelope.span)
+        var floor = Int64((origin + Double(anchor.frame) * 1e9 / Double(rate)).rounded(.up))
+        // Until the window is full, the readings so far may all lie early.
+        if time - since < envelope.span { floor = max(floor, anchor.time + envelope.startMargin) }
+        return floor > anchor.time ? ClockAnchor(frame: anchor.frame, time: floor) : anchor
+    }
+
+    private func filtered(heardFrame: Int, at time: Int64) -> ClockAnchor {
         let anchor = medianAnchor(heardFrame: heardFrame, at: time)
         defer { lastMedian = anchor }
         guard settled, let (previous, previousTime) = output, let lastMedian else {

@@ -71,12 +71,19 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// By default a period (a device whose position is known to a period); an output whose
     /// `rewind` bounds itself by what its device cannot have read yet says less.
     var rewindMarginFrames: Int { get }
+    /// How far the device's readings may wander around the truth, in nanoseconds (0: they do
+    /// not; a delay that is a plugin's estimate, not a card's pointer, does): the engine then
+    /// stamps a frame no earlier than the latest any reading of the last 1.5 s put it, and
+    /// this much later than the readings say until it has 1.5 s of them (`AudioClockFilter`'s
+    /// envelope), so that a cue is late by up to the wander rather than early.
+    var readingWander: Int64 { get }
 }
 
 extension AudioOutput {
     public func rewind(_ frames: Int) -> Int { 0 }
     public var rendersInRealtime: Bool { false }
     public var rewindMarginFrames: Int { negotiated.periodFrames }
+    public var readingWander: Int64 { 0 }
 }
 
 /// Who drives an output's rendering.

@@ -198,14 +198,21 @@ public final class OutputFeed: @unchecked Sendable {
     private var state = RenderState()
     private var segments = SegmentMap()
 
-    init(schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock, gains: MixGains) {
+    /// How far back the clock's envelope looks for an output whose readings wander.
+    static let wanderWindow: Int64 = 1_500_000_000
+
+    init(
+        schedule: Schedule, lanes: StreamLanes, negotiated: NegotiatedOutput, clock: any PlaybackClock, gains: MixGains,
+        readingWander: Int64 = 0
+    ) {
         self.negotiated = negotiated
         self.clock = clock
         blockFrames = max(8192, negotiated.periodFrames)
         mixer = Mixer(schedule: schedule, lanes: lanes, maxBlockFrames: blockFrames, gains: gains)
         fadeFrames = max(1, negotiated.sampleRate * 5 / 1000)
         rewindMarginFrames = negotiated.periodFrames
-        filter = AudioClockFilter(rate: negotiated.sampleRate)
+        filter = AudioClockFilter(
+            rate: negotiated.sampleRate, envelope: readingWander > 0 ? (span: Self.wanderWindow, startMargin: readingWander) : nil)
         frameBytes = negotiated.channels * negotiated.format.bytesPerSample
         floatBlock = .allocate(capacity: blockFrames * negotiated.channels)
         // A block can be as short as a few frames (a pull output's small requests): room for

@@ -77,7 +77,8 @@ public final class PlaybackEngine: @unchecked Sendable {
         self.threads = threads
         feeder = StreamFeeder(schedule: schedule)
         self.gains = gains
-        feed = OutputFeed(schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock, gains: gains)
+        feed = OutputFeed(
+            schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock, gains: gains, readingWander: output.readingWander)
         feed.releaseAfterFrames.store(negotiated.sampleRate * 10, ordering: .relaxed)
         feed.output = output
     }

@@ -64,6 +64,11 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
             case silentPause
             /// The device fails with this errno (from `start`; `duration` is ignored).
             case failure(DeviceFailure)
+            /// The reported delay wanders as a sound server's interpolated latency does, seen
+            /// through ALSA's pulse plugin: it drifts from `early` nanoseconds too short (frames
+            /// said to be heard before they are) to as much too long over each `period`, then
+            /// jumps back, with a wobble of a tenth of that from report to report.
+            case wanderingReports(early: Int64, period: Int64)
         }
         public var kind: Kind
         public var start: Int64
@@ -78,6 +83,10 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
         func covers(_ time: Int64) -> Bool { time >= start && time < start + duration }
     }
     public var troubles: [Trouble] = []
+    /// What it says of its readings (`AudioOutput.readingWander`, nanoseconds), for tests of
+    /// the engine's conservative clock.
+    public var readingWander: Int64 = 0
+    private var reports = 0
     /// When a scripted failure was reported to the engine.
     public private(set) var failedAt: Int64?
     private var pausedAt: Int64?
@@ -253,6 +262,19 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
             playing = true
             segments.append((played, now))
         }
-        if playing { feed.report(delay: buffered, at: now) }
+        if playing { feed.report(delay: buffered - wander(at: now), at: now) }
+    }
+
+    /// How many frames a wandering report says too few (negative: too many) at `now`.
+    private func wander(at now: Int64) -> Int {
+        for trouble in troubles where trouble.covers(now) {
+            guard case .wanderingReports(let early, let period) = trouble.kind, period > 0 else { continue }
+            reports += 1
+            let phase = Double((now - trouble.start) % period) / Double(period)
+            let wobble = reports % 2 == 0 ? 0.1 : -0.1
+            let error = Double(early) * (1 - 2 * phase + wobble)
+            return Int((error * Double(negotiated.sampleRate) / 1e9).rounded())
+        }
+        return 0
     }
 }

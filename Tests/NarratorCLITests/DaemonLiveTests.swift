@@ -79,9 +79,10 @@ struct DaemonLiveTests {
         let received = try Self.lateness(events, recording: recording, alignment: alignment) { $0.received }
         print("daemon over WebSocket: heard stamp vs heard \(Self.describe(stamped)); received by the Python client vs heard \(Self.describe(received))")
         #expect(stamped.count >= 20)
-        #expect(Spread(absoluteNanoseconds: stamped).exceeds(p99: 2, max: 5) == nil, "\(Self.describe(stamped))")
+        let allowance = LivePlaybackTests.wander(output)
+        #expect(Spread(absoluteNanoseconds: stamped).exceeds(p99: 2 + allowance, max: 5 + allowance) == nil, "\(Self.describe(stamped))")
         #expect(received.allSatisfy { $0 >= -LivePlaybackTests.resolution }, "no cue reaches the client before it is heard")
-        #expect(Spread(absoluteNanoseconds: received).exceeds(p99: 5, max: .infinity) == nil, "\(Self.describe(received))")
+        #expect(Spread(absoluteNanoseconds: received).exceeds(p99: 5 + allowance, max: .infinity) == nil, "\(Self.describe(received))")
     }
 
     /// Stamp minus when the frame was heard (the recording), for frame 0 and per cue whose
@@ -130,13 +131,14 @@ struct DaemonLiveTests {
             let delivered = try Self.lateness(result.events, recording: recording, alignment: alignment) { ($0.fields["delivered"] as? NSNumber)?.int64Value }
             print("delivered vs heard:", delivered.map { Double($0) / 1e6 }, "clock fit \(recording.clock.residualsMs), \(recording.clock.slopePPM) ppm")
         }
-        #expect(abs(beginError) <= 1_000_000, "begin.heard is \(Double(beginError) / 1e6) ms from when frame 0 was heard")
+        let allowance = LivePlaybackTests.wander(output)
+        #expect(beginError >= -1_000_000 && beginError <= 1_000_000 + Int64(allowance * 1e6), "begin.heard is \(Double(beginError) / 1e6) ms from when frame 0 was heard")
         #expect(errors.count >= 20)
         // The same bounds as the stamps had as delivery times: the recording's own clock, on
         // a loaded machine, wanders by a millisecond or two (measured 0.1-0.5 ms idle, up to
         // 1.7 ms at load 16). That a stamp is the frame's time and not the delivery's is
         // proved on the device double (CueStampTests), whose clock does not wander.
-        #expect(Spread(absoluteNanoseconds: errors).exceeds(p99: 2, max: 5) == nil, "\(Self.describe(errors))")
+        #expect(Spread(absoluteNanoseconds: errors).exceeds(p99: 2 + allowance, max: 5 + allowance) == nil, "\(Self.describe(errors))")
     }
 
     /// The same for `narrator play`'s events: the start event's `heard` (frame 0's) and each
@@ -197,7 +199,8 @@ struct DaemonLiveTests {
         print("Swift API (AsyncSequence) vs heard: \(Self.describe(lateness))")
         if ProcessInfo.processInfo.environment["NARRATOR_TEST_VERBOSE"] != nil { print(lateness.map { Double($0) / 1e6 }) }
         #expect(lateness.count >= 20)
-        #expect(Spread(absoluteNanoseconds: lateness).exceeds(p99: 2, max: 5) == nil, "\(Self.describe(lateness))")
+        let allowance = LivePlaybackTests.wander(kind)
+        #expect(Spread(absoluteNanoseconds: lateness).exceeds(p99: 2 + allowance, max: 5 + allowance) == nil, "\(Self.describe(lateness))")
     }
 
     /// 50 clients subscribed to one playback (started by another over WebSocket): each gets

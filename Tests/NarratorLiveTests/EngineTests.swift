@@ -85,8 +85,9 @@ struct VirtualPlayback {
     let engine: PlaybackEngine
     let log = EventLog()
 
-    init(_ schedule: Schedule, periodFrames: Int = 480, bufferFrames: Int = 1920) {
+    init(_ schedule: Schedule, periodFrames: Int = 480, bufferFrames: Int = 1920, readingWander: Int64 = 0) {
         output = VirtualOutput(clock: clock, sampleRate: schedule.sampleRate, channels: schedule.channels, periodFrames: periodFrames, bufferFrames: bufferFrames)
+        output.readingWander = readingWander
         engine = PlaybackEngine(schedule: schedule, output: output, clock: clock)
     }
 
@@ -223,6 +224,40 @@ struct EngineTests {
             if case .underrun(_, let at) = event { #expect(at >= info.firstFrameHeardTime, "underrun at \(at), start \(info.firstFrameHeardTime)") }
         }
         #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+    }
+
+    /// Readings that wander ±1.5 ms around the truth, drifting and jumping back once a second
+    /// with a wobble from one to the next (as ALSA's pulse plugin reports the sound server's
+    /// interpolated latency): with the output saying its readings wander, no cue is stamped or
+    /// delivered before its frame is heard, and none comes more than the wander and a
+    /// millisecond after; without, the same readings stamp cues early (the trouble is real).
+    @Test(arguments: [true, false])
+    func wanderingReadingsNeverStampACueEarly(outputSaysSo: Bool) throws {
+        let fixture = try LiveFixture(repeats: 3)
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule, readingWander: outputSaysSo ? 2_000_000 : 0)
+        let start = playback.clock.now()
+        playback.output.troubles = [.init(.wanderingReports(early: 1_500_000, period: 1_000_000_000), at: start, for: 600_000_000_000)]
+        #expect(try playback.play() == .finished)
+        let alignment = try #require(Alignment.locate(fixture.reference, in: playback.output.samples, channels: 2))
+        #expect(playback.log.cues.map(\.cue) == fixture.schedule.cues)
+        var stamps: [Int64] = []
+        for (cue, heard, delivered) in playback.log.cues {
+            let frames = try #require(alignment.recordingFrames(ofReferenceFrame: cue.frame))
+            guard frames.count == 1 else { continue }
+            let truth = try #require(playback.output.heardTime(ofFrame: frames.lowerBound))
+            stamps.append(heard - truth)
+            #expect(delivered >= heard)
+        }
+        try #require(stamps.count >= 20)
+        let spread = "stamps from \(ms(stamps.min()!)) to \(ms(stamps.max()!)) after the sound"
+        print("wandering readings, output says so: \(outputSaysSo): \(spread)")
+        if outputSaysSo {
+            #expect(stamps.allSatisfy { $0 >= 0 }, "a cue stamped before its sound: \(spread)")
+            #expect(stamps.allSatisfy { $0 <= 4_000_000 }, "\(spread)")
+        } else {
+            #expect(stamps.contains { $0 < -200_000 }, "the wander made no cue early: the test proves nothing (\(spread))")
+        }
     }
 
     /// Every 100 ms of play the output stops consuming for 30 ms without a word (a sound server

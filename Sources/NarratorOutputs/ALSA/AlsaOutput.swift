@@ -37,6 +37,12 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
     let handle: OpaquePointer
     public let negotiated: NegotiatedOutput
     public var drive: OutputDrive { .push }
+    /// A PCM that is not a card (`hw`) but a plugin reports a delay that is an estimate: the
+    /// pulse plugin's is the sound server's interpolated latency, measured early by 0.2–1.3 ms
+    /// and wandering about ±1.5 ms, jumping about once a second (its timing updates). The engine
+    /// then stamps conservatively (`AudioOutput.readingWander`): 2 ms. A card's pointer (`hw`)
+    /// does not wander.
+    public var readingWander: Int64 { snd_pcm_type(handle) == SND_PCM_TYPE_HW ? 0 : 2_000_000 }
     private let status: OpaquePointer
     /// One period of device samples, and the part of it not yet written.
     private let block: UnsafeMutableRawPointer
