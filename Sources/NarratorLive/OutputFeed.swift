@@ -341,8 +341,8 @@ public final class OutputFeed: @unchecked Sendable {
                 }
                 continue
             }
-            if !waitForStreams(into: target, frames: frames - done, now: now) {
-                done = frames
+            if let silence = waitForStreams(into: target, frames: frames - done, now: now) {
+                done += silence
                 break
             }
             var count = min(frames - done, state.stretching ? speedStage!.feedFrames : blockFrames)
@@ -776,13 +776,15 @@ public final class OutputFeed: @unchecked Sendable {
         }
     }
 
-    /// Whether the mixer's streamed voices hold the audio from its position (after a move,
-    /// their feeder refills their rings off this thread). If not, renders `frames` frames of
-    /// silence into `target` while the timeline waits, and returns false. The transport marks
-    /// just pushed (`seeked`, `resumed`, `speed`) are voided and pushed again, and the fade-in
-    /// begins, where the audio begins: after the fade-in, the output is the render from the
-    /// frame moved to. A fade-out asked for meanwhile is over at once (it fades silence).
-    private func waitForStreams(into target: UnsafeMutableRawPointer, frames: Int, now: Int64) -> Bool {
+    /// nil when the mixer's streamed voices hold the audio from its position (after a move,
+    /// their feeder refills their rings off this thread). If not, the timeline waits: the
+    /// output gets only the silence it needs not to run dry (what it holds is kept at the
+    /// rewind margin and 2 ms), so that the audio follows as soon as the rings hold it, not a
+    /// buffer of silence later; returns how many frames of silence went into `target` (maybe
+    /// none: a hold). The transport marks just pushed (`seeked`, `resumed`, `speed`) are
+    /// voided and pushed again, and the fade-in begins, where the audio begins: after the
+    /// fade-in, the output is the render from the frame moved to.
+    private func waitForStreams(into target: UnsafeMutableRawPointer, frames: Int, now: Int64) -> Int? {
         if mixer.streamsReady() {
             if state.waitingForStreams {
                 state.waitingForStreams = false
@@ -796,7 +798,7 @@ public final class OutputFeed: @unchecked Sendable {
                 if state.fadeInLeft == 0 { state.fadeInLeft = fadeFrames }
                 state.fadeInOutput = state.rendered
             }
-            return true
+            return nil
         }
         if !state.waitingForStreams {
             state.waitingForStreams = true
@@ -804,11 +806,18 @@ public final class OutputFeed: @unchecked Sendable {
                 marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
             }
         }
-        target.initializeMemory(as: UInt8.self, repeating: 0, count: frames * frameBytes)
+        var count = frames
+        if state.heardAt > 0 {
+            let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
+            let keep = rewindMarginFrames + negotiated.sampleRate / 500
+            count = min(frames, max(0, keep - (state.rendered - heardNow)))
+        }
+        guard count > 0 else { return 0 }
+        target.initializeMemory(as: UInt8.self, repeating: 0, count: count * frameBytes)
         segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
         if state.rendered == 0 { firstRender.store(now, ordering: .releasing) }
-        state.rendered += frames
-        return false
+        state.rendered += count
+        return count
     }
 
     /// Marks the cues among the next `count` timeline frames (and frame 0's start) for the cue
