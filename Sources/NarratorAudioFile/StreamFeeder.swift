@@ -9,6 +9,12 @@ import Synchronization
 /// Offline, call `fill()` before each block: the rings then always hold what the block needs.
 /// Live, `start()` runs the same filling on its own thread, so the real-time loop never reads
 /// a file; `stop()` ends it.
+///
+/// When the mixer moves (a seek, a word said on its own, a take-back its ring's history does
+/// not cover) it asks a lane's ring for a refill from a timeline frame; `fill()` sees the
+/// request, repositions the lane's decoder there (libsndfile's seek, at the file's own rate;
+/// a resampled file starts the resampler a little earlier, as when a voice starts), tells
+/// the ring where the new samples begin, and fills from there.
 public final class StreamFeeder: @unchecked Sendable {
     // Sendable: after `start()`, the lane readers are touched only by the feeder thread;
     // `stopRequest` is atomic.
@@ -44,18 +50,26 @@ public final class StreamFeeder: @unchecked Sendable {
     /// Starts filling on a thread of its own, every `interval` seconds. `threadSetup` runs
     /// first on that thread (the engine sets its scheduling policy there); `onProblem` is
     /// called from it.
+    ///
+    /// `pause` waits between two fills (by default `interval` seconds); it may return early
+    /// once its argument says the feeder is stopping (a virtual clock's sleep, which `stop`'s
+    /// `wake` interrupts). `onExit` runs last on the thread. The thread runs until `stop`: a
+    /// lane that has played to its end may be asked to refill from earlier.
     public func start(
-        interval: Double = 0.01, threadSetup: @escaping @Sendable () -> Void = {},
+        interval: Double = 0.005, threadSetup: @escaping @Sendable () -> Void = {},
+        pause: (@Sendable (_ stopping: () -> Bool) -> Void)? = nil, onExit: @escaping @Sendable () -> Void = {},
         onProblem: @escaping @Sendable (NarratorError) -> Void = { _ in }
     ) {
         guard !readers.isEmpty, thread == nil else { return }
         for problem in fill() { onProblem(problem) }
+        let pause = pause ?? { _ in Thread.sleep(forTimeInterval: interval) }
         let thread = Thread { [self] in
             threadSetup()
-            while !stopRequest.load(ordering: .acquiring) && !readers.allSatisfy(\.done) {
+            while !stopRequest.load(ordering: .acquiring) {
                 for problem in fill() { onProblem(problem) }
-                Thread.sleep(forTimeInterval: interval)
+                pause { stopRequest.load(ordering: .acquiring) }
             }
+            onExit()
             finishedSignal.signal()
         }
         thread.name = "narrator-stream"
@@ -63,10 +77,11 @@ public final class StreamFeeder: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread and waits for it.
-    public func stop() {
+    /// Stops the thread and waits for it; `wake` interrupts its `pause`.
+    public func stop(wake: () -> Void = {}) {
         guard thread != nil else { return }
         stopRequest.store(true, ordering: .releasing)
+        wake()
         finishedSignal.wait()
         thread = nil
     }
@@ -89,6 +104,8 @@ private final class LaneReader {
     private var resamplerProblemReported = false
     /// A problem found while producing, reported by the next `fill`.
     private var laterProblem: NarratorError?
+    /// The ring's latest refill request carried out.
+    private var handledGeneration = 0
     /// Converted frames not yet in the ring (the ring was full).
     private var pending: ArraySlice<Float> = []
 
@@ -103,8 +120,29 @@ private final class LaneReader {
 
     var done: Bool { voiceIndex >= voices.count }
 
+    /// Carries out a refill the mixer asked for since the last look: the lane's decoder moves
+    /// to the timeline frame asked for, and the ring is told that what comes next is from there.
+    private func takeRequest() {
+        let (generation, frame) = ring.refillRequest
+        guard generation != handledGeneration else { return }
+        handledGeneration = generation
+        pending = []
+        file = nil
+        resampler = nil
+        resamplerProblemReported = false
+        problem = nil
+        remaining = 0
+        voiceIndex = voices.firstIndex { $0.endFrame > frame } ?? voices.count
+        if !done {
+            let voice = voices[voiceIndex]
+            if let failure = open(voice, skipping: max(0, frame - voice.startFrame)) { laterProblem = failure }
+        }
+        ring.acknowledge(generation)
+    }
+
     /// Puts as much as fits into the ring; returns a new problem, if one arose.
     func fill() -> NarratorError? {
+        takeRequest()
         var reported: NarratorError? = laterProblem
         laterProblem = nil
         while !done {
@@ -128,18 +166,28 @@ private final class LaneReader {
                 problem = nil
                 voiceIndex += 1
             }
+            // A move asked for meanwhile is taken before more of the old place is read.
+            if ring.refillRequest.generation != handledGeneration {
+                takeRequest()
+                if let failure = laterProblem {
+                    reported = reported ?? failure
+                    laterProblem = nil
+                }
+            }
         }
         return reported
     }
 
-    private func open(_ voice: Voice) -> NarratorError? {
+    /// Opens `voice`'s file at `skip` frames into the voice (0: its start).
+    private func open(_ voice: Voice, skipping skip: Int = 0) -> NarratorError? {
         guard case .stream(let streamed) = voice.audio.source else { return nil }
-        remaining = voice.audio.frames
+        remaining = voice.audio.frames - skip
+        let first = voice.audio.offset + skip
         do throws(NarratorError) {
             let file = try SoundFileReader(path: streamed.path)
             if file.sampleRate == rate {
-                guard file.seek(toFrame: voice.audio.offset) else {
-                    throw NarratorError(file: streamed.path, "cannot seek to frame \(voice.audio.offset)")
+                guard file.seek(toFrame: first) else {
+                    throw NarratorError(file: streamed.path, "cannot seek to frame \(first)")
                 }
             } else {
                 // Start near the region rather than resampling the whole file before it: at an
@@ -147,13 +195,13 @@ private final class LaneReader {
                 // frames early so the filter is settled by the region's first frame.
                 let divisor = gcd(file.sampleRate, rate)
                 let (inputStep, outputStep) = (file.sampleRate / divisor, rate / divisor)
-                let steps = max(0, voice.audio.offset - 8192) / outputStep
+                let steps = max(0, first - 8192) / outputStep
                 guard file.seek(toFrame: steps * inputStep) else {
                     throw NarratorError(file: streamed.path, "cannot seek to frame \(steps * inputStep)")
                 }
                 resampler = try StreamResampler(
                     from: file.sampleRate, to: rate, channels: file.channels,
-                    skipOutputFrames: voice.audio.offset - steps * outputStep, file: streamed.path)
+                    skipOutputFrames: first - steps * outputStep, file: streamed.path)
             }
             self.file = file
             return nil

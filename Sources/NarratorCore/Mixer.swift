@@ -38,6 +38,12 @@ public final class Mixer {
     /// Per lane: samples owed by a ring that ran short, dropped as soon as they arrive so the
     /// voice stays on its timeline.
     private let owed: UnsafeMutableBufferPointer<Int>
+    /// Per lane: the timeline frame its ring's next sample is for (past what is owed); the
+    /// refill asked of its feeder and not yet acknowledged (0: none); whether, after a refill,
+    /// its ring is still filling (`streamsReady`).
+    private let laneFrame: UnsafeMutableBufferPointer<Int>
+    private let laneWaiting: UnsafeMutableBufferPointer<Int>
+    private let laneFilling: UnsafeMutableBufferPointer<Bool>
 
     /// Ducking: music is mixed into `musicBlock`, `voiced` marks the block's frames that a
     /// voice-bus clip covers, and `duck` (in units of 1 / (attack × release), so that both ramps
@@ -80,6 +86,13 @@ public final class Mixer {
         active = .allocate(capacity: max(schedule.voices.count, 1))
         owed = .allocate(capacity: max(lanes?.rings.count ?? 0, 1))
         owed.initialize(repeating: 0)
+        let laneCount = max(lanes?.rings.count ?? 0, 1)
+        laneFrame = .allocate(capacity: laneCount)
+        laneFrame.initialize(repeating: 0)
+        laneWaiting = .allocate(capacity: laneCount)
+        laneWaiting.initialize(repeating: 0)
+        laneFilling = .allocate(capacity: laneCount)
+        laneFilling.initialize(repeating: false)
         cueCount = schedule.cues.count
         cueFrameStorage = .allocate(capacity: max(cueCount, 1))
         for (index, cue) in schedule.cues.enumerated() { cueFrameStorage[index] = cue.frame }
@@ -110,6 +123,9 @@ public final class Mixer {
         slots.deallocate()
         active.deallocate()
         owed.deallocate()
+        laneFrame.deallocate()
+        laneWaiting.deallocate()
+        laneFilling.deallocate()
         musicBlock.deallocate()
         voiced.deallocate()
         voiceBlock.deallocate()
@@ -120,10 +136,10 @@ public final class Mixer {
     /// ducking stands where the offline render has it at that frame (`duckLevel(before:)`), so
     /// that after any jump the output is the render from that frame. For a plan that replaces
     /// another at that frame (live activities), `continuing` hands over the old plan's ducking
-    /// instead: the music goes on as it was heard. No allocation. Streamed voices cannot seek
-    /// (their ring is read in order).
+    /// instead: the music goes on as it was heard. No allocation. Streamed voices follow at
+    /// the next `streamsReady` or `render`: their rings step back over their history, skip
+    /// ahead, or are refilled from `frame` by their feeder.
     public func seek(to frame: Int, continuing previous: Mixer? = nil) {
-        precondition(lanes?.isEmpty ?? true, "a schedule with streamed voices cannot seek")
         position = frame
         activeCount = 0
         nextSlot = 0
@@ -149,23 +165,7 @@ public final class Mixer {
     /// bound. O(voices), no allocation.
     func duckLevel(before frame: Int) -> Int {
         guard let ducking else { return 0 }
-        let full = ducking.attackFrames * ducking.releaseFrames
-        var duck = 0
-        var position = 0
-        /// `count` frames at `step` a frame (up for voiced, down for not), clamped to 0...full.
-        func run(_ count: Int, _ step: Int, up: Bool) {
-            guard count > 0 else { return }
-            let (moved, overflow) = count.multipliedReportingOverflow(by: step)
-            duck = up ? (overflow ? full : min(full, duck + min(moved, full))) : (overflow ? 0 : max(0, duck - min(moved, full)))
-        }
-        func voiced(_ start: Int, _ end: Int) {
-            let from = max(start, position)
-            let to = min(end, frame)
-            guard from < to else { return }
-            run(from - position, ducking.attackFrames, up: false)
-            run(to - from, ducking.releaseFrames, up: true)
-            position = to
-        }
+        var state = DuckRun(full: ducking.attackFrames * ducking.releaseFrames, attack: ducking.attackFrames, release: ducking.releaseFrames, frame: frame)
         var runStart = 0
         var runEnd = -1
         for index in 0..<schedule.voices.count {
@@ -175,14 +175,48 @@ public final class Mixer {
             if runEnd >= 0 && slot.start <= runEnd {
                 runEnd = max(runEnd, slot.end)
             } else {
-                if runEnd >= 0 { voiced(runStart, runEnd) }
+                if runEnd >= 0 { state.voiced(runStart, runEnd) }
                 runStart = slot.start
                 runEnd = slot.end
             }
         }
-        if runEnd >= 0 { voiced(runStart, runEnd) }
-        run(frame - position, ducking.attackFrames, up: false)
-        return duck
+        if runEnd >= 0 { state.voiced(runStart, runEnd) }
+        state.run(frame - state.position, up: false)
+        return state.duck
+    }
+
+    /// The envelope's walk for `duckLevel` (a struct, not closures over local variables: those
+    /// would be boxed on the heap, and a seek runs on the real-time thread).
+    private struct DuckRun {
+        let full: Int
+        let attack: Int
+        let release: Int
+        let frame: Int
+        var duck = 0
+        var position = 0
+
+        init(full: Int, attack: Int, release: Int, frame: Int) {
+            self.full = full
+            self.attack = attack
+            self.release = release
+            self.frame = frame
+        }
+
+        /// `count` frames a step a frame (up for voiced, down for not), clamped to 0...full.
+        mutating func run(_ count: Int, up: Bool) {
+            guard count > 0 else { return }
+            let (moved, overflow) = count.multipliedReportingOverflow(by: up ? release : attack)
+            duck = up ? (overflow ? full : min(full, duck + min(moved, full))) : (overflow ? 0 : max(0, duck - min(moved, full)))
+        }
+
+        mutating func voiced(_ start: Int, _ end: Int) {
+            let from = max(start, position)
+            let to = min(end, frame)
+            guard from < to else { return }
+            run(from - position, up: false)
+            run(to - from, up: true)
+            position = to
+        }
     }
 
     /// Where the ramps stand: the gains on their way to their targets, and the music's ducking.
@@ -213,8 +247,89 @@ public final class Mixer {
         current = (gains.effective(.voice), gains.effective(.sfx), gains.effective(.music), gains.effective(.master))
     }
 
-    /// Whether `seek` is possible: no voice is streamed.
-    public var canSeek: Bool { lanes?.isEmpty ?? true }
+    // MARK: Streamed voices after a move
+
+    /// Whether the next `render` takes every streamed voice's samples from its ring, from the
+    /// mixer's position: each lane's ring is first brought there (stepping back over the
+    /// history it keeps, skipping ahead over what it holds, or else asking its feeder to
+    /// refill from the position). After a refill, false until the feeder has acknowledged it
+    /// and the ring holds a quarter of its capacity (or the rest of the lane). Live playback
+    /// renders silence, the timeline waiting, while this is false, so that what follows is
+    /// the render from that frame. Real time: no allocation, lock or wait.
+    public func streamsReady() -> Bool {
+        guard let lanes else { return true }
+        var ready = true
+        for lane in 0..<lanes.rings.count {
+            let ring = lanes.rings[lane]
+            reconcile(lane, ring)
+            if laneWaiting[lane] != 0 {
+                ready = false
+            } else if laneFilling[lane] {
+                let wanted = min(ring.capacity / 4, laneSamples(lane, from: position, to: Int.max))
+                if ring.availableCount >= wanted { laneFilling[lane] = false } else { ready = false }
+            }
+        }
+        return ready
+    }
+
+    /// Whether a lane is waiting for its feeder (refilling after a move).
+    public var streamsRefilling: Bool {
+        guard let lanes else { return false }
+        for lane in 0..<lanes.rings.count where laneWaiting[lane] != 0 || laneFilling[lane] { return true }
+        return false
+    }
+
+    /// Brings `lane`'s ring to the mixer's position (see `streamsReady`).
+    private func reconcile(_ lane: Int, _ ring: SampleRing) {
+        if laneWaiting[lane] != 0 {
+            if laneFrame[lane] != position {
+                refill(lane, ring)
+            } else if ring.takeRefill(laneWaiting[lane]) {
+                laneWaiting[lane] = 0
+                laneFilling[lane] = true
+            }
+            return
+        }
+        let at = laneFrame[lane]
+        guard at != position else { return }
+        if owed[lane] == 0 {
+            if position < at {
+                if ring.unread(laneSamples(lane, from: position, to: at)) {
+                    laneFrame[lane] = position
+                    return
+                }
+            } else {
+                let ahead = laneSamples(lane, from: at, to: position)
+                if ahead <= ring.availableCount {
+                    _ = ring.discard(ahead)
+                    laneFrame[lane] = position
+                    return
+                }
+            }
+        }
+        refill(lane, ring)
+    }
+
+    private func refill(_ lane: Int, _ ring: SampleRing) {
+        laneWaiting[lane] = ring.requestRefill(from: position)
+        laneFrame[lane] = position
+        laneFilling[lane] = false
+        owed[lane] = 0
+        _ = ring.takeRefill(laneWaiting[lane])
+    }
+
+    /// The samples `lane`'s ring carries for timeline frames `from..<to`.
+    private func laneSamples(_ lane: Int, from: Int, to: Int) -> Int {
+        var total = 0
+        for index in 0..<schedule.voices.count {
+            let slot = slots[index]
+            guard slot.lane == lane else { continue }
+            if slot.start >= to { break }
+            let overlap = min(slot.end, to) - max(slot.start, from)
+            if overlap > 0 { total += overlap * slot.channels }
+        }
+        return total
+    }
 
     /// True once every frame of the schedule has been rendered.
     public var finished: Bool { position >= schedule.frames }
@@ -234,8 +349,16 @@ public final class Mixer {
 
     /// `render`, with the gains stepping towards `targets` (a block rendered again after a
     /// rewind goes towards the targets of when it was first rendered).
-    public func render(into output: UnsafeMutableBufferPointer<Float>, frameCount: Int, towards targets: (Float, Float, Float, Float)?) {
+    /// `streams: false` renders the streamed voices as silence without touching their rings
+    /// (live playback renders a block again only for its levels, `restoreLevels`).
+    public func render(
+        into output: UnsafeMutableBufferPointer<Float>, frameCount: Int, towards targets: (Float, Float, Float, Float)?,
+        streams: Bool = true
+    ) {
         precondition(output.count >= frameCount * channels)
+        if streams, let lanes {
+            for lane in 0..<lanes.rings.count { reconcile(lane, lanes.rings[lane]) }
+        }
         let blockStart = position
         let blockEnd = position + frameCount
         let target = output.baseAddress!
@@ -275,7 +398,8 @@ public final class Mixer {
                 }
                 if let samples = slot.samples {
                     mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
-                } else if let ring = slot.ring {
+                } else if let ring = slot.ring, streams, laneWaiting[slot.lane] == 0 {
+                    // (A lane waiting for its refill plays silence.)
                     mixStream(ring.takeUnretainedValue(), lane: slot.lane, channels: slot.channels, frames: to - from, into: out)
                 }
             }
@@ -294,6 +418,9 @@ public final class Mixer {
             applyDucking(ducking, frames: frameCount, into: target)
         }
         position = blockEnd
+        if streams, let lanes {
+            for lane in 0..<lanes.rings.count where laneWaiting[lane] == 0 { laneFrame[lane] = blockEnd }
+        }
     }
 
     /// Sums the buses' blocks under their gains (music under its ducking too), each gain

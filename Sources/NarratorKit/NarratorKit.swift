@@ -159,8 +159,8 @@ public struct PreparedProgram: Sendable {
     /// - Parameter gains: the buses' and master gains and mutes (`Playback.gains`); pass the
     ///   same instance to the next playback to keep them across chains.
     /// - Parameter speed: the speed from the first frame (0.5…2.0, pitch kept; see
-    ///   `Playback.setSpeed`). Out of that range (`TimeStretcher.check`), or with a plan that
-    ///   streams long files (`schedule.streamsFiles`), it is a programming error.
+    ///   `Playback.setSpeed`). Out of that range (`TimeStretcher.check`), it is a programming
+    ///   error.
     /// - Parameter releaseDeviceAfterPause: how long a pause lasts before the device is let go
     ///   (taken again at the resume); nil: never.
     public func play(
@@ -173,8 +173,7 @@ public struct PreparedProgram: Sendable {
         engine.releaseDeviceAfterPause = releaseDeviceAfterPause
         if speed != 1 {
             do throws(NarratorError) {
-                let set = try engine.setSpeed(speed)
-                precondition(set, "Program.play: speed \(speed) with a plan that streams long files")
+                try engine.setSpeed(speed)
             } catch {
                 preconditionFailure("Program.play: \(error.message)")
             }
@@ -327,13 +326,9 @@ public final class Playback: Sendable {
     /// Plays at `speed` (0.5…2.0), pitch kept (Sonic, a time stretcher made for speech): heard
     /// within a period with a 5 ms fade, and every cue (the highlights) comes when its sound is
     /// heard at the new speed; `speedChanged` says when the new speed is heard and from which
-    /// frame. While paused, it applies at the resume. Throws for a speed out
-    /// of range, or when the plan streams long files (read in order, they cannot be stretched
-    /// live).
+    /// frame. While paused, it applies at the resume. Throws for a speed out of range.
     public func setSpeed(_ speed: Double) throws(NarratorError) {
-        guard try engine.setSpeed(speed) else {
-            throw NarratorError(file: "playback", "this plan streams long files: its speed cannot change while it plays")
-        }
+        try engine.setSpeed(speed)
     }
 
     /// The speed last asked for (1 unless `setSpeed` changed it).
@@ -366,9 +361,10 @@ public final class Playback: Sendable {
 
     /// Moves to `position`: audio from exactly its frame (5 ms fades), cues from there on
     /// (`seeked`). While paused, it moves and stays paused. Throws when the position is not
-    /// in what plays, or the plan streams long files (read in order, they cannot move).
+    /// in what plays. Long files streamed from disk move too: their rings are refilled from
+    /// the position, in silence, before the fade-in.
     public func seek(to position: Position) throws(NarratorError) {
-        guard engine.seek(to: try frame(of: position)) else { throw Self.cannotMove }
+        engine.seek(to: try frame(of: position))
     }
 
     /// What `say(word:then:)` does after the word.
@@ -380,10 +376,10 @@ public final class Playback: Sendable {
         guard let cue = wordCue(clip: clip, index: index), case .word(_, _, _, let end) = cue.kind else {
             throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays")
         }
-        guard engine.play(cue.frame..<end, then: after) else { throw Self.cannotMove }
+        guard engine.play(cue.frame..<end, then: after) else {
+            throw NarratorError(file: "playback", "word \(index) of clip '\(clip)' has no frames")
+        }
     }
-
-    private static let cannotMove = NarratorError(file: "playback", "this playback streams long files and cannot move")
 
     private func frame(of position: Position) throws(NarratorError) -> Int {
         let plan = state.withLock { $0.plan }

@@ -100,6 +100,9 @@ public final class OutputFeed: @unchecked Sendable {
     private let levelMarks: UnsafeMutableBufferPointer<LevelMark>
     private var levelMarkCount = 0
     private var levelMarkNext = 0
+    /// The transport marks pushed since frames were last handed over (`pushTransportMark`).
+    private let transportMarks: UnsafeMutableBufferPointer<RenderedMark>
+    private var transportMarkCount = 0
     private let blockFrames: Int
     private let frameBytes: Int
 
@@ -193,6 +196,9 @@ public final class OutputFeed: @unchecked Sendable {
         var cautiousUntil: Int64 = 0
         var recovering = false
         var started = false
+        /// Silence is rendered, the timeline waiting, until the streamed voices' rings hold
+        /// the audio from the mixer's position (`waitForStreams`).
+        var waitingForStreams = false
     }
 
     private var state = RenderState()
@@ -219,6 +225,8 @@ public final class OutputFeed: @unchecked Sendable {
         // the buffer's worth in blocks of 16 frames, 64 at least.
         levelMarks = .allocate(capacity: max(64, negotiated.bufferFrames / 16 + 1))
         levelMarks.initialize(repeating: LevelMark(output: 0, timeline: 0, frames: 0, levels: mixer.levels))
+        transportMarks = .allocate(capacity: 4)
+        transportMarks.initialize(repeating: RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: 0))
         holdMarginFrames = negotiated.sampleRate * 10 / 1000
         let nanosecondsPerFrame = 1e9 / Double(negotiated.sampleRate)
         settleLimit =
@@ -229,6 +237,7 @@ public final class OutputFeed: @unchecked Sendable {
     deinit {
         floatBlock.deallocate()
         levelMarks.deallocate()
+        transportMarks.deallocate()
     }
 
     var blockCapacity: Int { blockFrames }
@@ -322,10 +331,25 @@ public final class OutputFeed: @unchecked Sendable {
                 if state.heardOutput - state.pausedOutput >= releaseAfterFrames.load(ordering: .relaxed) {
                     standbyWanted.store(true, ordering: .releasing)
                 }
+                // A seek while paused has its streamed voices refilled now, ahead of the resume.
+                _ = mixer.streamsReady()
                 target.initializeMemory(as: UInt8.self, repeating: 0, count: (frames - done) * frameBytes)
                 segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
                 handedOver(frames - done, now: now)
                 done = frames
+                break
+            }
+            if state.waitingForStreams && state.fadeOutLeft > 0 && !mixer.streamsReady() {
+                // A fade-out while the streams refill fades silence: over at once.
+                state.fadeOutLeft = 0
+                if fadingOut {
+                    fadingOut = false
+                    afterFadeOut()
+                }
+                continue
+            }
+            if let silence = waitForStreams(into: target, frames: frames - done, now: now) {
+                done += silence
                 break
             }
             var count = min(frames - done, state.stretching ? speedStage!.feedFrames : blockFrames)
@@ -451,7 +475,7 @@ public final class OutputFeed: @unchecked Sendable {
                 startFadeIn()
                 // No rewind goes back past the resume: it would void the `resumed` mark.
                 state.jumpOutput = state.rendered
-                marks.push(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
+                pushTransportMark(RenderedMark(kind: .resumed, timelineFrame: mixer.position, outputFrame: state.rendered))
             }
             return
         }
@@ -484,7 +508,7 @@ public final class OutputFeed: @unchecked Sendable {
         // Heard from here (before the first frame, `start` says the speed instead). No rewind
         // goes back past it: it would void the mark, and the frames after it are at the new
         // speed whatever comes.
-        marks.push(RenderedMark(kind: .speed, index: Int(bitPattern: UInt(speed.bitPattern)), timelineFrame: mixer.position, outputFrame: state.rendered))
+        pushTransportMark(RenderedMark(kind: .speed, index: Int(bitPattern: UInt(speed.bitPattern)), timelineFrame: mixer.position, outputFrame: state.rendered))
         state.jumpOutput = state.rendered
     }
 
@@ -560,14 +584,14 @@ public final class OutputFeed: @unchecked Sendable {
     /// marks go on from there.
     private func jumpTimeline() {
         let wanted = jumpWanted.exchange(-1, ordering: .acquiringAndReleasing)
-        guard wanted >= 0, mixer.canSeek else { return }
+        guard wanted >= 0 else { return }
         let to = min(wanted, mixer.schedule.frames)
         let from = mixer.position
         allMarked.store(-1, ordering: .releasing)
         jumps.add(1, ordering: .releasing)
         mixer.seek(to: to)
         state.cueCursor = Self.firstCue(in: mixer.cueFrames, atOrAfter: to)
-        marks.push(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
+        pushTransportMark(RenderedMark(kind: .seeked, index: from, timelineFrame: to, outputFrame: state.rendered))
         state.jumpOutput = state.rendered
         state.jumpTimeline = to
         levelMarkCount = 0
@@ -578,7 +602,7 @@ public final class OutputFeed: @unchecked Sendable {
     /// heard now, so that a pause or a seek is heard within a period (an output that cannot
     /// rewind plays what it holds first). The timeline goes back with it.
     private func takeBackBeyondMargin(now: Int64, notBefore: Int = 0) {
-        guard mixer.canSeek, state.heardAt > 0 else { return }
+        guard state.heardAt > 0 else { return }
         let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
         let keep = max(heardNow + rewindMarginFrames, notBefore, rewindFloor)
         guard state.rendered > keep else { return }
@@ -624,7 +648,7 @@ public final class OutputFeed: @unchecked Sendable {
         // Marks at or past the frame gone back to are of frames taken back.
         levelMarkCount -= k
         levelMarkNext = (levelMarkNext - k + levelMarks.count) % levelMarks.count
-        guard newest >= 0, mixer.canSeek else { return }
+        guard newest >= 0 else { return }
         let mark = levelMarks[newest]
         let again = min(mark.frames, state.stretching ? wanted - mark.timeline : output - mark.output)
         levelMarks[newest].frames = again
@@ -633,7 +657,8 @@ public final class OutputFeed: @unchecked Sendable {
         var done = 0
         while done < again {
             let count = min(again - done, blockFrames)
-            mixer.render(into: floatBlock, frameCount: count, towards: mark.levels.targets)
+            // Only the levels matter here: streamed voices are left in their rings.
+            mixer.render(into: floatBlock, frameCount: count, towards: mark.levels.targets, streams: false)
             done += count
         }
         if mixer.position != wanted { mixer.seek(to: wanted) }
@@ -744,6 +769,62 @@ public final class OutputFeed: @unchecked Sendable {
     private func handedOver(_ frames: Int, now: Int64) {
         if state.rendered == 0 { firstRender.store(now, ordering: .releasing) }
         state.rendered += frames
+        transportMarkCount = 0
+    }
+
+    /// Pushes a mark of the transport (`seeked`, `resumed`, `speed`) and remembers it until
+    /// frames are handed over: if the audio it announces must wait for streamed voices, it is
+    /// voided and pushed again where that audio begins (`waitForStreams`).
+    private func pushTransportMark(_ mark: RenderedMark) {
+        marks.push(mark)
+        if transportMarkCount < transportMarks.count {
+            transportMarks[transportMarkCount] = mark
+            transportMarkCount += 1
+        }
+    }
+
+    /// nil when the mixer's streamed voices hold the audio from its position (after a move,
+    /// their feeder refills their rings off this thread). If not, the timeline waits: the
+    /// output gets only the silence it needs not to run dry (what it holds is kept at the
+    /// rewind margin and 2 ms), so that the audio follows as soon as the rings hold it, not a
+    /// buffer of silence later; returns how many frames of silence went into `target` (maybe
+    /// none: a hold). The transport marks just pushed (`seeked`, `resumed`, `speed`) are
+    /// voided and pushed again, and the fade-in begins, where the audio begins: after the
+    /// fade-in, the output is the render from the frame moved to.
+    private func waitForStreams(into target: UnsafeMutableRawPointer, frames: Int, now: Int64) -> Int? {
+        if mixer.streamsReady() {
+            if state.waitingForStreams {
+                state.waitingForStreams = false
+                for index in 0..<transportMarkCount {
+                    var mark = transportMarks[index]
+                    mark.outputFrame = state.rendered
+                    marks.push(mark)
+                }
+                // No rewind goes back past where the audio resumes.
+                state.jumpOutput = state.rendered
+                if state.fadeInLeft == 0 { state.fadeInLeft = fadeFrames }
+                state.fadeInOutput = state.rendered
+            }
+            return nil
+        }
+        if !state.waitingForStreams {
+            state.waitingForStreams = true
+            if transportMarkCount > 0 {
+                marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
+            }
+        }
+        var count = frames
+        if state.heardAt > 0 {
+            let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
+            let keep = rewindMarginFrames + negotiated.sampleRate / 500
+            count = min(frames, max(0, keep - (state.rendered - heardNow)))
+        }
+        guard count > 0 else { return 0 }
+        target.initializeMemory(as: UInt8.self, repeating: 0, count: count * frameBytes)
+        segments.begin(output: state.rendered, timeline: mixer.position, advancing: false)
+        if state.rendered == 0 { firstRender.store(now, ordering: .releasing) }
+        state.rendered += count
+        return count
     }
 
     /// Marks the cues among the next `count` timeline frames (and frame 0's start) for the cue
@@ -799,10 +880,8 @@ public final class OutputFeed: @unchecked Sendable {
                 restoreFadeIn()
                 // The new plan continues the old one's ramps from the frame it takes over at.
                 let at = segments.timeline(atOutput: state.rendered).frame
-                if mixer.canSeek {
-                    mixer.seek(to: at)
-                    restoreLevels(of: mixer)
-                }
+                mixer.seek(to: at)
+                restoreLevels(of: mixer)
             }
         }
         if state.stretching {

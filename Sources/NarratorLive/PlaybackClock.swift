@@ -15,6 +15,20 @@ public protocol PlaybackClock: Sendable {
     /// asleep before it moves on.
     func enter()
     func leave()
+    /// `sleep(until:)`, returning early once `stopping()` holds and `wake()` is called (a
+    /// helper thread that keeps time on the clock, told to stop).
+    func sleep(until deadline: Int64, unless stopping: () -> Bool)
+    /// Wakes every `sleep(until:unless:)` to look at its condition again.
+    func wake()
+}
+
+extension PlaybackClock {
+    /// On a real clock the sleep is short: it ends at its deadline.
+    public func sleep(until deadline: Int64, unless stopping: () -> Bool) {
+        if !stopping() { sleep(until: deadline) }
+    }
+
+    public func wake() {}
 }
 
 /// CLOCK_MONOTONIC, and sleeping on it: `clock_nanosleep` to an absolute deadline where the
@@ -82,6 +96,25 @@ public final class VirtualClock: PlaybackClock, @unchecked Sendable {
         while current.load(ordering: .relaxed) < deadline { condition.wait() }
         sleepers[ticket] = nil
         condition.broadcast()
+    }
+
+    public func sleep(until deadline: Int64, unless stopping: () -> Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard deadline > current.load(ordering: .relaxed), !stopping() else { return }
+        let ticket = nextTicket
+        nextTicket += 1
+        sleepers[ticket] = deadline
+        condition.broadcast()
+        while current.load(ordering: .relaxed) < deadline && !stopping() { condition.wait() }
+        sleepers[ticket] = nil
+        condition.broadcast()
+    }
+
+    public func wake() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     public func enter() {

@@ -13,7 +13,9 @@ import Synchronization
 /// - cues: sleeps to each cue's audible time on the current anchor, checks the anchor again on
 ///   waking, and delivers only on an anchor that a fresh reading confirmed, for a frame already
 ///   rendered, so that no cue comes before it is heard, even across an interruption;
-/// - streams: a `StreamFeeder` fills the rings of long files ahead of the mixer.
+/// - streams: a `StreamFeeder` fills the rings of long files ahead of the mixer, and refills
+///   them from where the timeline moves; it keeps time on the engine's clock (every 5 ms),
+///   so that on a virtual clock it is as deterministic as the rest.
 ///
 /// Time is the `PlaybackClock`'s: CLOCK_MONOTONIC, or a `VirtualClock` a test advances.
 public final class PlaybackEngine: @unchecked Sendable {
@@ -135,11 +137,11 @@ public final class PlaybackEngine: @unchecked Sendable {
 
     /// Moves the timeline to `frame` (clamped to the plan's length): a 5 ms fade-out, then
     /// the audio from exactly `frame` with a fade-in, and the cues from `frame` on (`seeked`
-    /// reports both frames). While paused, it moves and stays paused. False when the plan
-    /// streams long files (they are read in order) and cannot move.
+    /// reports both frames). While paused, it moves and stays paused. A plan that streams long
+    /// files moves too: their rings are refilled from `frame` off the real-time thread, and
+    /// the output is silent (the timeline waiting) until they hold it. Always true.
     @discardableResult
     public func seek(to frame: Int) -> Bool {
-        guard feeder.lanes.isEmpty else { return false }
         feed.stopFrame.store(-1, ordering: .releasing)
         feed.jumpWanted.store(max(0, frame), ordering: .releasing)
         return true
@@ -148,13 +150,11 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// Plays at `speed` (0.5…2.0; 1 is the plan as rendered) with the pitch kept, through a
     /// time stretcher made for speech (Sonic): the change is heard like a seek to the frame
     /// heard, within a period and a 5 ms fade, and every cue comes when its sound is heard at
-    /// the new speed. While paused, it applies at the resume. False when the plan streams long
-    /// files (the stretcher needs to move the timeline back). The first call with a speed other
-    /// than 1 makes the stretcher (on the caller's thread: it allocates).
+    /// the new speed. While paused, it applies at the resume. The first call with a speed other
+    /// than 1 makes the stretcher (on the caller's thread: it allocates). Always true.
     @discardableResult
     public func setSpeed(_ speed: Double) throws(NarratorError) -> Bool {
         try TimeStretcher.check(speed)
-        guard feeder.lanes.isEmpty else { return false }
         if speed != 1 {
             try speedStageMaking.withLock { (made: inout Bool) throws(NarratorError) in
                 guard !made else { return }
@@ -184,10 +184,10 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// with 5 ms fades at both ends, then does `then`. "Where it was": the frame heard when
     /// this is called (or where a pause waits). A range asked for while another is still
     /// playing replaces it but keeps where to go back and how (a second word tapped while the
-    /// first is said still returns to the pause). False when the plan cannot move (streams).
+    /// first is said still returns to the pause). False for an empty range.
     @discardableResult
     public func play(_ range: Range<Int>, then: AfterRange) -> Bool {
-        guard feeder.lanes.isEmpty, !range.isEmpty else { return false }
+        guard !range.isEmpty else { return false }
         if feed.stopFrame.load(ordering: .acquiring) < 0 || feed.returnFrame.load(ordering: .acquiring) < 0 {
             let here = isPaused ? pausedFrame : heardFrame
             feed.returnFrame.store(then == .pauseAtEnd ? -1 : here, ordering: .releasing)
@@ -243,10 +243,16 @@ public final class PlaybackEngine: @unchecked Sendable {
         startedAt.store(startTime, ordering: .releasing)
         feed.lastProgress.store(startTime, ordering: .releasing)
         let streamPolicy = threads.streams
-        feeder.start(threadSetup: {
-            ThreadPolicy.nameCurrentThread("narrator-stream")
-            streamPolicy.apply()
-        }) { [self] problem in streamProblems.withLock { $0.append(problem) } }
+        let clock = clock
+        if !feeder.isIdle { clock.enter() }
+        feeder.start(
+            threadSetup: {
+                ThreadPolicy.nameCurrentThread("narrator-stream")
+                streamPolicy.apply()
+            },
+            pause: { stopping in clock.sleep(until: clock.now() + 5_000_000, unless: stopping) },
+            onExit: { clock.leave() }
+        ) { [self] problem in streamProblems.withLock { $0.append(problem) } }
         let audioDone = DispatchSemaphore(value: 0)
         switch output.drive {
         case .push:
@@ -268,10 +274,9 @@ public final class PlaybackEngine: @unchecked Sendable {
             feed.end(.finished)
             // A device stuck in a call (a hung sound server) must not hold the caller: the
             // audio thread keeps what it needs alive and ends on its own.
-            if audioDone.wait(timeout: .now() + 0.5) == .success {
-                output.stop()
-                feeder.stop()
-            }
+            if audioDone.wait(timeout: .now() + 0.5) == .success { output.stop() }
+            // (A mixer still rendering finds its rings run dry: silence.)
+            feeder.stop(wake: clock.wake)
             onFinished(outcome)
             clock.leave()
         }
