@@ -35,9 +35,15 @@ struct ChannelOutlet: EventOutlet {
         self.framing = framing
         self.onFinish = onFinish
         batch = Batch.on(channel.eventLoop)
+        // Closed: whoever waits for the client to read waits no more.
+        channel.closeFuture.whenComplete { [queued] _ in queued.drained(force: true) }
     }
 
     var backlog: Int { queued.bytes.load(ordering: .relaxed) }
+
+    func whenDrained(below threshold: Int, _ action: @escaping @Sendable () -> Void) {
+        queued.whenDrained(below: threshold, action)
+    }
 
     func send(_ lines: EventLines) -> Bool {
         guard channel.isActive else { return true }  // gone: the transport reports it
@@ -73,6 +79,28 @@ struct ChannelOutlet: EventOutlet {
 /// Bytes handed to an outlet and not yet written by its channel.
 final class Backlog: Sendable {
     let bytes = Atomic<Int>(0)
+    /// Who waits for the backlog to fall to a threshold (`whenDrained`).
+    private let waiter = Mutex<(threshold: Int, action: @Sendable () -> Void)?>(nil)
+
+    func whenDrained(below threshold: Int, _ action: @escaping @Sendable () -> Void) {
+        waiter.withLock { $0 = (threshold, action) }
+        drained()
+    }
+
+    /// Bytes written (or failed): calls the waiter when the backlog is down to its threshold.
+    func subtract(_ size: Int) {
+        bytes.subtract(size, ordering: .relaxed)
+        drained()
+    }
+
+    func drained(force: Bool = false) {
+        let action: (@Sendable () -> Void)? = waiter.withLock { waiter in
+            guard let waiting = waiter, force || bytes.load(ordering: .relaxed) <= waiting.threshold else { return nil }
+            waiter = nil
+            return waiting.action
+        }
+        action?()
+    }
 }
 
 /// Writes queued for one event loop, encoded and flushed in one task on it.
@@ -152,7 +180,7 @@ private final class Batch: Sendable {
             let item = items[index]
             let promise = loop.makePromise(of: Void.self)
             promise.futureResult.whenComplete { [size = item.size, backlog = item.backlog] _ in
-                backlog.bytes.subtract(size, ordering: .relaxed)
+                backlog.subtract(size)
             }
             write(item, promise: promise)
             // Items of one channel come in order; it is flushed after its last one in a row

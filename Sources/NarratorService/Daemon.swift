@@ -20,11 +20,15 @@ public enum NarratorDaemon {
         /// Whether the threads that write events to clients ask for SCHED_FIFO
         /// (`deliveryPriority`).
         public var realtimeDelivery: Bool
+        /// Connections held at once, both transports together (lowered to fit the descriptor
+        /// limit: `ConnectionGate.fitted`).
+        public var maxConnections: Int
 
         public init(
             configuration: NarratorService.Configuration, socket: String?, listen: (host: String, port: Int)?, token: String,
-            realtimeDelivery: Bool = true
+            realtimeDelivery: Bool = true, maxConnections: Int = NarratorDaemon.defaultMaxConnections
         ) {
+            self.maxConnections = maxConnections
             self.configuration = configuration
             self.socket = socket
             self.listen = listen
@@ -38,6 +42,7 @@ public enum NarratorDaemon {
     /// "daemon stopping"), then the connections close and the socket file is removed.
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
         let service = try NarratorService(options.configuration)
+        let gate = ConnectionGate(limit: ConnectionGate.fitted(options.maxConnections))
         // Both transports on the same event loops: the threads that write every event. A few,
         // whatever the machine (the daemon's threads are bounded: at most 64 in all), and one
         // core fewer than there are: real-time loops on every core would keep the clients they
@@ -51,14 +56,14 @@ public enum NarratorDaemon {
         var web: (any Service)?
         if let (host, port) = options.listen {
             let token = options.token
-            web = try WebServer.make(host: host, port: port, token: token, service: service, loops: loops, logger: logger) { port in
+            web = try WebServer.make(host: host, port: port, token: token, service: service, gate: gate, loops: loops, logger: logger) { port in
                 let base = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
                 ready(
                     #"{"listening":"websocket","url":\#(EventEncoder.quoted("ws://\(base)/ws")),"page":\#(EventEncoder.quoted("http://\(base)/#token=\(token)")),"port":\#(port)}"#)
             }
         }
         if let path = options.socket {
-            services.append(try await UnixSocketServer.bind(path: path, service: service, loops: loops))
+            services.append(try await UnixSocketServer.bind(path: path, service: service, gate: gate, loops: loops))
             ready(#"{"listening":"unix","socket":\#(EventEncoder.quoted(path))}"#)
         }
         if let web { services.append(web) }
@@ -75,6 +80,9 @@ public enum NarratorDaemon {
     public static func prepareInChild(library: String, request: String) -> Int32 {
         LessonLoader.child(library: library, request: request)
     }
+
+    /// `Options.maxConnections` unless told otherwise (`serve --max-connections`).
+    public static let defaultMaxConnections = 1024
 
     /// SCHED_FIFO priority of the event-loop threads, below the audio and cue threads.
     public static let deliveryPriority: Int32 = 18

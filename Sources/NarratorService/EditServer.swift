@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NarratorKit
@@ -34,11 +35,29 @@ public struct EditSession: Sendable {
 public enum EditServer {
     /// A Save request's body is read up to this size (a word takes some 60 bytes).
     static let bodyLimit = 4 << 20
+    /// Connections held at once (a browser opens about six), and how long one may send
+    /// nothing (`narrator edit --max-connections`, `--idle-timeout`).
+    public static let defaultMaxConnections = 64
+    public static let defaultIdleTimeout: Double = 300
+
+    public struct Limits: Sendable {
+        public var maxConnections: Int
+        /// Seconds, between requests or from the accept to the first byte; nil: none.
+        public var idleTimeout: Double?
+
+        var idle: TimeAmount? { idleTimeout.map { .milliseconds(Int64(($0 * 1000).rounded())) } }
+
+        public init(maxConnections: Int = EditServer.defaultMaxConnections, idleTimeout: Double? = EditServer.defaultIdleTimeout) {
+            self.maxConnections = maxConnections
+            self.idleTimeout = idleTimeout
+        }
+    }
 
     /// Serves `session` on `host:port` (0: a free port) until SIGINT or SIGTERM; `onRunning`
     /// is given the port once it accepts connections.
     public static func run(
-        _ session: EditSession, host: String, port: Int, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void
+        _ session: EditSession, host: String, port: Int, limits: Limits = Limits(), logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void
     ) async throws {
         let files = try pageFiles()
         let editor = Mutex(session.editor)
@@ -112,8 +131,12 @@ public enum EditServer {
                 return response(status, "text/plain; charset=utf-8", Array((error.description + "\n").utf8))
             }
         }
+        let gate = ConnectionGate(limit: ConnectionGate.fitted(limits.maxConnections))
         let app = Application(
             router: router,
+            server: .gated(gate, idleTimeout: limits.idle, server: "narrator edit") { responder in
+                HTTP1Channel(responder: responder, configuration: .init(idleTimeout: limits.idle))
+            },
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator-edit"),
             onServerRunning: { channel in
                 let bound = channel.localAddress?.port ?? port

@@ -55,24 +55,36 @@ struct LessonLoader: Sendable {
         case failed(String)
     }
 
-    /// Runs the child for `request` (the request message itself). The event lines it writes
-    /// before its last go to `lines`, as they are read, and they are read only while `canRead`
-    /// allows (the client's backlog); `isCanceled` is asked every few milliseconds.
-    func run(
-        request: Data, lesson: String, isCanceled: () -> Bool, canRead: () -> Bool, lines: ([String]) -> Void
-    ) -> Outcome {
-        // Both pipes close-on-exec from their creation: another worker's child, spawned
-        // meanwhile, inherits neither (it also closes what it inherits first).
-        var output: [Int32] = [0, 0], input: [Int32] = [0, 0]
-        guard pipeCloseOnExec(&output) == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))") }
-        let (readEnd, writeEnd) = (output[0], output[1])
-        defer { close(readEnd) }
-        guard pipeCloseOnExec(&input) == 0 else {
-            close(writeEnd)
-            return .failed("cannot start the lesson loader: \(String(cString: strerror(errno)))")
+    /// Runs the child for `request` (the request message itself) to its end. The event lines
+    /// it writes before its last go to `lines`, as they are read; `isCanceled` is asked every
+    /// few milliseconds.
+    func run(request: Data, lesson: String, isCanceled: () -> Bool, lines: ([String]) -> Void) -> Outcome {
+        switch start(request: request, lesson: lesson) {
+        case .failure(let problem): return .failed(problem.message)
+        case .success(let child):
+            while true {
+                if let outcome = child.pump(isCanceled: isCanceled, canRead: { true }, lines: lines) { return outcome }
+            }
         }
-        var requestEnd = input[1]
-        defer { if requestEnd >= 0 { close(requestEnd) } }
+    }
+
+    struct StartFailure: Error { let message: String }
+
+    /// Starts the child for `request`: its output is read by `LoaderChild.pump`, which a worker
+    /// may leave (the child waits, blocked on its full pipe) and another take up later.
+    func start(request: Data, lesson: String) -> Result<LoaderChild, StartFailure> {
+        // Both pipes close-on-exec from their creation: another worker's child, spawned
+        // meanwhile, inherits neither (it also closes what it inherits first). Out of
+        // descriptors (EMFILE), the request gets an error and the daemon goes on.
+        var output: [Int32] = [0, 0], input: [Int32] = [0, 0]
+        guard pipeCloseOnExec(&output) == 0 else { return .failure(StartFailure(message: "cannot start the lesson loader: \(String(cString: strerror(errno)))")) }
+        let (readEnd, writeEnd) = (output[0], output[1])
+        guard pipeCloseOnExec(&input) == 0 else {
+            let problem = String(cString: strerror(errno))
+            close(readEnd)
+            close(writeEnd)
+            return .failure(StartFailure(message: "cannot start the lesson loader: \(problem)"))
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -97,94 +109,15 @@ struct LessonLoader: Sendable {
         let spawned = posix_spawn(&pid, executable, &actions, nil, &argv, &environment)
         close(writeEnd)
         close(input[0])
-        guard spawned == 0 else { return .failed("cannot start the lesson loader: \(String(cString: strerror(spawned)))") }
+        guard spawned == 0 else {
+            close(readEnd)
+            close(input[1])
+            return .failure(StartFailure(message: "cannot start the lesson loader: \(String(cString: strerror(spawned)))"))
+        }
         // The request is at most the message limit; a pipe holds 64 KiB, so it is written a
-        // part at a time while the child reads (a child that does not read is killed below).
-        _ = fcntl(requestEnd, F_SETFL, O_NONBLOCK)
-        var unsent = request[...]
-        func sendRequest() {
-            guard requestEnd >= 0 else { return }
-            while !unsent.isEmpty {
-                let count = unsent.withUnsafeBytes { write(requestEnd, $0.baseAddress, $0.count) }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN { return }
-                    break  // the child has gone: what it wrote says why
-                }
-                unsent = unsent.dropFirst(count)
-            }
-            close(requestEnd)
-            requestEnd = -1
-        }
-        let started = MonotonicClock.now()
-
-        var pending = [UInt8]()
-        var lastLine: String?
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var lastOutput = MonotonicClock.now()
-        var tooLong = false
-        reading: while true {
-            sendRequest()
-            if isCanceled() {
-                kill(pid, SIGKILL)
-                reap(pid)
-                return .canceled
-            }
-            if MonotonicClock.now() - started > wallLimit {
-                kill(pid, SIGKILL)
-                reap(pid)
-                return .failed("preparing lesson '\(lesson)' took over \(wallLimit / 1_000_000_000) s; it was stopped")
-            }
-            if MonotonicClock.now() - lastOutput > Self.idleLimit {
-                kill(pid, SIGKILL)
-                reap(pid)
-                return .failed("preparing lesson '\(lesson)' took too long; it was stopped")
-            }
-            guard canRead() else {
-                usleep(2000)
-                lastOutput = MonotonicClock.now()  // waiting on the client, not on the child
-                continue
-            }
-            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 10)
-            if ready < 0 && errno != EINTR { break }
-            guard ready > 0 else { continue }
-            let count = read(readEnd, &buffer, buffer.count)
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                break
-            }
-            if count == 0 { break }  // the child closed its output: it has ended
-            lastOutput = MonotonicClock.now()
-            pending += buffer[0..<count]
-            var start = 0
-            var complete: [String] = []
-            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                if let previous = lastLine { complete.append(previous) }
-                lastLine = String(decoding: pending[start..<newline], as: UTF8.self)
-                start = newline + 1
-            }
-            pending.removeFirst(start)
-            if !complete.isEmpty { lines(complete) }
-            if pending.count > Self.maxLine {
-                tooLong = true
-                kill(pid, SIGKILL)
-                break reading
-            }
-        }
-        let status = reap(pid)
-        if tooLong { return .failed("lesson '\(lesson)': the loader wrote an event over \(Self.maxLine) bytes") }
-        if status.exited, status.code == Self.preparedStatus || status.code == Self.refusedStatus, pending.isEmpty, let terminal = lastLine {
-            return .finished(terminal: terminal, prepared: status.code == Self.preparedStatus)
-        }
-        if let signal = status.signal {
-            let name = [SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL",
-                        SIGXCPU: "SIGXCPU", SIGFPE: "SIGFPE"][signal] ?? "signal \(signal)"
-            return .failed(
-                "lesson '\(lesson)' could not be loaded: reading it or a file it names crashed the loader (\(name)); "
-                    + "run `narrator validate` on it")
-        }
-        return .failed("lesson '\(lesson)' could not be loaded: the loader ended with status \(status.code)")
+        // part at a time while the child reads (a child that does not read is killed).
+        _ = fcntl(input[1], F_SETFL, O_NONBLOCK)
+        return .success(LoaderChild(pid: pid, readEnd: readEnd, requestEnd: input[1], request: request, lesson: lesson, wallLimit: wallLimit))
     }
 
     /// `pipe2(fds, O_CLOEXEC)`: both ends close-on-exec from their creation, with no window
@@ -192,18 +125,6 @@ struct LessonLoader: Sendable {
     /// `_GNU_SOURCE`, which the Glibc module is not built with.)
     private func pipeCloseOnExec(_ fds: inout [Int32]) -> Int32 {
         fds.withUnsafeMutableBufferPointer { linuxPipe2($0.baseAddress!, O_CLOEXEC) }
-    }
-
-    /// Waits for the child; how it ended.
-    @discardableResult
-    private func reap(_ pid: pid_t) -> (exited: Bool, code: Int32, signal: Int32?) {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return (false, -1, nil) }
-        }
-        let signal = status & 0x7f
-        if signal == 0 { return (true, (status >> 8) & 0xff, nil) }
-        return (false, -1, signal)
     }
 
     // MARK: The child's side
@@ -314,3 +235,143 @@ struct LessonLoader: Sendable {
 /// glibc's `pipe2(2)`.
 @_silgen_name("pipe2")
 private func linuxPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
+/// A loader child and what has been read of its output. Used by one worker at a time (handed
+/// from one to the next under the service's lock); `pump` reads until the child ends or the
+/// client's backlog says to wait, and then returns nil: no worker waits on a client.
+final class LoaderChild: @unchecked Sendable {
+    let lesson: String
+    let wallLimit: Int64
+    private let pid: pid_t
+    private let readEnd: Int32
+    private var requestEnd: Int32
+    private var unsent: Data
+    private let started = MonotonicClock.now()
+    private var lastOutput = MonotonicClock.now()
+    private var pending = [UInt8]()
+    private var lastLine: String?
+    private var buffer = [UInt8](repeating: 0, count: 65536)
+    private var ended = false
+
+    init(pid: pid_t, readEnd: Int32, requestEnd: Int32, request: Data, lesson: String, wallLimit: Int64) {
+        self.pid = pid
+        self.readEnd = readEnd
+        self.requestEnd = requestEnd
+        unsent = request
+        self.lesson = lesson
+        self.wallLimit = wallLimit
+    }
+
+    deinit { end() }
+
+    /// When the whole preparation must be over (the client's waits included).
+    var deadline: Int64 { started + wallLimit }
+
+    /// Kills the child (when it has not ended), reaps it and closes its pipes. Idempotent.
+    func end() {
+        guard !ended else { return }
+        ended = true
+        kill(pid, SIGKILL)
+        reap()
+        close(readEnd)
+        if requestEnd >= 0 { close(requestEnd) }
+    }
+
+    private func sendRequest() {
+        guard requestEnd >= 0 else { return }
+        while !unsent.isEmpty {
+            let count = unsent.withUnsafeBytes { write(requestEnd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno == EAGAIN { return }
+                break  // the child has gone: what it wrote says why
+            }
+            unsent = unsent.dropFirst(count)
+        }
+        close(requestEnd)
+        requestEnd = -1
+    }
+
+    /// Reads the child's output, handing complete lines but its last to `lines`, while
+    /// `canRead` allows (the client's backlog). The outcome once the child has ended or was
+    /// stopped; nil when `canRead` said to wait: the child waits too (blocked on its pipe)
+    /// until `pump` is called again.
+    func pump(isCanceled: () -> Bool, canRead: () -> Bool, lines: ([String]) -> Void) -> LessonLoader.Outcome? {
+        guard !ended else { return .failed("preparing lesson '\(lesson)' was stopped") }
+        lastOutput = MonotonicClock.now()  // waited on the client, not on the child
+        var tooLong = false
+        reading: while true {
+            sendRequest()
+            if isCanceled() {
+                end()
+                return .canceled
+            }
+            if MonotonicClock.now() - started > wallLimit {
+                end()
+                return .failed("preparing lesson '\(lesson)' took over \(wallLimit / 1_000_000_000) s; it was stopped")
+            }
+            if MonotonicClock.now() - lastOutput > LessonLoader.idleLimit {
+                end()
+                return .failed("preparing lesson '\(lesson)' took too long; it was stopped")
+            }
+            guard canRead() else { return nil }
+            var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 10)
+            if ready < 0 && errno != EINTR { break }
+            guard ready > 0 else { continue }
+            let count = read(readEnd, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                break
+            }
+            if count == 0 { break }  // the child closed its output: it has ended
+            lastOutput = MonotonicClock.now()
+            pending += buffer[0..<count]
+            var start = 0
+            var complete: [String] = []
+            while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                if let previous = lastLine { complete.append(previous) }
+                lastLine = String(decoding: pending[start..<newline], as: UTF8.self)
+                start = newline + 1
+            }
+            pending.removeFirst(start)
+            if !complete.isEmpty { lines(complete) }
+            if pending.count > LessonLoader.maxLine {
+                tooLong = true
+                kill(pid, SIGKILL)
+                break reading
+            }
+        }
+        let status = reap()
+        ended = true
+        close(readEnd)
+        if requestEnd >= 0 {
+            close(requestEnd)
+            requestEnd = -1
+        }
+        if tooLong { return .failed("lesson '\(lesson)': the loader wrote an event over \(LessonLoader.maxLine) bytes") }
+        if status.exited, status.code == LessonLoader.preparedStatus || status.code == LessonLoader.refusedStatus, pending.isEmpty, let terminal = lastLine {
+            return .finished(terminal: terminal, prepared: status.code == LessonLoader.preparedStatus)
+        }
+        if let signal = status.signal {
+            let name = [SIGILL: "SIGILL", SIGTRAP: "SIGTRAP", SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL",
+                        SIGXCPU: "SIGXCPU", SIGFPE: "SIGFPE"][signal] ?? "signal \(signal)"
+            return .failed(
+                "lesson '\(lesson)' could not be loaded: reading it or a file it names crashed the loader (\(name)); "
+                    + "run `narrator validate` on it")
+        }
+        return .failed("lesson '\(lesson)' could not be loaded: the loader ended with status \(status.code)")
+    }
+
+    /// Waits for the child; how it ended.
+    @discardableResult
+    private func reap() -> (exited: Bool, code: Int32, signal: Int32?) {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return (false, -1, nil) }
+        }
+        let signal = status & 0x7f
+        if signal == 0 { return (true, (status >> 8) & 0xff, nil) }
+        return (false, -1, signal)
+    }
+}

@@ -24,9 +24,13 @@ public final class NarratorService: Sendable {
         /// The `narrator` executable whose `serve --prepare-request` prepares each lesson in a
         /// child process (`LessonLoader`): by default this process's own.
         public var loaderExecutable: String
+        /// A connection with no request active and nothing unwritten for this long is closed
+        /// (an `error` line says why); nil: never.
+        public var idleTimeout: Duration?
 
         public init(library: String, output: OutputKind = Outputs.defaultKind, device: String? = nil, latencyMs: Int = 50,
-                    realtime: Bool = false, maxMessageBytes: Int = 65536, loaderExecutable: String? = nil) {
+                    realtime: Bool = false, maxMessageBytes: Int = 65536, loaderExecutable: String? = nil,
+                    idleTimeout: Duration? = NarratorService.defaultIdleTimeout) {
             self.library = library
             self.output = output
             self.device = device
@@ -34,6 +38,7 @@ public final class NarratorService: Sendable {
             self.realtime = realtime
             self.maxMessageBytes = maxMessageBytes
             self.loaderExecutable = loaderExecutable ?? LessonLoader.currentExecutable
+            self.idleTimeout = idleTimeout
         }
     }
 
@@ -56,6 +61,16 @@ public final class NarratorService: Sendable {
 
     /// Active requests one connection may have at once.
     static let maxActiveRequests = 64
+    /// `Configuration.idleTimeout` unless told otherwise (`serve --idle-timeout`).
+    public static let defaultIdleTimeout: Duration = .seconds(300)
+    /// A `cues` listing is read from its loader child only while its client has at most this
+    /// much unwritten; beyond it the listing is parked (the worker goes on to other requests,
+    /// the child waits on its full pipe) until the client has taken all but `resumeBelow`.
+    static let parkAbove = 256 * 1024
+    static let resumeBelow = 64 * 1024
+    /// Listings parked at once, all clients together: each keeps a loader child and its pipe
+    /// (a descriptor) until its client reads. One more is ended with an `error` "busy".
+    static let maxParked = 32
 
     // The work of all clients together is bounded, whatever they do: requests that prepare a
     // lesson wait in one queue for a fixed set of worker threads (each runs one loader child
@@ -94,6 +109,9 @@ public final class NarratorService: Sendable {
         let gains = MixGains()
         /// The client will send nothing more: close once its last request has ended.
         var inputEnded = false
+        /// When the client last sent something, a request of it ended, or it had events unwritten
+        /// (`MonotonicClock`): the idle timeout counts from here.
+        var lastActive = MonotonicClock.now()
     }
 
     private struct Entry {
@@ -113,10 +131,17 @@ public final class NarratorService: Sendable {
         let seed: UInt64
         let locale: String?
         let listing: Bool
+        /// A listing taken up again: its loader child, started by an earlier worker.
+        var child: LoaderChild?
     }
 
     private struct State {
         var queue: [Job] = []
+        /// Listings parked while their client reads what it was sent, by connection (which
+        /// keeps its place in `working`: one loader child a connection), and those whose
+        /// client has read (or whose time is up), waiting for a worker before any queued job.
+        var parked: [Int: Job] = [:]
+        var resumed: [Job] = []
         /// Connections with a job being worked on (at most one each): a worker takes the oldest
         /// job of a connection that has none, so that a few clients cannot hold every worker.
         var working: [Int: Int] = [:]
@@ -161,10 +186,53 @@ public final class NarratorService: Sendable {
                 }
             }
         }
+        Self.startSweeper(self)
     }
 
     deinit {
         for _ in 0..<Self.workers { queued.signal() }
+    }
+
+    /// Every second (or sooner for a short idle timeout): closes idle connections and takes up
+    /// parked listings whose time is up (their child is then stopped with an error).
+    private static func startSweeper(_ service: NarratorService) {
+        let period: Int64 = min(1_000_000_000, service.configuration.idleTimeout.map { max(10_000_000, Self.nanoseconds($0) / 4) } ?? 1_000_000_000)
+        ThreadPolicy.normal.startThread(named: "narrator-sweep") { [weak service] _ in
+            while true {
+                var pause = timespec(tv_sec: Int(period / 1_000_000_000), tv_nsec: Int(period % 1_000_000_000))
+                var left = timespec()
+                while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
+                guard let service, service.sweep() else { return }
+            }
+        }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// One pass of the sweeper; false once the service is stopping.
+    private func sweep() -> Bool {
+        let now = MonotonicClock.now()
+        let idle = configuration.idleTimeout.map(Self.nanoseconds)
+        return state.withLock { state in
+            if state.stopping { return false }
+            for (connection, job) in state.parked where (job.child?.deadline ?? 0) <= now { unpark(connection, in: &state) }
+            guard let idle else { return true }
+            for (number, client) in state.connections {
+                if client.outlet.backlog > 0 || state.parked[number] != nil || state.working[number] != nil {
+                    state.connections[number]?.lastActive = now
+                    continue
+                }
+                guard client.requests.isEmpty, now - client.lastActive >= idle else { continue }
+                let seconds = Double(idle) / 1e9
+                let line = EventLine.error("closing the connection: no request for \(seconds.formatted(.number.precision(.fractionLength(0...3)))) s (the daemon's idle timeout)")
+                if client.outlet.send(EventLines(head: EventLine.head(for: nil), bodies: [line.body])) { client.outlet.flush() }
+                drop(number, in: &state)
+            }
+            return true
+        }
     }
 
     /// Worker threads that have not yet ended (after `shutdown`, none once their jobs end).
@@ -192,6 +260,12 @@ public final class NarratorService: Sendable {
                 finish(job.recipient, with: EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))]), in: &state)
             }
             state.queue = []
+            for job in Array(state.parked.values) + state.resumed {
+                job.child?.end()
+                finish(job.recipient, with: EventLine(.stopped, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("reason", .string(reason))]), in: &state)
+            }
+            state.parked = [:]
+            state.resumed = []
             for (number, connection) in state.connections {
                 for id in connection.requests.keys {
                     _ = stop(Recipient(connection: number, id: id), reason: reason, in: &state)
@@ -238,6 +312,7 @@ public final class NarratorService: Sendable {
         // request either not yet there or already active.
         let work: Bool = state.withLock { state in
             guard let client = state.connections[connection] else { return false }
+            state.connections[connection]?.lastActive = MonotonicClock.now()
             func refuse(_ problem: String) -> Bool {
                 send(.error(problem), to: me, in: &state)
                 return false
@@ -351,6 +426,11 @@ public final class NarratorService: Sendable {
                 state.workersAlive -= 1
                 return .none
             }
+            if !state.resumed.isEmpty {
+                // A listing taken up again keeps its connection's place in `working`.
+                state.running += 1
+                return state.resumed.removeFirst()
+            }
             guard let index = state.queue.firstIndex(where: { state.working[$0.recipient.connection] == nil }) else { return .some(nil) }
             let job = state.queue.remove(at: index)
             state.working[job.recipient.connection] = 1
@@ -360,7 +440,10 @@ public final class NarratorService: Sendable {
         guard let job else { return false }
         guard let job else { return true }
         let playing = job.listing ? false : start(job)
-        if job.listing { list(job) }
+        if job.listing, list(job) {
+            running(-1)  // parked: no worker holds it
+            return true
+        }
         let more = state.withLock { state in
             state.working[job.recipient.connection] = nil
             // A job of this connection left waiting may now be taken.
@@ -401,27 +484,32 @@ public final class NarratorService: Sendable {
     }
 
     /// Sends a schedule's cues (without playing), at the pace the client reads them: they are
-    /// the loader child's output, read no faster than the client takes them.
-    private func list(_ job: Job) {
+    /// the loader child's output, read while the client has little unwritten. When it has
+    /// more, the listing is parked and the worker returns (true): no worker waits on a
+    /// client's reading. The listing is taken up again, by whichever worker is free, once the
+    /// client has read (`EventOutlet.whenDrained`), or stopped with an error once the
+    /// loader's wall limit has passed (the sweeper), or ended when the client goes.
+    private func list(_ job: Job) -> Bool {
         let me = job.recipient
         guard wanted(me), let outlet = state.withLock({ $0.connections[me.connection]?.outlet }) else {
-            return conclude(me, with: .error("stopped"))
+            job.child?.end()
+            conclude(me, with: .error("stopped"))
+            return false
         }
-        // A client that has kept the listing waiting this long in all is sent the rest
-        // regardless (and dropped once over its outlet's limit): a slow reader cannot hold a
-        // worker for long.
-        var waited: Int64 = 0
-        var lastAsked = MonotonicClock.now()
-        let outcome = loader.run(
-            request: job.message, lesson: job.lesson,
+        let child: LoaderChild
+        if let resumed = job.child {
+            child = resumed
+        } else {
+            switch loader.start(request: job.message, lesson: job.lesson) {
+            case .success(let started): child = started
+            case .failure(let failure):
+                conclude(me, with: .error(library.scrub(failure.message)))
+                return false
+            }
+        }
+        let outcome = child.pump(
             isCanceled: { !wanted(me) },
-            canRead: {
-                let now = MonotonicClock.now()
-                defer { lastAsked = now }
-                guard outlet.backlog > 256 * 1024 else { return true }
-                waited += now - lastAsked
-                return waited > 5_000_000_000
-            },
+            canRead: { outlet.backlog <= Self.parkAbove },
             lines: { bodies in
                 state.withLock { state in
                     guard case .listing(canceled: false)? = state.connections[me.connection]?.requests[me.id] else { return }
@@ -429,10 +517,39 @@ public final class NarratorService: Sendable {
                 }
             })
         switch outcome {
-        case .finished(let terminal, _): conclude(me, with: EventLine(body: terminal))
-        case .canceled: conclude(me, with: .error("stopped"))
-        case .failed(let problem): conclude(me, with: .error(library.scrub(problem)))
+        case nil:
+            var parked = job
+            parked.child = child
+            let kept: Bool? = state.withLock { state in
+                guard state.connections[me.connection] != nil else { return false }
+                guard state.parked.count < Self.maxParked else { return nil }
+                state.parked[me.connection] = parked
+                return true
+            }
+            guard kept == true else {
+                child.end()
+                if kept == nil {
+                    conclude(me, with: .error("busy: \(Self.maxParked) listings are waiting for their clients to read them; read the events as they come"))
+                }
+                return false
+            }
+            let connection = me.connection
+            outlet.whenDrained(below: Self.resumeBelow) { [weak self] in
+                self?.state.withLock { state in self?.unpark(connection, in: &state) }
+            }
+            return true
+        case .finished(let terminal, _)?: conclude(me, with: EventLine(body: terminal))
+        case .canceled?: conclude(me, with: .error("stopped"))
+        case .failed(let problem)?: conclude(me, with: .error(library.scrub(problem)))
         }
+        return false
+    }
+
+    /// Hands a parked listing of `connection` back to the workers.
+    private func unpark(_ connection: Int, in state: inout State) {
+        guard let job = state.parked.removeValue(forKey: connection) else { return }
+        state.resumed.append(job)
+        queued.signal()
     }
 
     /// A message that is not a request at all (too long, not text): an error event, no id.
@@ -478,6 +595,7 @@ public final class NarratorService: Sendable {
             state.connections[request.connection]?.requests[request.id] = .preparing(canceled: reason)
         case .listing(false)?:
             state.connections[request.connection]?.requests[request.id] = .listing(canceled: true)
+            if state.parked[request.connection]?.recipient == request { unpark(request.connection, in: &state) }
         case .preparing?, .listing?:
             break  // already stopping
         case nil:
@@ -490,6 +608,7 @@ public final class NarratorService: Sendable {
     private func finish(_ request: Recipient, with line: EventLine, in state: inout State) {
         send(line, to: request, in: &state)
         state.connections[request.connection]?.requests[request.id] = nil
+        state.connections[request.connection]?.lastActive = MonotonicClock.now()
         closeIfDone(request.connection, in: &state)
     }
 
@@ -520,7 +639,7 @@ public final class NarratorService: Sendable {
             return false
         }
         func release() { state.withLock { $0.playbackSlots -= 1 } }
-        let checked = loader.run(request: job.message, lesson: job.lesson, isCanceled: { !wanted(owner) }, canRead: { true }, lines: { _ in })
+        let checked = loader.run(request: job.message, lesson: job.lesson, isCanceled: { !wanted(owner) }, lines: { _ in })
         switch checked {
         case .finished(_, prepared: true):
             break
@@ -718,6 +837,10 @@ public final class NarratorService: Sendable {
     private func drop(_ connection: Int, in state: inout State) {
         guard let client = state.connections.removeValue(forKey: connection) else { return }
         state.queue.removeAll { $0.recipient.connection == connection }
+        if let parked = state.parked.removeValue(forKey: connection) {
+            parked.child?.end()
+            state.working[connection] = nil
+        }
         for (id, active) in client.requests {
             let request = Recipient(connection: connection, id: id)
             switch active {
@@ -793,6 +916,9 @@ public protocol EventOutlet: Sendable {
     func flush()
     /// Bytes queued and not yet written.
     var backlog: Int { get }
+    /// Calls `action` once, as soon as at most `threshold` bytes are unwritten (at once if that
+    /// is so already), or the connection has closed.
+    func whenDrained(below threshold: Int, _ action: @escaping @Sendable () -> Void)
     /// Nothing more will be sent: close once what is queued has gone out.
     func finish()
     /// Returns once the connection has closed after `finish` (or a few seconds have passed).

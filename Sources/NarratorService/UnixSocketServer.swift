@@ -13,7 +13,7 @@ struct UnixSocketServer: Service {
     /// Binds now, so that the caller can report the socket as ready. A socket file left by a
     /// daemon that died is replaced; one that a live daemon answers on, or any other kind of
     /// file, is an error.
-    static func bind(path: String, service: NarratorService, loops: any EventLoopGroup) async throws -> UnixSocketServer {
+    static func bind(path: String, service: NarratorService, gate: ConnectionGate, loops: any EventLoopGroup) async throws -> UnixSocketServer {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
             throw NarratorError(file: path, "socket path too long (at most \(MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1) bytes)")
         }
@@ -23,11 +23,25 @@ struct UnixSocketServer: Service {
         // process-wide, and this runs before anything else of the daemon does.
         let oldMask = umask(0o177)
         defer { umask(oldMask) }
+        let refusal = EventLine.head(for: nil) + EventLine.error("busy: the daemon holds \(gate.limit) connections, its most; try again once one has closed").body + "\n"
         let channel = try await ServerBootstrap(group: loops)
             .serverChannelOption(.backlog, value: 256)
+            // Out of descriptors (EMFILE, ENFILE), accept(2) fails with the connection still
+            // waiting: without a pause, the loop would try again at once, forever (NIO's
+            // classic bind adds no back-off; its async one does, for the WebSocket server).
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture {
+                    try server.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { _ in .milliseconds(100) })
+                }
+            }
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
+                    guard gate.admit(child) else {
+                        try child.pipeline.syncOperations.addHandler(RefusalHandler(refusal))
+                        return
+                    }
                     try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLength: limit)))
                     try child.pipeline.syncOperations.addHandler(ClientHandler(service: service, channel: child))
                 }

@@ -15,7 +15,7 @@ enum WebServer {
     static let transportLimit = 1 << 20
 
     static func make(
-        host: String, port: Int, token: String, service: NarratorService, loops: any EventLoopGroup, logger: Logger,
+        host: String, port: Int, token: String, service: NarratorService, gate: ConnectionGate, loops: any EventLoopGroup, logger: Logger,
         onRunning: @escaping @Sendable (Int) async -> Void
     ) throws -> some ApplicationProtocol {
         let page = try Page.load()
@@ -72,9 +72,18 @@ enum WebServer {
                 try await group.next()
             }
         }
+        let idle = service.configuration.idleTimeout.map { TimeAmount.nanoseconds(NarratorService.nanoseconds($0)) }
+        let webSockets = sockets.buildResponder()
         return Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: transportLimit, validateUTF8: true))),
+            // The page's HTTP connections close after the idle timeout between requests, a
+            // connection that sends nothing after it from its accept; a WebSocket's is the
+            // service's (no request and nothing unwritten).
+            server: .gated(gate, idleTimeout: idle, server: "narrator serve") { responder in
+                HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSockets,
+                    configuration: .init(http1: .init(idleTimeout: idle), ws: .init(maxFrameSize: transportLimit, validateUTF8: true)))
+            },
             configuration: .init(address: .hostname(host, port: port), serverName: "narrator"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             eventLoopGroupProvider: .shared(loops),

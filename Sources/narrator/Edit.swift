@@ -34,11 +34,19 @@ struct Edit: ParsableCommand {
     @Flag(help: "Do not open the page in a browser (xdg-open); just print its address.")
     var noOpen = false
 
+    @Option(help: "Connections held at once; one more is answered 503 and closed.")
+    var maxConnections = EditServer.defaultMaxConnections
+
+    @Option(help: "Seconds a connection may stay open sending nothing (between requests, or from its start) before it is closed; 0: no limit.")
+    var idleTimeout: Double = EditServer.defaultIdleTimeout
+
     /// Columns of the page's waveform: its width in CSS pixels.
     static let columns = 1000
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535, got \(port)") }
+        guard (1...65536).contains(maxConnections) else { throw ValidationError("--max-connections must be between 1 and 65536, got \(maxConnections)") }
+        guard idleTimeout.isFinite, (0...86400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds, got \(idleTimeout)") }
     }
 
     func run() throws {
@@ -53,9 +61,10 @@ struct Edit: ParsableCommand {
         let failure = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         let open = !noOpen
+        let limits = EditServer.Limits(maxConnections: maxConnections, idleTimeout: idleTimeout > 0 ? idleTimeout : nil)
         Task.detached { [port] in
             do {
-                try await EditServer.run(session, host: "127.0.0.1", port: port, logger: Logger(label: "narrator-edit")) { port in
+                try await EditServer.run(session, host: "127.0.0.1", port: port, limits: limits, logger: Logger(label: "narrator-edit")) { port in
                     let url = "http://127.0.0.1:\(port)/"
                     Output.write(url + "\n", to: STDOUT_FILENO)
                     if open { Self.openInBrowser(url) }

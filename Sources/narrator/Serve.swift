@@ -37,6 +37,12 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var outputOptions: OutputOptions
 
+    @Option(help: "Connections held at once, both transports together (lowered to fit the descriptor limit, keeping 128 free); one more is told so and closed.")
+    var maxConnections = NarratorDaemon.defaultMaxConnections
+
+    @Option(help: "Seconds a connection may stay with no request active and nothing unwritten before it is closed; 0: no limit.")
+    var idleTimeout: Double = 300
+
     @Flag(inversion: .prefixedNo, help: "Run the threads that write events to clients (the event loops) with real-time priority (SCHED_FIFO 18) when permitted; playbacks' own threads keep their own policy (--realtime).")
     var realtimeDelivery = true
 
@@ -49,6 +55,8 @@ struct Serve: ParsableCommand {
         if noSocket && listen == nil { throw ValidationError("--no-socket needs --listen: the daemon would have no way in") }
         if let listen, Self.address(listen) == nil { throw ValidationError("--listen takes HOST:PORT, e.g. 127.0.0.1:8700") }
         if let token, token.count < 8 { throw ValidationError("--token must be at least 8 characters") }
+        guard (1...65536).contains(maxConnections) else { throw ValidationError("--max-connections must be between 1 and 65536, got \(maxConnections)") }
+        guard idleTimeout.isFinite, (0...86400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds, got \(idleTimeout)") }
     }
 
     static func address(_ text: String) -> (host: String, port: Int)? {
@@ -90,9 +98,10 @@ struct Serve: ParsableCommand {
         let options = NarratorDaemon.Options(
             configuration: .init(
                 library: library, output: outputOptions.kind, device: outputOptions.device, latencyMs: outputOptions.latency,
-                realtime: outputOptions.usesRealtime),
+                realtime: outputOptions.usesRealtime,
+                idleTimeout: idleTimeout > 0 ? .milliseconds(Int64((idleTimeout * 1000).rounded())) : nil),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
-            realtimeDelivery: realtimeDelivery)
+            realtimeDelivery: realtimeDelivery, maxConnections: maxConnections)
         let failure = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {

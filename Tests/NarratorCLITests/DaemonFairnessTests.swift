@@ -168,4 +168,44 @@ struct DaemonFairnessTests {
         #expect(seconds < 3, "the good request took \(seconds) s")
         #expect(daemon.process.isRunning)
     }
+
+    /// Twelve connections that each ask for a long listing (`repeat` 1000) and never read
+    /// (before: another client's small request waited 22 s in a release build, each of the
+    /// three workers held up to 5 s by a non-reader). Now the listings are parked and no worker
+    /// waits: another client's request takes at most 100 ms more than it does alone (median of
+    /// three each, measured in the same run).
+    @Test func unreadListingsDelayOthersBy100msAtMost() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        func timed(_ label: String) throws -> Double {
+            var times: [Double] = []
+            for attempt in 0..<3 {
+                let good = try SocketClient(daemon.socket)
+                let start = Date()
+                good.send(#"{"id": "\#(label)-\#(attempt)", "op": "cues", "lesson": "sample.json", "chain": "correct"}"#)
+                let answer = good.events(timeout: 60) { $0.isTerminal }
+                times.append(Date().timeIntervalSince(start))
+                #expect(answer?.last?.type == "finished", "\(answer?.last?.fields ?? [:])")
+            }
+            return times.sorted()[1]
+        }
+        let alone = try timed("alone")
+        var slow: [SocketClient] = []
+        for client in 0..<12 {
+            let connection = try SocketClient(daemon.socket)
+            connection.send(#"{"id": "slow-\#(client)", "op": "cues", "lesson": "sample.json", "chain": "correct", "repeat": 1000}"#)
+            slow.append(connection)
+        }
+        // Until every slow listing has filled its client's buffers and is parked.
+        let pid = daemon.process.processIdentifier
+        let deadline = Date().addingTimeInterval(60)
+        while DaemonLimitsTests.children(of: pid).count < 12 && Date() < deadline { usleep(20_000) }
+        usleep(500_000)
+        let beside = try timed("beside")
+        print(String(format: "a cues request alone: %.3f s; beside 12 unread listings: %.3f s", alone, beside))
+        #expect(beside <= alone + 0.1, "beside 12 non-readers: \(beside) s, alone \(alone) s")
+        #expect(slow.count == 12 && daemon.process.isRunning)
+    }
 }

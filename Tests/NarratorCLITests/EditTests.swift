@@ -51,11 +51,11 @@ struct EditTests {
         let process = Process()
         let url: String
 
-        init(_ dir: TempDir, lesson: String, clip: String = "w") throws {
+        init(_ dir: TempDir, lesson: String, clip: String = "w", arguments: [String] = []) throws {
             let out = dir.file("edit.out")
             _ = FileManager.default.createFile(atPath: out, contents: nil)
             process.executableURL = URL(fileURLWithPath: Repo.narrator)
-            process.arguments = ["edit", lesson, "--clip", clip, "--port", "0", "--no-open"]
+            process.arguments = ["edit", lesson, "--clip", clip, "--port", "0", "--no-open"] + arguments
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = FileHandle(forWritingAtPath: out)
             process.standardError = FileHandle(forWritingAtPath: dir.write("edit.err", ""))
@@ -374,6 +374,39 @@ struct EditTests {
             #expect(statuses[2 * index] == status, "GET with Host \(host): \(statuses[2 * index])")
             #expect(statuses[2 * index + 1] == (status == 200 ? 400 : 403), "POST with Host \(host): \(statuses[2 * index + 1])")
         }
+    }
+
+    /// `--max-connections 2`: a third connection is answered 503 (a line saying why) and closed;
+    /// `--idle-timeout 0.3`: a connection that sends nothing, or nothing more after a request,
+    /// is closed; with the held ones gone, a request is answered again.
+    @Test func connectionsAreCappedAndIdleOnesClosed() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = Self.lesson(dir, timings: "w.json")
+        let editor = try Editor(dir, lesson: lesson, arguments: ["--max-connections", "2", "--idle-timeout", "0.3"])
+        defer { _ = editor.stop() }
+        let port = try #require(URL(string: editor.url)?.port)
+        let held = [DaemonLimitsTests.connectTCP(port), DaemonLimitsTests.connectTCP(port)]
+        try #require(held.allSatisfy { $0 >= 0 })
+        usleep(50_000)  // both accepted before the third
+        let third = DaemonLimitsTests.connectTCP(port)
+        try #require(third >= 0)
+        let refused = String(decoding: try #require(DaemonLimitsTests.readToEnd(third), "the third connection was not closed"), as: UTF8.self)
+        close(third)
+        #expect(refused.hasPrefix("HTTP/1.1 503") && refused.contains("narrator edit holds 2 connections"), "\(refused)")
+        // The two held ones send nothing: closed by the idle timeout, not by the test.
+        for fd in held {
+            #expect(DaemonLimitsTests.readToEnd(fd) == [], "a silent connection was not closed, or was sent something")
+            close(fd)
+        }
+        // A request and then nothing: answered, then closed.
+        let asking = DaemonLimitsTests.connectTCP(port)
+        try #require(asking >= 0)
+        defer { close(asking) }
+        let request = Array("GET /clip.json HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+        _ = request.withUnsafeBytes { write(asking, $0.baseAddress, $0.count) }
+        let answered = String(decoding: try #require(DaemonLimitsTests.readToEnd(asking), "a keep-alive connection left idle was not closed"), as: UTF8.self)
+        #expect(answered.hasPrefix("HTTP/1.1 200"), "\(answered.prefix(200))")
     }
 
     /// A clip that is a region of its file: the page has the words the region holds whole, in

@@ -209,18 +209,40 @@ struct ControlsAPITests {
         #expect(throws: NarratorError.self) { try playback.seek(to: .sentence(clip: "p1", index: 1)) }
     }
 
-    /// Paused, the reader taps one word and then another before the first has been said: both
-    /// are said, and playback waits again where it was paused.
-    @Test func twoWordsTappedWhilePausedReturnToThePause() throws {
+    /// Paused, the reader taps one word and then another while the first is said: the second
+    /// replaces the first (docs/controls.md, `PlaybackEngine.play(_:then:)`): the first is cut
+    /// short where the second was asked, the second is said, and playback goes back once, to
+    /// where it was paused, and waits there again.
+    @Test func aSecondWordTappedWhileTheFirstIsSaidReplacesIt() throws {
+        let result = try NarratorTestSupport.run(Repo.narrator, ["cues", Self.lessonPath, "--chain", "correct", "--seed", "7"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let words = try #require(object["cues"] as? [[String: Any]]).filter { $0["type"] as? String == "word" && $0["clip"] as? String == "p2" }
+        let first = try #require(words.first { $0["index"] as? Int == 1 })
+        let second = try #require(words.first { $0["index"] as? Int == 3 })
+        let (firstFrame, firstEnd) = (try #require(first["frame"] as? Int), try #require(first["endFrame"] as? Int))
+        let secondFrame = try #require(second["frame"] as? Int)
         let (playback, output, log) = try Self.start()
         try Self.run(output, log) { $0.events.contains { if case .cue(let cue, _, _) = $0 { cue.type == "word" } else { false } } }
         playback.pause()
         try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 1 }
         let pausedFrame = try #require(log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }.first)
+        let before = log.events.count
         try playback.say(clip: "p2", word: 1)
-        output.run(for: 100_000_000)
+        // The first word's cue: it is being said.
+        try Self.run(output, log) { log in
+            log.events[before...].contains { if case .cue(let cue, _, _) = $0 { cue.type == "word" && cue.frame == firstFrame } else { false } }
+        }
         try playback.say(clip: "p2", word: 3)
         try Self.run(output, log) { $0.count { if case .paused = $0 { true } else { false } } == 2 }
+        let after = Array(log.events[before...])
+        let said = after.compactMap { if case .cue(let cue, _, _) = $0, cue.type == "word" { cue.frame } else { nil } }
+        let seeks = after.compactMap { if case .seeked(let from, let to, _) = $0 { (from, to) } else { nil } }
+        #expect(said == [firstFrame, secondFrame], "words said: \(said)")
+        // To the first word, from it (cut short) to the second, and back to the pause: once.
+        #expect(seeks.map(\.1) == [firstFrame, secondFrame, pausedFrame], "seeks: \(seeks)")
+        if seeks.count == 3 {
+            #expect(seeks[1].0 >= firstFrame && seeks[1].0 < firstEnd, "the first word was not cut short: left at \(seeks[1].0), it ends at \(firstEnd)")
+        }
         let pauses = log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }
         #expect(pauses == [pausedFrame, pausedFrame], "\(pauses)")
         playback.stop()
