@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
-	librsvg2-2 libespeak-ng1 libpulse0
+	librsvg2-2 libespeak-ng1 libpulse0 flite
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
 # libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
@@ -20,9 +20,11 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # aeneas-ng (the aeneas forced aligner, run by Tests/NarratorCLITests/AeneasTests.swift) is a
 # source package: pip compiles its C extensions against libespeak-ng-dev, festival-dev and
 # libestools-dev, and it calls ffprobe/ffmpeg on the audio it aligns.
-PIP_PACKAGES := websockets aeneas-ng
+# pocketsphinx (BSD-2-Clause, its en-US model inside the wheel): align's first stage for English.
+# flite: the second synthetic voice of the alignment tests and scripts/bench-align.sh.
+PIP_PACKAGES := websockets aeneas-ng pocketsphinx
 # What `deps` imports to tell that the pip packages are there (aeneas with its C extensions).
-PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc
+PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc, pocketsphinx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # librsvg, eSpeak NG and libpulse are opened with dlopen by the commands that use them: every build
 # here finds headers-only pkg-config files first (scripts/headers-only-pkgconfig.sh writes them at
@@ -115,7 +117,7 @@ test-pipewire: deps
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
 
-## bench: render benchmark against sox, live playback, daemon, speed, controls, start-up and batch (both cores) figures (prints figures; not a test)
+## bench: render benchmark against sox, live playback, daemon, speed, controls, start-up, batch (both cores) and word alignment (scripts/bench-align.sh) figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
@@ -124,6 +126,9 @@ bench: deps
 	bash scripts/bench-controls.sh
 	bash scripts/bench-startup.sh
 	bash scripts/bench-batch.sh
+	@python3 -c 'import tgt, soundfile, numpy' 2>/dev/null || python3 -m pip install -q tgt soundfile numpy || \
+		python3 -m pip install -q --break-system-packages tgt soundfile numpy
+	RUNS=$${RUNS:-3} bash scripts/bench-align.sh
 
 ## fuzz: fuzz every parser with libFuzzer and AddressSanitizer (docs/fuzzing.md), FUZZ_SECONDS each
 ## (default 600), FUZZ_JOBS targets at a time; FUZZ_TARGET=textgrid runs one. Not part of `test`.

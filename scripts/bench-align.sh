@@ -12,7 +12,10 @@
 #                  default /work/.mirror. Missing ones are skipped with a note.
 #   NARRATOR       the narrator binary (default .build/debug/narrator, then .build/release).
 #   RUNS           how many times to run the whole table (default 1; aligners are rerun each time).
-#   SYSTEMS        default aeneas,ps,ps+deep+bias5+edges,narrator
+#   SYSTEMS        default aeneas,ps,ps+deep+bias5+edges,narrator-stage,narrator,narrator-aeneas
+#                  (narrator-stage: narrator align's first stage alone, its aligner frames;
+#                  narrator-aeneas: narrator align --first-stage aeneas, the other languages' path).
+#                  narrator runs are pinned to one core (taskset -c 0) and timed: the speed table.
 # needs: python3 with pocketsphinx, aeneas-ng, tgt, soundfile, numpy; sox, espeak-ng, flite.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,7 +23,7 @@ root="$(cd "$here/.." && pwd)"
 work="${1:-$(mktemp -d -t bench-align.XXXXXX)}"
 mkdir -p "$work"
 runs="${RUNS:-1}"
-systems="${SYSTEMS:-aeneas,ps,ps+deep+bias5+edges,narrator}"
+systems="${SYSTEMS:-aeneas,ps,ps+deep+bias5+edges,narrator-stage,narrator,narrator-aeneas}"
 
 missing=()
 for c in sox espeak-ng flite python3; do command -v "$c" >/dev/null || missing+=("$c"); done

@@ -57,6 +57,17 @@ public enum BoundaryRefinement {
         public var voiced: Double
         /// `agreement × voiced`.
         public var confidence: Double { agreement * voiced }
+        /// The first stage that placed the word: "aeneas" or "pocketsphinx".
+        public var stage = "aeneas"
+        /// How far the refinement moved the word's farther boundary from the first stage's, in
+        /// milliseconds (agreement between the two stages).
+        public var stageShift = 0.0
+        /// PocketSphinx's acoustic score of the word per 10 ms frame (a log likelihood, ≤ 0):
+        /// nil for aeneas.
+        public var acousticScore: Double? = nil
+        /// The part of the word's phones that PocketSphinx squeezed to its 3-frame (30 ms)
+        /// minimum: nil for aeneas.
+        public var squeezedPhones: Double? = nil
     }
 
     /// The energy of mono audio, one value per block of about 1 ms.
@@ -69,6 +80,10 @@ public enum BoundaryRefinement {
         public let smoothed: [Double]
         /// The smoothed level above which a block is sound.
         public let threshold: Double
+        /// The clip's speech level (the 90th percentile of its 10 ms levels) and its noise floor
+        /// (the 10th), as mean squares.
+        public let speech: Double
+        public let floor: Double
 
         /// `samples` interleaved with `channels` channels at `rate` Hz.
         public init(samples: UnsafeBufferPointer<Float>, channels: Int, rate: Int, settings: Settings = Settings()) {
@@ -108,6 +123,8 @@ public enum BoundaryRefinement {
             func percentile(_ p: Double) -> Double { levels[min(levels.count - 1, Int(Double(levels.count - 1) * p))] }
             let speech = percentile(0.90)
             let floor = percentile(0.10)
+            self.speech = speech
+            self.floor = floor
             let underSpeech = speech * pow(10, -settings.speechDrop / 10)
             let overFloor = floor * pow(10, settings.floorRise / 10)
             // Digital silence: anything that is not exactly zero is sound.

@@ -53,6 +53,9 @@ struct Align: ParsableCommand {
     @Option(help: "Seconds of audio aeneas aligns at once: longer recordings are aligned in pieces cut at pauses (aeneas drifts on long files).")
     var piece = 120
 
+    @Option(help: "The first stage: auto (PocketSphinx for English, aeneas for every other language and when PocketSphinx fails), pocketsphinx or aeneas.")
+    var firstStage = "auto"
+
     @Option(help: "A batch: one recording a line, as JSON Lines (see above).")
     var manifest: String?
 
@@ -83,6 +86,9 @@ struct Align: ParsableCommand {
         guard (8000...384_000).contains(rate) else { throw ValidationError("--rate must be between 8000 and 384000, got \(rate)") }
         guard (1...86_400).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 86400 seconds, got \(timeout)") }
         guard (10...3600).contains(piece) else { throw ValidationError("--piece must be between 10 and 3600 seconds, got \(piece)") }
+        guard ["auto", "pocketsphinx", "aeneas"].contains(firstStage) else {
+            throw ValidationError("--first-stage must be auto, pocketsphinx or aeneas, got '\(firstStage)'")
+        }
         guard Self.isLanguage(language) else { throw ValidationError("--language must be a language code such as eng") }
     }
 
@@ -101,9 +107,10 @@ struct Align: ParsableCommand {
             try Self.checkWritable(timings)
             let source = transcript ?? "--text"
             let words = try Self.words(text: text, transcript: transcript)
-            let refined = try align(audio: audio, words: words, source: source, timings: timings, language: language)
+            var timing = PocketSphinx.Timing()
+            let refined = try align(audio: audio, words: words, source: source, timings: timings, language: language, timing: &timing)
             if json {
-                print(Self.report(refined, rate: rate, audio: audio, timings: timings), terminator: "")
+                print(Self.report(refined, rate: rate, audio: audio, timings: timings, timing: timing), terminator: "")
             } else {
                 print(Self.summary(refined, audio: audio, timings: timings))
             }
@@ -133,20 +140,58 @@ struct Align: ParsableCommand {
         return words
     }
 
+    /// English, for PocketSphinx's en-US model: eng, en and en-*.
+    static func isEnglish(_ language: String) -> Bool {
+        let code = language.lowercased()
+        return code == "eng" || code == "en" || code.hasPrefix("en-")
+    }
+
     /// Aligns one recording, refines its boundaries and writes its timings.
     func align(audio: String, words: [String], source: String, timings: String, language: String) throws(NarratorError) -> [BoundaryRefinement.Word] {
+        var timing = PocketSphinx.Timing()
+        return try align(audio: audio, words: words, source: source, timings: timings, language: language, timing: &timing)
+    }
+
+    func align(
+        audio: String, words: [String], source: String, timings: String, language: String, timing: inout PocketSphinx.Timing
+    ) throws(NarratorError) -> [BoundaryRefinement.Word] {
         let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
-        let aligned = try Aeneas.alignInChunks(
-            audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
-            chunkSeconds: piece)
-        let refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
-        let result = refined.map(\.timing)
-        let notes = ["narrator align: confidence per word (agreement with aeneas × voiced part)"]
-            + refined.map {
+        var refined: [BoundaryRefinement.Word]? = nil
+        var sphinxFailure: NarratorError? = nil
+        if firstStage == "pocketsphinx" || (firstStage == "auto" && Self.isEnglish(language)) {
+            do throws(NarratorError) {
+                refined = try PocketSphinx.align(
+                    audio: audio, buffer: audioBuffer, words: words, rate: rate, timeout: timeout, source: source, aeneasChunk: piece,
+                    timing: &timing)
+            } catch {
+                guard firstStage == "auto" else { throw error }
+                sphinxFailure = error
+            }
+        }
+        if refined == nil {
+            do throws(NarratorError) {
+                let began = Date()
+                let aligned = try Aeneas.alignInChunks(
+                    audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
+                    chunkSeconds: piece)
+                timing.anchors += Date().timeIntervalSince(began)
+                let start = Date()
+                refined = BoundaryRefinement.refine(aligned, samples: audioBuffer.storage, channels: audioBuffer.channels, rate: rate)
+                timing.refinement += Date().timeIntervalSince(start)
+            } catch {
+                // Both stages failed: aeneas's reason, then PocketSphinx's, on one line.
+                guard let sphinxFailure else { throw error }
+                throw NarratorError(file: error.file, place: error.place, "\(error.message) (PocketSphinx first: \(sphinxFailure.message))")
+            }
+        }
+        let words = refined ?? []
+        let result = words.map(\.timing)
+        let notes = ["narrator align: confidence per word (agreement between the stages × voiced part)"]
+            + words.map {
                 "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
             }
         try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
-        return refined
+        return words
     }
 
     /// `AUDIO: N words aligned → TIMINGS[; low confidence: …]`.
@@ -211,18 +256,24 @@ struct Align: ParsableCommand {
             + "\"lowConfidence\": [\(low.joined(separator: ", "))]"
     }
 
-    /// `{"audio", "timings", "rate", "words": [{text, start, end, startFrame, endFrame,
-    /// alignerStartFrame, alignerEndFrame, agreement, voiced, confidence}]}`.
-    static func report(_ words: [BoundaryRefinement.Word], rate: Int, audio: String, timings: String) -> String {
+    /// `{"audio", "timings", "rate", "seconds": {"anchors", "pocketsphinx", "refinement"},
+    /// "words": [{text, start, end, startFrame, endFrame, stage, alignerStartFrame,
+    /// alignerEndFrame, stageShiftMs, acousticScore, squeezedPhones, agreement, voiced,
+    /// confidence}]}` (acousticScore and squeezedPhones null for aeneas's words).
+    static func report(_ words: [BoundaryRefinement.Word], rate: Int, audio: String, timings: String, timing: PocketSphinx.Timing) -> String {
         func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
+        func optional(_ value: Double?, _ digits: Int) -> String { value.map { fixed($0, digits) } ?? "null" }
         let lines = words.map { word in
             let t = word.timing
             return "{\"text\": \(EventEncoder.quoted(t.text)), \"start\": \(fixed(Double(t.startFrame) / Double(rate), 6)), "
                 + "\"end\": \(fixed(Double(t.endFrame) / Double(rate), 6)), \"startFrame\": \(t.startFrame), \"endFrame\": \(t.endFrame), "
-                + "\"alignerStartFrame\": \(word.aligned.startFrame), \"alignerEndFrame\": \(word.aligned.endFrame), "
+                + "\"stage\": \"\(word.stage)\", \"alignerStartFrame\": \(word.aligned.startFrame), \"alignerEndFrame\": \(word.aligned.endFrame), "
+                + "\"stageShiftMs\": \(fixed(word.stageShift, 1)), \"acousticScore\": \(optional(word.acousticScore, 1)), "
+                + "\"squeezedPhones\": \(optional(word.squeezedPhones, 3)), "
                 + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), \"confidence\": \(fixed(word.confidence, 3))}"
         }
-        return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"words\": [\n  "
+        let seconds = "{\"anchors\": \(fixed(timing.anchors, 3)), \"pocketsphinx\": \(fixed(timing.pocketsphinx, 3)), \"refinement\": \(fixed(timing.refinement, 3))}"
+        return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"seconds\": \(seconds), \"words\": [\n  "
             + lines.joined(separator: ",\n  ") + "\n]}\n"
     }
 }
@@ -310,62 +361,30 @@ enum Aeneas {
     }
 
     static func align(audio: String, words: [String], language: String, rate: Int, timeout: Int, source: String) throws(NarratorError) -> [WordTiming] {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-align-\(UUID().uuidString)")
-        do {
-            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-        } catch {
-            throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
-        }
+        let scratch = try Scratch.make("narrator-align")
         defer { try? FileManager.default.removeItem(at: scratch) }
         let textPath = scratch.appendingPathComponent("words.txt").path
         let output = scratch.appendingPathComponent("aeneas.json").path
         let logPath = scratch.appendingPathComponent("aeneas.log").path
         // One word a line: one aeneas fragment a word.
-        guard FileManager.default.createFile(atPath: textPath, contents: Data((words.joined(separator: "\n") + "\n").utf8)),
-            FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath)
-        else {
+        guard FileManager.default.createFile(atPath: textPath, contents: Data((words.joined(separator: "\n") + "\n").utf8)) else {
             throw NarratorError(file: scratch.path, "cannot write aeneas's input")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", "-m", "aeneas.tools.execute_task", URL(fileURLWithPath: audio).path, textPath,
-            "task_language=\(language)|is_text_type=plain|os_task_file_format=json", output,
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = log
-        process.standardError = log
-        let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
-        do {
-            try process.run()
-        } catch {
-            try? log.close()
-            throw NarratorError(file: audio, "cannot start aeneas (python3): \(error.localizedDescription); `make deps` installs it")
-        }
-        try? log.close()
-        if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
-            // Foundation starts the child in a process group of its own: stopping the group
-            // stops what aeneas started too (ffmpeg). Never our own group.
-            let pid = process.processIdentifier
-            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
-            kill(target, SIGTERM)
-            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
-            throw NarratorError(file: audio, "aeneas did not finish within \(timeout) s (--timeout)")
-        }
-        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
-                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let ended = try Subprocess.run(
+            name: "aeneas",
+            arguments: [
+                "python3", "-m", "aeneas.tools.execute_task", URL(fileURLWithPath: audio).path, textPath,
+                "task_language=\(language)|is_text_type=plain|os_task_file_format=json", output,
+            ], stdout: logPath, log: logPath, timeout: timeout, audio: audio)
+        guard ended.status == 0 else {
             // 127: env found no python3.
-            let missing = (process.terminationReason == .exit && process.terminationStatus == 127) || said.contains { $0.contains("No module named") }
-            let reason = process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
-            let detail = said.last { $0.contains("[ERRO]") || $0.contains("Error") } ?? said.last ?? ""
+            let missing = ended.status == 127 || ended.said.contains { $0.contains("No module named") }
+            let detail = ended.said.last { $0.contains("[ERRO]") || $0.contains("Error") } ?? ended.said.last ?? ""
             throw NarratorError(
                 file: audio,
                 missing
                     ? "aeneas is not installed (\(detail)); `make deps` installs it (pip: aeneas-ng)"
-                    : "aeneas failed (\(reason)): \(detail.isEmpty ? "it said nothing" : detail)")
+                    : "aeneas failed (\(ended.reason)): \(detail.isEmpty ? "it said nothing" : detail)")
         }
         let imported = try WordTimings.read(path: output, rate: rate)
         guard imported.words.count == words.count else {
@@ -373,5 +392,72 @@ enum Aeneas {
         }
         // The words as the text spells them (aeneas returns each fragment's lines).
         return zip(imported.words, words).map { WordTiming(index: $0.index, text: $1, startFrame: $0.startFrame, endFrame: $0.endFrame) }
+    }
+}
+
+/// A scratch directory (removed by the caller).
+enum Scratch {
+    static func make(_ prefix: String) throws(NarratorError) -> URL {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        } catch {
+            throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
+        }
+        return scratch
+    }
+}
+
+/// A first stage's program, bounded: stopped after `timeout` seconds (SIGTERM to its process
+/// group, so what it started too, SIGKILL 5 s later).
+enum Subprocess {
+    struct Ended {
+        /// The exit status, or -1 when a signal ended it.
+        var status: Int32
+        /// "exit status N" or "signal N".
+        var reason: String
+        /// The non-empty lines it wrote to `log`.
+        var said: [String]
+    }
+
+    static func run(name: String, arguments: [String], stdout: String, log logPath: String, timeout: Int, audio: String) throws(NarratorError) -> Ended {
+        guard FileManager.default.createFile(atPath: logPath, contents: nil), FileManager.default.createFile(atPath: stdout, contents: nil),
+            let log = FileHandle(forWritingAtPath: logPath), let out = stdout == logPath ? log : FileHandle(forWritingAtPath: stdout)
+        else {
+            throw NarratorError(file: logPath, "cannot write \(name)'s output")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = log
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        do {
+            try process.run()
+        } catch {
+            try? log.close()
+            if out !== log { try? out.close() }
+            throw NarratorError(file: audio, "cannot start \(name) (python3): \(error.localizedDescription); `make deps` installs it")
+        }
+        try? log.close()
+        if out !== log { try? out.close() }
+        if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
+            // Foundation starts the child in a process group of its own: stopping the group
+            // stops what it started too (ffmpeg). Never our own group.
+            let pid = process.processIdentifier
+            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
+            kill(target, SIGTERM)
+            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
+            throw NarratorError(file: audio, "\(name) did not finish within \(timeout) s (--timeout)")
+        }
+        let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+            .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let exited = process.terminationReason == .exit
+        return Ended(
+            status: exited ? process.terminationStatus : -1,
+            reason: exited ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)", said: said)
     }
 }

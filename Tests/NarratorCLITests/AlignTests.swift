@@ -75,7 +75,9 @@ struct AlignTests {
         let out = dir.file("\(name).json")
         let text = Array(repeating: words.joined(separator: " "), count: repeats).joined(separator: " ")
         let aligned = try run(
-            Repo.narrator, ["align", audio, "--text", text, "--timings", out, "--rate", "\(rate)", "--json"] + extra)
+            // These fixtures measure the aeneas path (every language but English, and English's
+            // fallback): PocketSphinx on espeak-ng's voice is AlignEnginesTests'.
+            Repo.narrator, ["align", audio, "--text", text, "--timings", out, "--rate", "\(rate)", "--json", "--first-stage", "aeneas"] + extra)
         try #require(aligned.status == 0, "\(aligned.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
         let list = try #require(object["words"] as? [[String: Any]])
@@ -417,5 +419,72 @@ struct AlignFailureTests {
             Repo.narrator, ["align", dir.file("clip.wav"), "--text", "one", "--timings", dir.file("out.TextGrid")])
         #expect(wrong.status == 1 && wrong.stderr.contains("cannot write '.textgrid'"), "\(wrong.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+}
+
+/// `narrator align` (PocketSphinx, then the phone-stage refinement) on two synthetic engines
+/// other than the fixtures' single voice: espeak-ng and flite speak each word alone, the words
+/// are cut to their sound (−50 dBFS) and laid end to end at 22.05 kHz with digital silences of
+/// 30–80 ms, so every boundary is exact. The bounds asserted are the ones measured here
+/// (docs/align.md), with a little room.
+@Suite(
+    "align: two synthetic engines", .serialized,
+    .requires(
+        PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("flite") != nil
+            && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng, flite and sox"))
+struct AlignEnginesTests {
+    static let text = "A small brown dog jumped over the fence and ran quickly into the garden"
+    static let gaps = [180, 45, 70, 30, 60, 80, 35, 50, 75, 40, 65, 30, 55, 70]
+
+    static func assemble(engine: String, in dir: TempDir) throws -> AlignTests.Fixture {
+        let rate = AlignTests.rate
+        var samples: [Int16] = []
+        var truth: [(start: Int, end: Int)] = []
+        for (index, word) in text.split(separator: " ").enumerated() {
+            let raw = dir.file("\(engine)-\(index)-raw.wav")
+            let spoken =
+                engine == "flite"
+                ? try runTool("flite", ["-voice", "slt", "-t", String(word), "-o", raw])
+                : try runTool("espeak-ng", ["-v", "en-us", "-s", "165", "-w", raw, String(word)])
+            try #require(spoken.status == 0, "\(spoken.stderr)")
+            let file = dir.file("\(engine)-\(index).wav")
+            let converted = try runTool("sox", [raw, "-r", "\(rate)", "-c", "1", "-b", "16", file])
+            try #require(converted.status == 0, "\(converted.stderr)")
+            let voice = try WAVFile(path: file).int16Samples
+            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(AlignTests.soundLevel) })
+            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(AlignTests.soundLevel) })
+            samples += [Int16](repeating: 0, count: gaps[index] * rate / 1000)
+            truth.append((samples.count, samples.count + last + 1 - first))
+            samples += voice[first...last]
+        }
+        samples += [Int16](repeating: 0, count: AlignTests.tail * rate / 1000)
+        let path = dir.write("\(engine).wav", data: AlignTests.wav16(samples, rate: rate))
+        return AlignTests.Fixture(path: path, truth: truth, frames: samples.count)
+    }
+
+    /// p50, p95 and max of the refined error must stay within the bound; the first stage's
+    /// own error is printed beside it.
+    @Test(arguments: [("espeak-ng", 5.0, 110.0), ("flite", 5.0, 60.0)])
+    func exactBoundariesOfAnEngine(engine: String, p50Bound: Double, p95Bound: Double) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(engine: engine, in: dir)
+        let out = dir.file("out.json")
+        let aligned = try run(
+            Repo.narrator, ["align", fixture.path, "--text", Self.text, "--timings", out, "--rate", "\(AlignTests.rate)", "--json"])
+        try #require(aligned.status == 0, "\(aligned.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        try #require(list.count == fixture.truth.count)
+        #expect(list.allSatisfy { $0["stage"] as? String == "pocketsphinx" }, "English goes to PocketSphinx")
+        func frames(_ a: String, _ b: String) -> [(start: Int, end: Int)] { list.map { (($0[a] as? Int) ?? -1, ($0[b] as? Int) ?? -1) } }
+        let stage = try AlignTests.errors(frames("alignerStartFrame", "alignerEndFrame"), fixture.truth)
+        let refined = try AlignTests.errors(frames("startFrame", "endFrame"), fixture.truth)
+        print("align \(engine): PocketSphinx \(AlignTests.describe(stage)); refined \(AlignTests.describe(refined))")
+        #expect(refined.p50 <= p50Bound && refined.p95 <= p95Bound, "\(engine): refined \(AlignTests.describe(refined))")
+        #expect(refined.p95 <= stage.p95, "\(engine): the refinement made it worse: \(AlignTests.describe(refined)) vs \(AlignTests.describe(stage))")
+        for key in ["acousticScore", "squeezedPhones", "stageShiftMs", "agreement", "voiced"] {
+            #expect(list.allSatisfy { $0[key] is Double || $0[key] is Int }, "\(key) per word")
+        }
     }
 }

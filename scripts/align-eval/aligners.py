@@ -102,12 +102,24 @@ def _pocketsphinx(wav, words, wide, opts=None):
     return out
 
 
-def narrator(binary, wav, words):
+# Per narrator run: (system, audio seconds, wall seconds, {stage: seconds}) for the speed table.
+SPEED = []
+
+
+def narrator(binary, wav, words, extra=(), system="narrator"):
+    import time
     with tempfile.TemporaryDirectory() as td:
         out = os.path.join(td, "t.json")
-        r = subprocess.run([binary, "align", wav, "--text", " ".join(words), "--timings", out, "--json"],
-                           check=True, capture_output=True, text=True)
+        began = time.monotonic()
+        r = subprocess.run(["taskset", "-c", "0", binary, "align", wav, "--text", " ".join(words), "--timings", out, "--json",
+                            *extra], check=True, capture_output=True, text=True)
+        wall = time.monotonic() - began
         info = json.loads(r.stdout)
+    w = wave.open(wav)
+    SPEED.append((system, w.getnframes() / w.getframerate(), wall, info.get("seconds", {})))
     ws = info["words"] if isinstance(info, dict) else info
+    rate = float(info.get("rate", 48000)) if isinstance(info, dict) else 48000.0
     return [{"text": w, "start": float(x["start"]), "end": float(x["end"]),
-             "confidence": x.get("confidence")} for w, x in zip(words, ws)]
+             "stageStart": x.get("alignerStartFrame", 0) / rate, "stageEnd": x.get("alignerEndFrame", 0) / rate,
+             "stage": x.get("stage"), "stageShiftMs": x.get("stageShiftMs"), "acousticScore": x.get("acousticScore"),
+             "squeezedPhones": x.get("squeezedPhones"), "confidence": x.get("confidence")} for w, x in zip(words, ws)]

@@ -68,6 +68,11 @@ def run_system(system, wav, ref, cache, narrator_bin=None):
             first = aligners.pocketsphinx(wav, words, {"cmn": "batch"})
         elif base == "narrator":
             first = aligners.narrator(narrator_bin, wav, words)
+        elif base == "narrator-aeneas":  # narrator align with aeneas as the first stage (its other languages' path)
+            first = aligners.narrator(narrator_bin, wav, words, ["--first-stage", "aeneas"], system=base)
+        elif base == "narrator-stage":  # narrator align's first stage alone (its aligner frames, before refinement)
+            first = [dict(w, start=w["stageStart"], end=w["stageEnd"])
+                     for w in run_system("narrator", wav, ref, cache, narrator_bin)]
         else:
             raise ValueError(system)
         if key:
@@ -136,6 +141,17 @@ def main():
                 if s:
                     rows.append({"set": name, "system": system, "kind": kind, "stats": s})
     print(table(rows))
+    if aligners.SPEED:
+        print()
+        print("| system | clips | audio s | wall s (one core) | × real time | anchors (aeneas) s | pocketsphinx s | refinement s |")
+        print("|---|---|---|---|---|---|---|---|")
+        for system in sorted({x[0] for x in aligners.SPEED}):
+            runs = [x for x in aligners.SPEED if x[0] == system]
+            audio = sum(x[1] for x in runs)
+            wall = sum(x[2] for x in runs)
+            stage = {k: sum(x[3].get(k, 0) for x in runs) for k in ("anchors", "pocketsphinx", "refinement")}
+            print(f"| {system} | {len(runs)} | {audio:.1f} | {wall:.1f} | {audio / wall:.1f} | {stage['anchors']:.1f} | "
+                  f"{stage['pocketsphinx']:.1f} | {stage['refinement']:.2f} |")
     if a.json:
         json.dump({"rows": rows, "errors": raw}, open(a.json, "w"))
 

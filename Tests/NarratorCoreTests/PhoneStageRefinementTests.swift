@@ -1,0 +1,128 @@
+import Foundation
+import NarratorCore
+import Testing
+
+/// `BoundaryRefinement.refinePhoneStage` (PocketSphinx's words refined) on signals built to the
+/// millisecond: noise bursts as speech under a quiet floor, a stop closure, a pause, a breath
+/// and a click. Each check compares with what the energy-only rule would have done, so a rule
+/// that moved a join onto a closure or took a breath for a word fails it.
+@Suite("Phone-stage refinement")
+struct PhoneStageRefinementTests {
+    static let rate = 16000
+    static let ms = rate / 1000
+
+    /// `floor` noise everywhere, and noise bursts at `level` (RMS about −13 dBFS × level) in `spans` (ms).
+    static func signal(_ spans: [(Int, Int, Float)], milliseconds: Int, floor: Float = 0.0005) -> [Float] {
+        var generator = SeededGenerator(seed: 11)
+        var samples = (0..<(milliseconds * ms)).map { _ in Float.random(in: -floor...floor, using: &generator) }
+        for (start, end, level) in spans {
+            for frame in (start * ms)..<(end * ms) { samples[frame] += level * Float.random(in: -0.4...0.4, using: &generator) }
+        }
+        return samples
+    }
+
+    static func stage(_ spans: [(Int, Int)]) -> [BoundaryRefinement.StageWord] {
+        spans.enumerated().map {
+            .init(
+                timing: WordTiming(index: $0.offset, text: "w\($0.offset)", startFrame: $0.element.0 * ms, endFrame: $0.element.1 * ms),
+                phones: [.init(name: "T", startFrame: $0.element.0 * ms, endFrame: $0.element.1 * ms, score: -100)], score: -1000)
+        }
+    }
+
+    static func refine(_ words: [BoundaryRefinement.StageWord], _ samples: [Float]) -> [(Int, Int)] {
+        samples.withUnsafeBufferPointer { BoundaryRefinement.refinePhoneStage(words, samples: $0, channels: 1, rate: rate) }
+            .map { ($0.timing.startFrame / ms, $0.timing.endFrame / ms) }
+    }
+
+    /// A word ending in a stop ("ripped") joined to the next ("the"): the 80 ms closure is quiet,
+    /// but it is not a pause. The join stays where the phone stage put it (+5 ms), where
+    /// the energy-only refinement moves it onto the closure.
+    @Test func anEightyMillisecondClosureInsideSpeechStaysAJoin() {
+        // A room's floor (about 38 dB under the speech): not a clean recording, where any
+        // near-silent run of 25 ms is a pause.
+        let samples = Self.signal([(300, 600, 1), (600, 680, 0), (680, 1000, 1)], milliseconds: 1300, floor: 0.005)
+        let words = Self.stage([(300, 690), (690, 1000)])
+        let refined = Self.refine(words, samples)
+        #expect(refined[0].1 == 695 && refined[1].0 == 695, "\(refined)")
+        // What the energy-only rule does with the same words: it takes the closure.
+        let energy = samples.withUnsafeBufferPointer {
+            BoundaryRefinement.refine(words.map(\.timing), samples: $0, channels: 1, rate: Self.rate)
+        }
+        #expect(abs(energy[0].timing.endFrame / Self.ms - 600) <= 12, "energy-only: \(energy.map(\.timing))")
+    }
+
+    /// A 200 ms pause the phone stage left out (it made the two words touch at 650 ms): taken,
+    /// the earlier word ends where it begins, the later starts where it ends.
+    @Test func aTwoHundredMillisecondPauseIsTaken() {
+        let samples = Self.signal([(300, 600, 1), (800, 1100, 1)], milliseconds: 1400)
+        let refined = Self.refine(Self.stage([(300, 770), (770, 1100)]), samples)
+        #expect(abs(refined[0].1 - 600) <= 2 && abs(refined[1].0 - 800) <= 2, "\(refined)")
+    }
+
+    /// A 100 ms quiet run with no silence from the stage (70–150 ms: a closure's length) is not a
+    /// pause; with 40 ms of silence from the stage over it, it is.
+    @Test func aHundredMillisecondRunIsAPauseOnlyWhereTheStageHeardSilence() {
+        let samples = Self.signal([(300, 600, 1), (700, 1000, 1)], milliseconds: 1300, floor: 0.005)
+        let joined = Self.refine(Self.stage([(300, 650), (650, 1000)]), samples)
+        #expect(joined[0].1 == 655 && joined[1].0 == 655, "\(joined)")
+        let silence = Self.refine(Self.stage([(300, 630), (670, 1000)]), samples)
+        #expect(abs(silence[0].1 - 600) <= 2 && abs(silence[1].0 - 700) <= 2, "\(silence)")
+    }
+
+    /// A breath (130 ms, 30 dB under the speech) or a click (4 ms, loud) just before the first
+    /// word, the stage's first start 40 ms early: the word starts at its own sound (400 ms), not
+    /// at the breath or the click, which lie within the 150 ms an edge may move outward. The
+    /// same for a breath after the last word.
+    @Test func aBreathOrAClickBeforeTheFirstWordIsNotTheFirstWord() {
+        for (noise, level) in [((230, 360), Float(0.03)), ((340, 344), Float(2))] {
+            let samples = Self.signal(
+                [(noise.0, noise.1, level), (400, 700, 1), (720, 1000, 1), (1040, 1170, 0.03)], milliseconds: 1400)
+            let refined = Self.refine(Self.stage([(360, 710), (710, 1030)]), samples)
+            #expect(abs(refined[0].0 - 400) <= 3, "\(noise): first start \(refined[0].0) ms, its sound starts at 400 ms")
+            #expect(abs(refined[1].1 - 1000) <= 3, "\(noise): last end \(refined[1].1) ms, its sound ends at 1000 ms")
+        }
+    }
+
+    /// An edge moves inward at most 60 ms: a stage start 120 ms before a soft onset moves 60 ms.
+    @Test func anEdgeMovesInwardAtMostSixtyMilliseconds() {
+        let samples = Self.signal([(400, 700, 1)], milliseconds: 1000)
+        let refined = Self.refine(Self.stage([(280, 700)]), samples)
+        #expect(refined[0].0 == 340, "\(refined)")
+    }
+
+    /// The program's output read strictly: good output gives frames = round(seconds × rate) in
+    /// the whole recording; a time out of its piece, out of order, not finite, the wrong number
+    /// of words, or an unknown key is an error naming the file.
+    @Test func thePocketSphinxOutputIsReadStrictly() throws {
+        let pieces = [PocketSphinxStage.Piece(start: 16000, end: 48000, words: ["Hello,", "world."])]
+        func read(_ text: String) throws(NarratorError) -> [PocketSphinxStage.Result] {
+            try PocketSphinxStage.read(Data(text.utf8), pieces: pieces, words: [["Hello,", "world."]], rate: 48000, file: "ps")
+        }
+        let good = #"{"pieces": [{"beams": "default", "words": [{"word": "hello", "start": 0.1, "end": 0.5, "score": -900, "phones": [["HH", 0.1, 0.2, -100], ["AH", 0.2, 0.5, -800]]}, {"word": "world", "start": 0.5, "end": 0.95, "score": -700, "phones": []}], "silences": [[0.0, 0.1]]}]}"#
+        let result = try read(good)
+        guard case .aligned(let words, let silences, let beams) = result[0] else {
+            Issue.record("\(result)")
+            return
+        }
+        #expect(beams == "default" && silences == [48000...52800])
+        #expect(words.map(\.timing.text) == ["Hello,", "world."])
+        #expect(words.map { [$0.timing.startFrame, $0.timing.endFrame] } == [[52800, 72000], [72000, 93600]])
+        #expect(words[0].phones.map(\.startFrame) == [52800, 57600])
+        let failed = try read(#"{"pieces": [{"error": "not in PocketSphinx's dictionary: Zyx"}]}"#)
+        #expect(failed == [.failed("not in PocketSphinx's dictionary: Zyx")])
+        for bad in [
+            good.replacingOccurrences(of: "\"end\": 0.95", with: "\"end\": 2.5"),  // past its piece
+            good.replacingOccurrences(of: "\"start\": 0.5", with: "\"start\": 0.4"),  // overlaps the word before
+            good.replacingOccurrences(of: "\"end\": 0.95", with: "\"end\": 1e400"),
+            good.replacingOccurrences(of: "\"start\": 0.1", with: "\"start\": -0.1"),
+            good.replacingOccurrences(of: "\"score\": -700", with: "\"score\": 7.5"),
+            good.replacingOccurrences(of: "[\"AH\", 0.2, 0.5, -800]", with: "[\"AH\", 0.2, 0.6, -800]"),  // past its word
+            good.replacingOccurrences(of: "\"beams\"", with: "\"beam\""),
+            #"{"pieces": [{"beams": "default", "words": [], "silences": []}]}"#,
+            #"{"pieces": []}"#,
+            "not json",
+        ] {
+            #expect(throws: NarratorError.self, "\(bad)") { _ = try read(bad) }
+        }
+    }
+}
