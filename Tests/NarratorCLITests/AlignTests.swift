@@ -12,58 +12,8 @@ import Testing
     "align", .serialized,
     .requires(PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
 struct AlignTests {
-    static let words = "look at the big brown dog it runs and jumps over seven small red fish".split(separator: " ").map(String.init)
-    /// Silence before each word (the first: lead-in), and after the last, in milliseconds.
-    static let gaps = [180, 60, 140, 250, 45, 110, 320, 70, 90, 200, 55, 130, 80, 160, 100]
-    static let tail = 300
-    static let rate = 22050
-    /// A sample at or above this (−50 dBFS) is the word's sound.
-    static let soundLevel: Int16 = 104
-
-    struct Fixture {
-        let path: String
-        /// The words' frames: first sound sample, one past the last.
-        let truth: [(start: Int, end: Int)]
-        let frames: Int
-    }
-
-    /// The words at espeak-ng speed `speed` (words a minute), assembled with `gaps`.
-    static func assemble(speed: Int, gaps: [Int] = gaps, repeats: Int = 1, in dir: TempDir) throws -> Fixture {
-        var samples: [Int16] = []
-        var truth: [(start: Int, end: Int)] = []
-        for (position, word) in Array(repeating: words, count: repeats).joined().enumerated() {
-            let index = position % words.count
-            let file = dir.file("w\(speed)-\(index).wav")
-            if position < words.count {
-                let spoken = try runTool("espeak-ng", ["-v", "en", "-s", "\(speed)", "-w", file, word])
-                try #require(spoken.status == 0, "\(spoken.stderr)")
-            }
-            let wav = try WAVFile(path: file)
-            try #require(wav.sampleRate == rate && wav.channels == 1)
-            let voice = wav.int16Samples
-            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(soundLevel) })
-            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(soundLevel) })
-            // Between repeats, a sentence's pause.
-            samples += [Int16](repeating: 0, count: (index == 0 && position > 0 ? 600 : gaps[index]) * rate / 1000)
-            truth.append((samples.count, samples.count + last + 1 - first))
-            samples += voice[first...last]
-        }
-        samples += [Int16](repeating: 0, count: tail * rate / 1000)
-        let path = dir.write("speech\(speed)-\(gaps[1]).wav", data: wav16(samples, rate: rate))
-        return Fixture(path: path, truth: truth, frames: samples.count)
-    }
-
-    /// A 16-bit mono WAV file, written by hand.
-    static func wav16(_ samples: [Int16], rate: Int) -> Data {
-        var data = Data()
-        func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + samples.count * 2); data.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(1); u32(rate); u32(rate * 2); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
-        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
-        return data
-    }
+    static let words = SpokenWords.words
+    static let rate = SpokenWords.rate
 
     struct Result {
         let aligner: [(start: Int, end: Int)]
@@ -133,7 +83,7 @@ struct AlignTests {
     func cleanSpeechAtASpeakingRate(speed: Int) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: speed, in: dir)
+        let fixture = try SpokenWords.assemble(speed: speed, in: dir)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "clean, espeak -s \(speed)")
     }
 
@@ -143,7 +93,7 @@ struct AlignTests {
     @Test func aLongerRecordingAlignedInPieces() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, repeats: 7, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, repeats: 7, in: dir)
         #expect(fixture.frames > 50 * Self.rate)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "51 s in 20 s pieces, espeak -s 175", repeats: 7, extra: ["--piece", "20"])
     }
@@ -153,7 +103,7 @@ struct AlignTests {
     @Test func webVTTCarriesTheConfidenceInANote() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, in: dir)
         let vtt = dir.file("out.vtt")
         let aligned = try run(
             Repo.narrator, ["align", fixture.path, "--text", Self.words.joined(separator: " "), "--timings", vtt, "--rate", "\(Self.rate)", "--json"])
@@ -178,7 +128,7 @@ struct AlignTests {
     @Test func connectedSpeech() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, gaps: [150, 0, 20, 10, 0, 25, 15, 0, 30, 5, 0, 20, 10, 0, 25], in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, gaps: [150, 0, 20, 10, 0, 25, 15, 0, 30, 5, 0, 20, 10, 0, 25], in: dir)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "connected (gaps 0-30 ms), espeak -s 175", connected: true)
     }
 
@@ -252,7 +202,7 @@ struct AlignTests {
     @Test func speechOverAMusicBed() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, in: dir)
         // A chord that swells and fades at 4 Hz, about 25 dB under the voice's loud parts.
         let seconds = String(format: "%.6f", Double(fixture.frames) / Double(Self.rate))
         let bed = dir.file("bed.wav")
@@ -272,7 +222,7 @@ struct AlignTests {
 @Suite("align failures")
 struct AlignFailureTests {
     static func attempt(_ dir: TempDir, python: String?, _ extra: [String] = [], text: [String] = ["--text", "one two"]) throws -> ProcessResult {
-        let audio = dir.write("clip.wav", data: AlignTests.wav16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        let audio = dir.write("clip.wav", data: WAVFile.pcm16([Int16](repeating: 1000, count: 8000), rate: 16000))
         var path = "/nonexistent"
         if let python {
             let bin = dir.file("bin")
