@@ -136,6 +136,7 @@ struct LiveLongPauseTests {
         while (try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "paused" }) != true && Date() < giveUp {
             Thread.sleep(forTimeInterval: 0.01)
         }
+        #expect((try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "paused" }) == true, "the pause was not heard within 20 s")
         Thread.sleep(forTimeInterval: 0.3)
         let before = try corked()
         Thread.sleep(forTimeInterval: 1.4)

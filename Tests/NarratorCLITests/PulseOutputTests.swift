@@ -45,6 +45,7 @@ struct PulseOutputTests {
         {
             Thread.sleep(forTimeInterval: 0.001)
         }
+        #expect((try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "chainEnd" }) == true, "the prompt was not heard to end within 10 s")
         Thread.sleep(forTimeInterval: 0.4)
         stdin.fileHandleForWriting.write(Data("x\n".utf8))
         try stdin.fileHandleForWriting.close()
