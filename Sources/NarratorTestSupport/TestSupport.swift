@@ -65,6 +65,19 @@ public struct TempDir: Sendable {
     public func remove() { try? FileManager.default.removeItem(at: url) }
 }
 
+extension TempDir {
+    /// A folder that looks like the repository's root (its top-level entries linked), so that
+    /// each example runs "from the repo root" against the sample library while the files it
+    /// writes land in the folder, not in the checkout.
+    public static func repoLookalike() throws -> TempDir {
+        let dir = TempDir()
+        for entry in try FileManager.default.contentsOfDirectory(atPath: Repo.root.path) where ![".build", ".git"].contains(entry) {
+            try FileManager.default.createSymbolicLink(atPath: dir.file(entry), withDestinationPath: Repo.path(entry))
+        }
+        return dir
+    }
+}
+
 /// What a finished process said.
 public struct ProcessResult: Sendable {
     public let status: Int32
@@ -104,63 +117,6 @@ public func run(_ executable: String, _ arguments: [String], cwd: String? = nil)
 /// Runs a program found on PATH.
 public func runTool(_ name: String, _ arguments: [String]) throws -> ProcessResult {
     try run("/usr/bin/env", [name] + arguments)
-}
-
-/// A RIFF/WAVE file read by hand (not through the code under test): its format fields and its
-/// raw data chunk.
-public struct WAVFile: Sendable {
-    public let formatTag: Int
-    public let channels: Int
-    public let sampleRate: Int
-    public let bitsPerSample: Int
-    public let data: Data
-
-    public init(path: String) throws {
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
-        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
-        guard bytes.count >= 12, bytes.prefix(4) == Data("RIFF".utf8), bytes[8..<12] == Data("WAVE".utf8) else {
-            throw CocoaError(.fileReadCorruptFile)
-        }
-        var offset = 12
-        var fmt: (Int, Int, Int, Int)?
-        var data: Data?
-        while offset + 8 <= bytes.count {
-            let id = String(decoding: bytes[offset..<(offset + 4)], as: UTF8.self)
-            let size = u32(offset + 4)
-            let body = offset + 8
-            if id == "fmt " {
-                fmt = (u16(body), u16(body + 2), u32(body + 4), u16(body + 14))
-            } else if id == "data" {
-                data = bytes[body..<min(body + size, bytes.count)]
-            }
-            offset = body + size + (size & 1)
-        }
-        guard let fmt, let data else { throw CocoaError(.fileReadCorruptFile) }
-        (formatTag, channels, sampleRate, bitsPerSample) = fmt
-        self.data = Data(data)
-    }
-
-    /// 16-bit samples, interleaved.
-    public var int16Samples: [Int16] {
-        precondition(bitsPerSample == 16)
-        return data.withUnsafeBytes { raw in
-            (0..<(data.count / 2)).map { Int16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self)) }
-        }
-    }
-
-    /// Samples as floats at full scale ±1 (16-bit integer or 32-bit float data).
-    public var floatSamples: [Float] {
-        if bitsPerSample == 16 { return int16Samples.map { Float($0) / 32768 } }
-        precondition(bitsPerSample == 32 && (formatTag == 3 || formatTag == 0xFFFE))
-        return data.withUnsafeBytes { raw in
-            (0..<(data.count / 4)).map {
-                Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)))
-            }
-        }
-    }
-
-    public var frames: Int { data.count / (channels * bitsPerSample / 8) }
 }
 
 /// Ground truth written by scripts/make-fixtures.py from the audio it assembled.

@@ -6,41 +6,24 @@ import Testing
 /// the clips' lengths read by hand (`WAVFile`), not from the code under test.
 @Suite("Activities on the virtual clock")
 struct ActivityTests {
-    static let lesson = Repo.path("Timings/lessons/homer-sight-words.json")
-    static let rate = 48000
+    static let lesson = SightWordsLesson.path
+    static let rate = SightWordsLesson.rate
     static let idle = 4 * rate
 
-    static func frames(_ clip: String) throws -> Int {
-        let paths = [
-            "intro": "homer/intro", "try-again": "homer/try-again", "see-tap-see": "homer/see-tap-see",
-            "hat-tap-hat": "homer/hat-tap-hat", "word-see": "homer/word-see", "word-hat": "homer/word-hat",
-            "sfx": "sfx/correct", "whoosh": "sfx/whoosh", "p1": "sight-words/part1", "p2": "sight-words/part2",
-            "ga": "congrats/great-job", "gb": "congrats/well-done", "gc": "congrats/awesome",
-        ]
-        return try WAVFile(path: Repo.path("Audio/lessons/\(paths[clip]!).wav")).frames
-    }
-
-    struct Event {
-        let fields: [String: Any]
-        var type: String { fields["type"] as? String ?? "" }
-        var frame: Int { fields["frame"] as? Int ?? -1 }
-        subscript(_ key: String) -> String? { fields[key].map { "\($0)" } }
-    }
-
-    static func simulate(_ taps: String?, seed: Int = 7, until: Double? = nil, lesson: String = lesson) throws -> [Event] {
+    static func simulate(_ taps: String?, seed: Int = 7, until: Double? = nil, lesson: String = lesson) throws -> [Simulated.Event] {
         var arguments = ["simulate", lesson, "--activity", "sight-words", "--seed", "\(seed)"]
         if let taps { arguments += ["--taps", taps] }
         if let until { arguments += ["--until", "\(until)"] }
         let result = try run(Repo.narrator, arguments)
         try #require(result.status == 0, "\(result.stderr)")
         return try result.stdout.split(separator: "\n").map { line in
-            Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+            Simulated.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
         }
     }
 
     static func seconds(_ frame: Int) -> String { String(format: "%.6f", Double(frame) / Double(rate)) }
 
-    var promptEnd: Int { get throws { try Self.frames("intro") + Self.frames("p1") } }
+    var promptEnd: Int { get throws { try SightWordsLesson.frames("intro") + SightWordsLesson.frames("p1") } }
 
     @Test func idlePromptStartsExactlyFourSecondsAfterThePromptEnds() throws {
         let trace = try Self.simulate(nil, until: 12)
@@ -52,7 +35,7 @@ struct ActivityTests {
         #expect(trace.contains { $0.type == "pulse" && $0["target"] == "tile-see" && $0.frame == deadline })
         // Re-armed when the idle prompt ends: the next one 4 s after that.
         let again = trace.filter { $0.type == "idlePrompt" }.dropFirst().first
-        let rearmed = try deadline + Self.frames("see-tap-see") + Self.idle
+        let rearmed = try deadline + SightWordsLesson.frames("see-tap-see") + Self.idle
         #expect(again?.frame == rearmed)
         #expect(trace.last?.type == "stop")
     }
@@ -75,8 +58,8 @@ struct ActivityTests {
         let first = try promptEnd + 48_000
         let trace = try Self.simulate("\(Self.seconds(first)):cat,\(Self.seconds(first + 96_000)):dog", until: 20)
         let starts = trace.filter { $0.type == "chainStart" }.map { "\($0["chain"]!)@\($0.frame)" }
-        let tryAgainEnd = try first + Self.frames("try-again")
-        let hintEnd = try first + 96_000 + Self.frames("see-tap-see")
+        let tryAgainEnd = try first + SightWordsLesson.frames("try-again")
+        let hintEnd = try first + 96_000 + SightWordsLesson.frames("see-tap-see")
         #expect(Array(starts.prefix(4)) == ["prompt-1@0", "try-again@\(first)", "idle-see@\(first + 96_000)", "idle-see@\(hintEnd + Self.idle)"])
         #expect(trace.contains { $0.type == "feedbackEnd" && $0.frame == tryAgainEnd && $0["attempt"] == "1" })
         // The 2nd wrong answer's hint pulses the right tile.
@@ -90,7 +73,7 @@ struct ActivityTests {
         let trace = try Self.simulate("\(Self.seconds(tap1)):see", until: 60)
         // correct-1: sfx, a congrats pick (read from the trace), p1, p2.
         let pick = try #require(trace.first { $0.type == "clipStart" && $0["pool"] == "congrats" }?["clip"])
-        let correctEnd = try tap1 + Self.frames("sfx") + Self.frames(pick) + Self.frames("p1") + Self.frames("p2")
+        let correctEnd = try tap1 + SightWordsLesson.frames("sfx") + SightWordsLesson.frames(pick) + SightWordsLesson.frames("p1") + SightWordsLesson.frames("p2")
         #expect(trace.contains { $0.type == "chainEnd" && $0["chain"] == "correct-1" && $0.frame == correctEnd })
         let step2 = try #require(trace.first { $0.type == "stepStart" && $0["step"] == "1" })
         #expect(step2.frame == correctEnd)
@@ -100,10 +83,10 @@ struct ActivityTests {
         let tap2 = correctEnd + 10_000
         let done = try Self.simulate("\(Self.seconds(tap1)):see,\(Self.seconds(tap2)):hat", until: 60)
         let pick2 = try #require(done.filter { $0.type == "clipStart" && $0["pool"] == "congrats" }.last?["clip"])
-        let correct2End = try tap2 + Self.frames("sfx") + Self.frames(pick2) + Self.frames("p1") + Self.frames("p2")
-        let ticketsEnd = try correct2End + Self.frames("word-see") + Self.frames("word-hat") + 2 * Self.frames("whoosh")
+        let correct2End = try tap2 + SightWordsLesson.frames("sfx") + SightWordsLesson.frames(pick2) + SightWordsLesson.frames("p1") + SightWordsLesson.frames("p2")
+        let ticketsEnd = try correct2End + SightWordsLesson.frames("word-see") + SightWordsLesson.frames("word-hat") + 2 * SightWordsLesson.frames("whoosh")
         #expect(done.contains { $0.type == "chainStart" && $0["chain"] == "tickets" && $0.frame == correct2End })
-        let secondTicket = try correct2End + Self.frames("word-see") + Self.frames("whoosh")
+        let secondTicket = try correct2End + SightWordsLesson.frames("word-see") + SightWordsLesson.frames("whoosh")
         #expect(done.contains { $0.type == "pulse" && $0["target"] == "ticket-2" && $0.frame == secondTicket })
         #expect(done.suffix(2).map { "\($0.type)@\($0.frame)" } == ["advance@\(ticketsEnd)", "activityEnd@\(ticketsEnd)"])
         // Two congratulations in a row never repeat (noRepeat 2).
@@ -111,7 +94,7 @@ struct ActivityTests {
     }
 
     @Test func replayRestartsHighlightsAndCloseCancelsTheRest() throws {
-        let p1Start = try Self.frames("intro")
+        let p1Start = try SightWordsLesson.frames("intro")
         let replayAt = p1Start + 30_000  // inside "I can see"
         let trace = try Self.simulate("\(Self.seconds(replayAt)):replay", until: 20)
         #expect(trace.contains { $0.type == "canceled" && $0["chain"] == "prompt-1" && $0.frame == replayAt })
@@ -180,7 +163,7 @@ struct ActivityTests {
             .replacingOccurrences(of: #""../../Audio/"#, with: "\"" + Repo.path("Audio") + "/")
             .replacingOccurrences(of: #""timings": ""#, with: #""timings": ""# + Repo.path("Timings/lessons") + "/"))
         let idleStart = try promptEnd + Self.idle
-        let idleEnd = try idleStart + Self.frames("see-tap-see")
+        let idleEnd = try idleStart + SightWordsLesson.frames("see-tap-see")
         let tap = 7 * Self.rate
         try #require(tap > idleStart && tap < idleEnd, "the tap falls inside the idle prompt")
 

@@ -12,58 +12,8 @@ import Testing
     "align", .serialized,
     .requires(PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
 struct AlignTests {
-    static let words = "look at the big brown dog it runs and jumps over seven small red fish".split(separator: " ").map(String.init)
-    /// Silence before each word (the first: lead-in), and after the last, in milliseconds.
-    static let gaps = [180, 60, 140, 250, 45, 110, 320, 70, 90, 200, 55, 130, 80, 160, 100]
-    static let tail = 300
-    static let rate = 22050
-    /// A sample at or above this (−50 dBFS) is the word's sound.
-    static let soundLevel: Int16 = 104
-
-    struct Fixture {
-        let path: String
-        /// The words' frames: first sound sample, one past the last.
-        let truth: [(start: Int, end: Int)]
-        let frames: Int
-    }
-
-    /// The words at espeak-ng speed `speed` (words a minute), assembled with `gaps`.
-    static func assemble(speed: Int, gaps: [Int] = gaps, repeats: Int = 1, in dir: TempDir) throws -> Fixture {
-        var samples: [Int16] = []
-        var truth: [(start: Int, end: Int)] = []
-        for (position, word) in Array(repeating: words, count: repeats).joined().enumerated() {
-            let index = position % words.count
-            let file = dir.file("w\(speed)-\(index).wav")
-            if position < words.count {
-                let spoken = try runTool("espeak-ng", ["-v", "en", "-s", "\(speed)", "-w", file, word])
-                try #require(spoken.status == 0, "\(spoken.stderr)")
-            }
-            let wav = try WAVFile(path: file)
-            try #require(wav.sampleRate == rate && wav.channels == 1)
-            let voice = wav.int16Samples
-            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(soundLevel) })
-            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(soundLevel) })
-            // Between repeats, a sentence's pause.
-            samples += [Int16](repeating: 0, count: (index == 0 && position > 0 ? 600 : gaps[index]) * rate / 1000)
-            truth.append((samples.count, samples.count + last + 1 - first))
-            samples += voice[first...last]
-        }
-        samples += [Int16](repeating: 0, count: tail * rate / 1000)
-        let path = dir.write("speech\(speed)-\(gaps[1]).wav", data: wav16(samples, rate: rate))
-        return Fixture(path: path, truth: truth, frames: samples.count)
-    }
-
-    /// A 16-bit mono WAV file, written by hand.
-    static func wav16(_ samples: [Int16], rate: Int) -> Data {
-        var data = Data()
-        func u32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + samples.count * 2); data.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(1); u32(rate); u32(rate * 2); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
-        for sample in samples { withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) } }
-        return data
-    }
+    static let words = SpokenWords.words
+    static let rate = SpokenWords.rate
 
     struct Result {
         let aligner: [(start: Int, end: Int)]
@@ -95,35 +45,24 @@ struct AlignTests {
         return result
     }
 
-    /// p50, p95 and max of |error| in milliseconds over every start and end.
-    static func errors(_ found: [(start: Int, end: Int)], _ truth: [(start: Int, end: Int)]) throws -> (p50: Double, p95: Double, max: Double) {
-        let frames: [Int] = zip(found, truth).flatMap { [abs($0.start - $1.start), abs($0.end - $1.end)] }
-        let all: [Double] = frames.map { Double($0) * 1000 / Double(rate) }
-        return (try Percentile.of(50, all), try Percentile.of(95, all), all.max() ?? 0)
-    }
-
-    static func describe(_ e: (p50: Double, p95: Double, max: Double)) -> String {
-        String(format: "p50 %.1f ms, p95 %.1f ms, max %.1f ms", e.p50, e.p95, e.max)
-    }
-
     /// One case: aeneas's error, then the refined error, which must be p95 ≤ 20 ms.
     static func measure(
         _ audio: String, truth: [(start: Int, end: Int)], in dir: TempDir, name: String, connected: Bool = false, repeats: Int = 1, extra: [String] = []
     ) throws {
         let result = try align(audio, in: dir, name: name, repeats: repeats, extra: extra)
-        let before = try errors(result.aligner, truth)
-        let after = try errors(result.refined, truth)
-        let starts = try errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
-        let alignerStarts = try errors(result.aligner.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
-        let ends = try errors(result.refined.map { ($0.end, $0.end) }, truth.map { ($0.end, $0.end) })
-        print("align \(name): aeneas \(describe(before)) (starts \(describe(alignerStarts))); refined \(describe(after)) (starts \(describe(starts)); ends \(describe(ends))); confidence min \(String(format: "%.2f", result.confidence.min() ?? -1))")
+        let before = try SpokenWords.errors(result.aligner, truth)
+        let after = try SpokenWords.errors(result.refined, truth)
+        let starts = try SpokenWords.errors(result.refined.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let alignerStarts = try SpokenWords.errors(result.aligner.map { ($0.start, $0.start) }, truth.map { ($0.start, $0.start) })
+        let ends = try SpokenWords.errors(result.refined.map { ($0.end, $0.end) }, truth.map { ($0.end, $0.end) })
+        print("align \(name): aeneas \(SpokenWords.describe(before)) (starts \(SpokenWords.describe(alignerStarts))); refined \(SpokenWords.describe(after)) (starts \(SpokenWords.describe(starts)); ends \(SpokenWords.describe(ends))); confidence min \(String(format: "%.2f", result.confidence.min() ?? -1))")
         if connected {
             // Gaps too short to be pauses: energy alone cannot place most joins. The refinement
             // must still not make the alignment worse.
-            #expect(after.p50 <= before.p50 && after.p95 <= before.p95, "\(name): refined \(describe(after)), aeneas \(describe(before))")
+            #expect(after.p50 <= before.p50 && after.p95 <= before.p95, "\(name): refined \(SpokenWords.describe(after)), aeneas \(SpokenWords.describe(before))")
             return
         }
-        #expect(after.p95 <= 20, "\(name): refined \(describe(after)), aeneas \(describe(before))")
+        #expect(after.p95 <= 20, "\(name): refined \(SpokenWords.describe(after)), aeneas \(SpokenWords.describe(before))")
         // Every gap the fixture holds is a gap in the timings: no word runs into a pause.
         for (index, (word, real)) in zip(result.refined, truth).enumerated() where index > 0 {
             #expect(word.start > result.refined[index - 1].end, "\(name): word \(index) \(words[index % words.count]) touches the word before it")
@@ -135,7 +74,7 @@ struct AlignTests {
     func cleanSpeechAtASpeakingRate(speed: Int) throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: speed, in: dir)
+        let fixture = try SpokenWords.assemble(speed: speed, in: dir)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "clean, espeak -s \(speed)")
     }
 
@@ -145,7 +84,7 @@ struct AlignTests {
     @Test func aLongerRecordingAlignedInPieces() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, repeats: 7, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, repeats: 7, in: dir)
         #expect(fixture.frames > 50 * Self.rate)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "51 s in 20 s pieces, espeak -s 175", repeats: 7, extra: ["--piece", "20"])
     }
@@ -155,7 +94,7 @@ struct AlignTests {
     @Test func webVTTCarriesTheConfidenceInANote() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, in: dir)
         let vtt = dir.file("out.vtt")
         let aligned = try run(
             Repo.narrator, ["align", fixture.path, "--text", Self.words.joined(separator: " "), "--timings", vtt, "--rate", "\(Self.rate)", "--json"])
@@ -180,7 +119,7 @@ struct AlignTests {
     @Test func connectedSpeech() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, gaps: [150, 0, 20, 10, 0, 25, 15, 0, 30, 5, 0, 20, 10, 0, 25], in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, gaps: [150, 0, 20, 10, 0, 25, 15, 0, 30, 5, 0, 20, 10, 0, 25], in: dir)
         try Self.measure(fixture.path, truth: fixture.truth, in: dir, name: "connected (gaps 0-30 ms), espeak -s 175", connected: true)
     }
 
@@ -254,7 +193,7 @@ struct AlignTests {
     @Test func speechOverAMusicBed() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try Self.assemble(speed: 175, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, in: dir)
         // A chord that swells and fades at 4 Hz, about 25 dB under the voice's loud parts.
         let seconds = String(format: "%.6f", Double(fixture.frames) / Double(Self.rate))
         let bed = dir.file("bed.wav")
@@ -274,7 +213,7 @@ struct AlignTests {
 @Suite("align failures")
 struct AlignFailureTests {
     static func attempt(_ dir: TempDir, python: String?, _ extra: [String] = [], text: [String] = ["--text", "one two"]) throws -> ProcessResult {
-        let audio = dir.write("clip.wav", data: AlignTests.wav16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        let audio = dir.write("clip.wav", data: WAVFile.pcm16([Int16](repeating: 1000, count: 8000), rate: 16000))
         var path = "/nonexistent"
         if let python {
             let bin = dir.file("bin")
@@ -436,8 +375,8 @@ struct AlignEnginesTests {
     static let text = "A small brown dog jumped over the fence and ran quickly into the garden"
     static let gaps = [180, 45, 70, 30, 60, 80, 35, 50, 75, 40, 65, 30, 55, 70]
 
-    static func assemble(engine: String, in dir: TempDir) throws -> AlignTests.Fixture {
-        let rate = AlignTests.rate
+    static func assemble(engine: String, in dir: TempDir) throws -> SpokenWords.Fixture {
+        let rate = SpokenWords.rate
         var samples: [Int16] = []
         var truth: [(start: Int, end: Int)] = []
         for (index, word) in text.split(separator: " ").enumerated() {
@@ -451,15 +390,15 @@ struct AlignEnginesTests {
             let converted = try runTool("sox", [raw, "-r", "\(rate)", "-c", "1", "-b", "16", file])
             try #require(converted.status == 0, "\(converted.stderr)")
             let voice = try WAVFile(path: file).int16Samples
-            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(AlignTests.soundLevel) })
-            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(AlignTests.soundLevel) })
+            let first = try #require(voice.firstIndex { abs(Int($0)) >= Int(SpokenWords.soundLevel) })
+            let last = try #require(voice.lastIndex { abs(Int($0)) >= Int(SpokenWords.soundLevel) })
             samples += [Int16](repeating: 0, count: gaps[index] * rate / 1000)
             truth.append((samples.count, samples.count + last + 1 - first))
             samples += voice[first...last]
         }
-        samples += [Int16](repeating: 0, count: AlignTests.tail * rate / 1000)
-        let path = dir.write("\(engine).wav", data: AlignTests.wav16(samples, rate: rate))
-        return AlignTests.Fixture(path: path, truth: truth, frames: samples.count)
+        samples += [Int16](repeating: 0, count: SpokenWords.tail * rate / 1000)
+        let path = dir.write("\(engine).wav", data: WAVFile.pcm16(samples, rate: rate, channels: 1))
+        return SpokenWords.Fixture(path: path, truth: truth, frames: samples.count)
     }
 
     /// p50, p95 and max of the refined error must stay within the bound; the first stage's
@@ -471,18 +410,18 @@ struct AlignEnginesTests {
         let fixture = try Self.assemble(engine: engine, in: dir)
         let out = dir.file("out.json")
         let aligned = try run(
-            Repo.narrator, ["align", fixture.path, "--text", Self.text, "--timings", out, "--rate", "\(AlignTests.rate)", "--json"])
+            Repo.narrator, ["align", fixture.path, "--text", Self.text, "--timings", out, "--rate", "\(SpokenWords.rate)", "--json"])
         try #require(aligned.status == 0, "\(aligned.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
         let list = try #require(object["words"] as? [[String: Any]])
         try #require(list.count == fixture.truth.count)
         #expect(list.allSatisfy { $0["stage"] as? String == "pocketsphinx" }, "English goes to PocketSphinx")
         func frames(_ a: String, _ b: String) -> [(start: Int, end: Int)] { list.map { (($0[a] as? Int) ?? -1, ($0[b] as? Int) ?? -1) } }
-        let stage = try AlignTests.errors(frames("alignerStartFrame", "alignerEndFrame"), fixture.truth)
-        let refined = try AlignTests.errors(frames("startFrame", "endFrame"), fixture.truth)
-        print("align \(engine): PocketSphinx \(AlignTests.describe(stage)); refined \(AlignTests.describe(refined))")
-        #expect(refined.p50 <= p50Bound && refined.p95 <= p95Bound, "\(engine): refined \(AlignTests.describe(refined))")
-        #expect(refined.p95 <= stage.p95, "\(engine): the refinement made it worse: \(AlignTests.describe(refined)) vs \(AlignTests.describe(stage))")
+        let stage = try SpokenWords.errors(frames("alignerStartFrame", "alignerEndFrame"), fixture.truth)
+        let refined = try SpokenWords.errors(frames("startFrame", "endFrame"), fixture.truth)
+        print("align \(engine): PocketSphinx \(SpokenWords.describe(stage)); refined \(SpokenWords.describe(refined))")
+        #expect(refined.p50 <= p50Bound && refined.p95 <= p95Bound, "\(engine): refined \(SpokenWords.describe(refined))")
+        #expect(refined.p95 <= stage.p95, "\(engine): the refinement made it worse: \(SpokenWords.describe(refined)) vs \(SpokenWords.describe(stage))")
         for key in ["acousticScore", "squeezedPhones", "stageShiftMs", "agreement", "voiced"] {
             #expect(list.allSatisfy { $0[key] is Double || $0[key] is Int }, "\(key) per word")
         }

@@ -202,7 +202,7 @@ import Testing
             let (path, _) = try Self.renderChain(lesson, to: "x.\(ext)", in: dir)
             #expect(try SndFileDecoder().decode(path: path, sampleRate: 48000).frames == frames, "\(ext)")
             let ffmpeg = try Self.ffmpegDecode(path, in: dir)
-            let audioPages = try Self.oggAudioPages(path)
+            let audioPages = try OggFile.audioPages(path)
             if ext == "ogg" && audioPages == 1 {
                 #expect(abs(ffmpeg.count - frames) < 2048, "ogg of \(frames) frames: ffmpeg \(ffmpeg.count)")
                 if frames >= 960 {
@@ -213,36 +213,6 @@ import Testing
                 #expect(ffmpeg.count == frames, "\(ext) of \(frames) frames: ffmpeg \(ffmpeg.count)")
             }
         }
-    }
-
-    /// The Ogg pages of `path` that carry audio (a granule position above 0), read by hand;
-    /// nil for a file that is not Ogg.
-    static func oggAudioPages(_ path: String) throws -> Int? {
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        guard bytes.starts(with: Array("OggS".utf8)) else { return nil }
-        var offset = 0
-        var pages = 0
-        while offset + 27 <= bytes.count {
-            let granule = bytes[(offset + 6)..<(offset + 14)].reversed().reduce(Int64(0)) { $0 << 8 | Int64($1) }
-            let segments = Int(bytes[offset + 26])
-            let body = bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
-            if granule > 0 { pages += 1 }
-            offset += 27 + segments + body
-        }
-        return pages
-    }
-
-    /// The serial numbers of the Ogg pages of `path`, read by hand.
-    static func oggSerials(_ path: String) throws -> Set<UInt32> {
-        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        var offset = 0
-        var serials: Set<UInt32> = []
-        while offset + 27 <= bytes.count {
-            serials.insert(bytes[(offset + 14)..<(offset + 18)].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-            let segments = Int(bytes[offset + 26])
-            offset += 27 + segments + bytes[(offset + 27)..<(offset + 27 + segments)].reduce(0) { $0 + Int($1) }
-        }
-        return serials
     }
 
     /// A render is a pure function of its inputs, in Ogg too: two renders of a chain, and
@@ -262,7 +232,7 @@ import Testing
         let all = try run(Repo.narrator, ["render-all", dir.file("lib"), "--to", dir.file("all"), "--ext", ext])
         try #require(all.status == 0, "\(all.stderr)")
         #expect(bytes == (try Data(contentsOf: URL(fileURLWithPath: dir.file("all/lesson/x.\(ext)")))))
-        let serials = try Self.oggSerials(first)
+        let serials = try OggFile.serials(first)
         #expect(serials.count == 1)
         let checker = try runTool(ext == "ogg" ? "ogginfo" : "opusinfo", [first])
         #expect(checker.status == 0 && !checker.stdout.lowercased().contains("warning") && !checker.stdout.lowercased().contains("error"), "\(checker.stdout)\(checker.stderr)")
@@ -270,7 +240,7 @@ import Testing
         #expect(ffmpeg.status == 0 && ffmpeg.stderr.isEmpty, "\(ffmpeg.stderr)")
         #expect(try SndFileDecoder().decode(path: first, sampleRate: 48000).frames == sheet.frames)
         let (other, _) = try Self.renderChain(lesson, to: "c.\(ext)", in: dir, extra: ["--speed", "1.5"])
-        #expect(try Self.oggSerials(other).count == 1 && Self.oggSerials(other) != serials)
+        #expect(try OggFile.serials(other).count == 1 && OggFile.serials(other) != serials)
     }
 
     /// --quality reaches the encoder (a smaller file at 0 than at 1) and changes no length.

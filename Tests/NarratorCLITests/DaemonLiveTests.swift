@@ -22,15 +22,15 @@ struct DaemonLiveTests {
 
     /// How many cues `play` has: the cue sheet's count.
     static func cueCount(_ dir: TempDir) throws -> Int {
-        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
+        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlay.chainArguments)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         return try #require(object["cues"] as? [[String: Any]]).count
     }
 
-    /// The live lesson of `LivePlaybackTests` in `dir` (the daemon's library), and its render.
+    /// The live lesson (`LivePlay.liveLesson`) in `dir` (the daemon's library), and its render.
     static func lessonAndReference(_ dir: TempDir) throws -> [Int16] {
-        _ = try LivePlaybackTests.liveLesson(dir)
-        return try LivePlaybackTests.reference(dir, lesson: dir.file("live.json"))
+        _ = try LivePlay.liveLesson(dir)
+        return try LivePlay.reference(dir, lesson: dir.file("live.json"))
     }
 
     /// Per cue event: received (or the daemon's `heard`) minus when its frame was heard.
@@ -70,7 +70,7 @@ struct DaemonLiveTests {
         }
         let problems = try EventSchema.problems(lines.joined(separator: "\n"), as: "daemonLine")
         #expect(problems == nil, "\(problems ?? "")")
-        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlaybackTests.chainArguments)
+        let sheet = try run(Repo.narrator, ["cues", dir.file("live.json")] + LivePlay.chainArguments)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!)@\($0["frame"]!)" }
         #expect(events.filter { $0.isCue }.map { "\($0.type)@\($0.frame ?? -1)" } == expected)
@@ -79,9 +79,9 @@ struct DaemonLiveTests {
         let received = try Self.lateness(events, recording: recording, alignment: alignment) { $0.received }
         print("daemon over WebSocket: heard stamp vs heard \(Self.describe(stamped)); received by the Python client vs heard \(Self.describe(received))")
         #expect(stamped.count >= 20)
-        let allowance = LivePlaybackTests.wander(output)
+        let allowance = LivePlay.wander(output)
         #expect(Spread(absoluteNanoseconds: stamped).exceeds(p99: 2 + allowance, max: 5 + allowance) == nil, "\(Self.describe(stamped))")
-        #expect(received.allSatisfy { $0 >= -LivePlaybackTests.resolution }, "no cue reaches the client before it is heard")
+        #expect(received.allSatisfy { $0 >= -LivePlay.resolution }, "no cue reaches the client before it is heard")
         #expect(Spread(absoluteNanoseconds: received).exceeds(p99: 5 + allowance, max: .infinity) == nil, "\(Self.describe(received))")
     }
 
@@ -131,7 +131,7 @@ struct DaemonLiveTests {
             let delivered = try Self.lateness(result.events, recording: recording, alignment: alignment) { ($0.fields["delivered"] as? NSNumber)?.int64Value }
             print("delivered vs heard:", delivered.map { Double($0) / 1e6 }, "clock fit \(recording.clock.residualsMs), \(recording.clock.slopePPM) ppm")
         }
-        let allowance = LivePlaybackTests.wander(output)
+        let allowance = LivePlay.wander(output)
         #expect(beginError >= -1_000_000 && beginError <= 1_000_000 + Int64(allowance * 1e6), "begin.heard is \(Double(beginError) / 1e6) ms from when frame 0 was heard")
         #expect(errors.count >= 20)
         // The same bounds as the stamps had as delivery times: the recording's own clock, on
@@ -150,12 +150,12 @@ struct DaemonLiveTests {
         let server = try PulseTestServer()
         defer { server.stop() }
         let played = try server.runClient(
-            Repo.narrator, ["play", dir.file("live.json")] + LivePlaybackTests.chainArguments + ["--events", dir.file("events.jsonl")])
+            Repo.narrator, ["play", dir.file("live.json")] + LivePlay.chainArguments + ["--events", dir.file("events.jsonl")])
         #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
         let recording = try server.recording()
         let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
         #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
-        let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
+        let events = try LivePlay.events(dir.file("events.jsonl"))
         let start = try #require(events.first { $0.type == "start" })
         let cues = events.filter { $0.type != "start" && $0.frame != nil }
         for cue in cues {
@@ -199,7 +199,7 @@ struct DaemonLiveTests {
         print("Swift API (AsyncSequence) vs heard: \(Self.describe(lateness))")
         if ProcessInfo.processInfo.environment["NARRATOR_TEST_VERBOSE"] != nil { print(lateness.map { Double($0) / 1e6 }) }
         #expect(lateness.count >= 20)
-        let allowance = LivePlaybackTests.wander(kind)
+        let allowance = LivePlay.wander(kind)
         #expect(Spread(absoluteNanoseconds: lateness).exceeds(p99: 2 + allowance, max: 5 + allowance) == nil, "\(Self.describe(lateness))")
     }
 
@@ -252,7 +252,7 @@ struct DaemonLiveTests {
         #expect(sharedFrames, "the chain has no frame with several cues: the check above proves nothing")
         print("50 subscribers on the Unix socket, received vs heard: \(Self.describe(lateness))")
         #expect(lateness.count >= 50 * 20)
-        #expect(lateness.allSatisfy { $0 >= -LivePlaybackTests.resolution })
+        #expect(lateness.allSatisfy { $0 >= -LivePlay.resolution })
         // A debug build (SwiftNIO unoptimised) on two shared cores, so the bound is what a
         // read-along could not hide, two 60 Hz display frames; measured here with the CPUs
         // awake: p50 1.6–5.3 ms, p99 6.4–19.5 ms. The goal itself (p99 ≤ 2 ms) is

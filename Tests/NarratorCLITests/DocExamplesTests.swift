@@ -73,7 +73,7 @@ import Testing
         let examples = try Self.lessonExamples()
         #expect(examples.contains { $0.page == "docs/lessons.md" }, "the lesson format's example is marked")
         for (page, folder, json) in examples {
-            let dir = try HelpTests.repoLookalike()
+            let dir = try TempDir.repoLookalike()
             defer { dir.remove() }
             // FOLDER made real, level by level, its other entries linked.
             var real = dir.path
@@ -112,7 +112,7 @@ import Testing
         let server = try PulseTestServer()
         defer { server.stop() }
         for (page, blocks) in try Self.pages() {
-            let dir = try HelpTests.repoLookalike()
+            let dir = try TempDir.repoLookalike()
             defer { dir.remove() }
             let script = dir.write("examples.sh", "set -euo pipefail\n" + blocks.joined(separator: "\n"))
             var variables = server.clientVariables

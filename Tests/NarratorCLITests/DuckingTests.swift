@@ -8,15 +8,7 @@ import Testing
 struct DuckingTests {
     /// A mono 16-bit WAV of `frames` copies of `value`.
     static func constant(_ value: Int16, frames: Int) -> Data {
-        var data = Data()
-        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + frames * 2)
-        data.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16)
-        u16(1); u16(1); u32(48000); u32(96000); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(frames * 2)
-        for _ in 0..<frames { withUnsafeBytes(of: value.littleEndian) { data.append(contentsOf: $0) } }
-        return data
+        WAVFile.pcm16([Int16](repeating: value, count: frames), rate: 48000)
     }
 
     @Test func musicRampsDownFromTheVoicesFirstFrameAndBackUpAfterItsLast() throws {

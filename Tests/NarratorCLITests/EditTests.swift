@@ -26,7 +26,7 @@ struct EditTests {
         for word in words {
             for frame in word.start..<word.end { samples[frame] = Int16(9000 * sin(Double(frame) * 2 * .pi * 440 / Double(rate))) }
         }
-        _ = dir.write("w.wav", data: AlignTests.wav16(samples, rate: rate))
+        _ = dir.write("w.wav", data: WAVFile.pcm16(samples, rate: rate))
         func seconds(_ frame: Int) -> String { String(format: "%.6f", Double(frame) / Double(rate)) }
         func stamp(_ frame: Int) -> String { String(format: "00:00:%06.3f", Double(frame) / Double(rate)) }
         let text: String

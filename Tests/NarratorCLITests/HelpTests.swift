@@ -173,17 +173,6 @@ import Testing
         return words
     }
 
-    /// A folder that looks like the repository's root (its top-level entries linked), so that
-    /// each example runs "from the repo root" against the sample library while the files it
-    /// writes land in the folder, not in the checkout.
-    static func repoLookalike() throws -> TempDir {
-        let dir = TempDir()
-        for entry in try FileManager.default.contentsOfDirectory(atPath: Repo.root.path) where ![".build", ".git"].contains(entry) {
-            try FileManager.default.createSymbolicLink(atPath: dir.file(entry), withDestinationPath: Repo.path(entry))
-        }
-        return dir
-    }
-
     /// Every example of every subcommand's help runs from the repository's root and exits 0:
     /// `play` on a private sound server, `serve` until it says where it listens, then SIGTERM.
     @Test(.timeLimit(.minutes(5))) func everyHelpExampleRuns() throws {
@@ -202,7 +191,7 @@ import Testing
                 let words = try Self.words(command)
                 try #require(words.first == "narrator" && words.count > 1, "\(command)")
                 let arguments = Array(words.dropFirst())
-                let dir = try Self.repoLookalike()
+                let dir = try TempDir.repoLookalike()
                 defer { dir.remove() }
                 // Its own runtime folder: `serve`'s default socket is not the user's.
                 var variables = ["XDG_RUNTIME_DIR": dir.path]

@@ -11,14 +11,7 @@ import Testing
 
     /// A 10 ms click at 48 kHz (480 frames), written by hand.
     static func tick() -> Data {
-        var data = Data()
-        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + 960); data.append(contentsOf: Array("WAVEfmt ".utf8))
-        u32(16); u16(1); u16(1); u32(48000); u32(96000); u16(2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(960)
-        for k in 0..<480 { u16(k < 48 ? 8000 : 0) }
-        return data
+        WAVFile.pcm16((0..<480).map { $0 < 48 ? 8000 : 0 }, rate: 48000)
     }
 
     func cues(_ lesson: String, _ arguments: [String], in dir: TempDir) throws -> (ProcessResult, Double) {

@@ -3,14 +3,9 @@ import NarratorTestSupport
 import NarratorTestTraits
 import Testing
 
-/// Speed through the private PulseAudio server, measured on its recording: the audio is the
-/// offline stretched render sample for sample, each word's cue is heard within 5 ms of where
-/// an onset threshold finds its sound in the recording, a 440 Hz tone keeps its pitch, and a
-/// change while playing is heard within a period, the rewind margin and the fade.
-@Suite("Live speed", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
-struct LiveSpeedTests {
-    typealias Event = LivePlaybackTests.Event
-
+/// The stretch fixture rendered and played through the private sound server, for the live
+/// speed, long-pause and volume suites.
+enum LiveStretchRuns {
     static func render(_ dir: TempDir, _ lesson: String, speed: String, name: String) throws -> [Int16] {
         let result = try run(Repo.narrator, ["render", lesson, "--chain", "x", "--speed", speed, "--output", dir.file(name)])
         try #require(result.status == 0, "\(result.stderr)")
@@ -18,13 +13,13 @@ struct LiveSpeedTests {
     }
 
     /// Plays chain `x` through the server; returns the events and the recording.
-    static func play(_ dir: TempDir, _ lesson: String, _ extra: [String]) throws -> ([Event], Recording) {
+    static func play(_ dir: TempDir, _ lesson: String, _ extra: [String]) throws -> ([LivePlay.Event], Recording) {
         let server = try PulseTestServer()
         defer { server.stop() }
         let played = try server.runClient(
             Repo.narrator, ["play", lesson, "--chain", "x", "--output", "pulse", "--events", dir.file("events.jsonl")] + extra)
         try #require(played.status == 0, "\(played.stderr)\n\(server.logTail())")
-        return (try LivePlaybackTests.events(dir.file("events.jsonl")), try server.recording())
+        return (try LivePlay.events(dir.file("events.jsonl")), try server.recording())
     }
 
     /// What a control 1.6 s after frame 0 is heard (while the tone plays) does: the fixture
@@ -32,7 +27,7 @@ struct LiveSpeedTests {
     /// (it ends where the control is first heard), how many ms after the request that is, and
     /// the output's period in ms.
     struct Change {
-        let events: [Event]
+        let events: [LivePlay.Event]
         let recording: Recording
         let plain: [Int16]
         let first: Alignment.Segment
@@ -51,6 +46,15 @@ struct LiveSpeedTests {
         let periodMs = Double(try #require(start.fields["periodFrames"] as? Int)) / 48
         return Change(events: events, recording: recording, plain: plain, first: first, departsMs: Double(departs) / 1e6, periodMs: periodMs)
     }
+}
+
+/// Speed through the private PulseAudio server, measured on its recording: the audio is the
+/// offline stretched render sample for sample, each word's cue is heard within 5 ms of where
+/// an onset threshold finds its sound in the recording, a 440 Hz tone keeps its pitch, and a
+/// change while playing is heard within a period, the rewind margin and the fade.
+@Suite("Live speed", .serialized, .awakeCPUs, .requires(PulseTestServer.isAvailable, "needs pulseaudio, pulseaudio-utils, libasound2-plugins and python3"))
+struct LiveSpeedTests {
+    typealias Event = LivePlay.Event
 
     /// Every word's cue against the onsets found in the recording (the first onset is the
     /// `start` clip): the errors in ms, signed (positive: the cue came after its sound).
@@ -66,8 +70,8 @@ struct LiveSpeedTests {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try StretchFixture.write(in: dir)
-        let reference = try Self.render(dir, lesson, speed: speed, name: "ref.wav")
-        let (events, recording) = try Self.play(dir, lesson, ["--speed", speed])
+        let reference = try LiveStretchRuns.render(dir, lesson, speed: speed, name: "ref.wav")
+        let (events, recording) = try LiveStretchRuns.play(dir, lesson, ["--speed", speed])
         let alignment = try #require(recording.locate(reference, channels: 2))
         #expect(alignment.isComplete && alignment.gaps.isEmpty, "the recording is the offline stretched render: \(alignment)")
         let errors = try Self.wordErrors(events, recording)
@@ -87,7 +91,7 @@ struct LiveSpeedTests {
     @Test func aChangeWhilePlayingIsHeardSoon() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let change = try Self.change(dir, control: "speed=1.5", ["--verbose"])
+        let change = try LiveStretchRuns.change(dir, control: "speed=1.5", ["--verbose"])
         let (events, recording, first) = (change.events, change.recording, change.first)
         // The fade-out starts where the recording leaves the 1× render (within a frame or two:
         // the first faded samples may round to the same values).
@@ -115,7 +119,7 @@ struct LiveLongPauseTests {
         let dir = TempDir()
         defer { dir.remove() }
         let lesson = try StretchFixture.write(in: dir)
-        let plain = try LiveSpeedTests.render(dir, lesson, speed: "1", name: "plain.wav")
+        let plain = try LiveStretchRuns.render(dir, lesson, speed: "1", name: "plain.wav")
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
@@ -129,9 +133,10 @@ struct LiveLongPauseTests {
         // Timed from the pause as the events file says it was heard (a loaded machine can
         // take a while to start the player).
         let giveUp = Date().addingTimeInterval(20)
-        while (try? LivePlaybackTests.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "paused" }) != true && Date() < giveUp {
+        while (try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "paused" }) != true && Date() < giveUp {
             Thread.sleep(forTimeInterval: 0.01)
         }
+        #expect((try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "paused" }) == true, "the pause was not heard within 20 s")
         Thread.sleep(forTimeInterval: 0.3)
         let before = try corked()
         Thread.sleep(forTimeInterval: 1.4)
@@ -140,7 +145,7 @@ struct LiveLongPauseTests {
         #expect(player.terminationStatus == 0, "\(server.logTail())")
         #expect(before == "Corked: no", "0.3 s into the pause: \(before)")
         #expect(during == "Corked: yes", "1.7 s into the pause: \(during)")
-        let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
+        let events = try LivePlay.events(dir.file("events.jsonl"))
         let sheet = try run(Repo.narrator, ["cues", lesson, "--chain", "x"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])
         let expected = try #require(object["cues"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
@@ -172,7 +177,7 @@ struct LiveVolumeTests {
     @Test func aVolumeChangeLandsWithinAPeriodRamped() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let change = try LiveSpeedTests.change(dir, control: "volume=master/0.5")
+        let change = try LiveStretchRuns.change(dir, control: "volume=master/0.5")
         let (recording, plain, first, latency, periodMs) = (change.recording, change.plain, change.first, change.departsMs, change.periodMs)
         print(String(format: "volume change heard %.1f ms after the request (period %.1f ms)", latency, periodMs))
         #expect(latency > 0 && latency <= periodMs, "heard \(latency) ms after the request, period \(periodMs) ms")

@@ -3,20 +3,9 @@ import NarratorTestSupport
 import NarratorTestTraits
 import Testing
 
-/// The two-language sample lesson (Timings/lessons/colors.json, made by
-/// scripts/make-locale-fixtures.sh): `--locale` on the commands, `locale` in the daemon's
-/// requests, and `validate`'s report of what each locale lacks. Clip lengths come from the WAV
-/// headers, read by hand.
-@Suite("Locales end to end")
-struct LocaleCLITests {
-    static let lesson = Repo.path("Timings/lessons/colors.json")
-
-    /// A clip's length in frames, from its WAV header (the lesson is at the files' 24000 Hz).
-    static func frames(_ locale: String, _ clip: String) throws -> Int {
-        let wav = try WAVFile(path: Repo.path("Audio/lessons/colors/\(locale)/\(clip).wav"))
-        try #require(wav.sampleRate == 24000 && wav.channels == 1)
-        return wav.frames
-    }
+/// The colors lesson's cue sheet, for the locale suites.
+enum ColorsLesson {
+    static let path = Repo.path("Timings/lessons/colors.json")
 
     struct Sheet {
         let frames: Int
@@ -30,10 +19,26 @@ struct LocaleCLITests {
     }
 
     static func cues(_ arguments: [String]) throws -> (Sheet, stderr: String) {
-        let result = try run(Repo.narrator, ["cues", lesson, "--chain", "colors", "--seed", "1"] + arguments)
+        let result = try run(Repo.narrator, ["cues", path, "--chain", "colors", "--seed", "1"] + arguments)
         try #require(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         return (Sheet(frames: try #require(object["frames"] as? Int), cues: try #require(object["cues"] as? [[String: Any]])), result.stderr)
+    }
+}
+
+/// The two-language sample lesson (Timings/lessons/colors.json, made by
+/// scripts/make-locale-fixtures.sh): `--locale` on the commands, `locale` in the daemon's
+/// requests, and `validate`'s report of what each locale lacks. Clip lengths come from the WAV
+/// headers, read by hand.
+@Suite("Locales end to end")
+struct LocaleCLITests {
+    static let lesson = ColorsLesson.path
+
+    /// A clip's length in frames, from its WAV header (the lesson is at the files' 24000 Hz).
+    static func frames(_ locale: String, _ clip: String) throws -> Int {
+        let wav = try WAVFile(path: Repo.path("Audio/lessons/colors/\(locale)/\(clip).wav"))
+        try #require(wav.sampleRate == 24000 && wav.channels == 1)
+        return wav.frames
     }
 
     /// Each locale's chain is its own clips back to back (es-MX: its praise, es's red and
@@ -49,7 +54,7 @@ struct LocaleCLITests {
         var gaps: Set<Int> = []
         var totals: [String: Int] = [:]
         for (locale, files) in expected {
-            let (sheet, stderr) = try Self.cues(locale.map { ["--locale", $0] } ?? [])
+            let (sheet, stderr) = try ColorsLesson.cues(locale.map { ["--locale", $0] } ?? [])
             let red = try Self.frames(files["red"]!, "red"), green = try Self.frames(files["green"]!, "green")
             let praise = try Self.frames(files["praise"]!, "praise")
             let name = locale ?? "default"
@@ -66,9 +71,9 @@ struct LocaleCLITests {
         #expect(gaps == [6000], "0.25 s of silence in every locale")
         #expect(Set(totals.values).count == 3, "default, es and es-MX differ: \(totals)")
         // The words are the locale's own timings.
-        #expect(try Self.cues(["--locale", "es-MX"]).0.words("praise") == ["Qué", "padre"])
-        #expect(try Self.cues(["--locale", "es"]).0.words("red") == ["Es", "rojo"])
-        #expect(try Self.cues([]).0.words("red") == ["This", "color", "is", "red"])
+        #expect(try ColorsLesson.cues(["--locale", "es-MX"]).0.words("praise") == ["Qué", "padre"])
+        #expect(try ColorsLesson.cues(["--locale", "es"]).0.words("red") == ["Es", "rojo"])
+        #expect(try ColorsLesson.cues([]).0.words("red") == ["This", "color", "is", "red"])
     }
 
     /// `render --locale` writes the locale's clips: as many frames as its cue sheet says.
@@ -199,7 +204,7 @@ struct DaemonLocaleTests {
         let events = try ReceivedEvent.parse(reply.stdout)
         for (id, locale) in [("mx", ["--locale", "es-MX"]), ("default", [])] {
             let mine = events.filter { $0.id == id }
-            let (sheet, _) = try LocaleCLITests.cues(locale)
+            let (sheet, _) = try ColorsLesson.cues(locale)
             #expect(mine.dropLast().map { "\($0.type)@\($0.frame ?? -1)" } == sheet.cues.map { "\($0["type"]!)@\($0["frame"]!)" }, "\(id)")
             #expect(mine.last?.type == "finished" && mine.last?.frame == sheet.frames, "\(id)")
         }
@@ -261,7 +266,7 @@ struct DaemonLocaleTests {
         defer { daemon.stop() }
         let reply = try Clients.socat(daemon, input: #"{"id": "p", "op": "play", "lesson": "colors.json", "chain": "colors", "locale": "es-mx"}"# + "\n")
         let events = try ReceivedEvent.parse(reply.stdout)
-        let (mx, _) = try LocaleCLITests.cues(["--locale", "es-MX"])
+        let (mx, _) = try ColorsLesson.cues(["--locale", "es-MX"])
         #expect(events.filter(\.isCue).map { "\($0.type)@\($0.frame ?? -1)" } == mx.cues.map { "\($0["type"]!)@\($0["frame"]!)" })
         #expect(events.last?.type == "finished", "\(events.last?.fields ?? [:]) \(daemon.stderr)")
     }

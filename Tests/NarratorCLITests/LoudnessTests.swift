@@ -7,36 +7,6 @@ import Testing
 /// not libebur128) as ground truth.
 @Suite("loudness")
 struct LoudnessTests {
-    /// What ffmpeg's ebur128 filter says of a file: integrated loudness (the last value it
-    /// reports, to 3 decimals, checked against its summary), loudness range, true peak in dBTP
-    /// (its summary, to 0.1 dB).
-    struct FFmpegLoudness {
-        let integrated: Double
-        let range: Double
-        let truePeak: Double
-    }
-
-    static func ffmpeg(_ path: String) throws -> FFmpegLoudness {
-        let result = try runTool(
-            "ffmpeg", ["-hide_banner", "-nostats", "-i", path, "-af", "ebur128=metadata=1:peak=true,ametadata=print:file=-", "-f", "null", "-"])
-        try #require(result.status == 0, "\(result.stderr)")
-        func last(_ key: String, in text: String) -> Double? {
-            text.split(separator: "\n").last { $0.hasPrefix(key) }.flatMap { Double($0.dropFirst(key.count)) }
-        }
-        let integrated = try #require(last("lavfi.r128.I=", in: result.stdout), "\(result.stdout.suffix(500))")
-        let range = try #require(last("lavfi.r128.LRA=", in: result.stdout))
-        // The summary: "    I:         -21.0 LUFS", "    Peak:       -4.6 dBFS".
-        let summary = result.stderr.components(separatedBy: "Summary:").last ?? ""
-        func field(_ name: String) -> Double? {
-            summary.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(name) }
-                .flatMap { Double($0.split(separator: " ").dropFirst().first ?? "") }
-        }
-        let summaryI = try #require(field("I:"), "\(summary)")
-        #expect(abs(summaryI - integrated) <= 0.0501, "the last reported value is the whole file's: \(summaryI) vs \(integrated)")
-        let peak = try #require(field("Peak:"), "\(summary)")
-        return FFmpegLoudness(integrated: integrated, range: range, truePeak: peak)
-    }
-
     /// `narrator inspect`'s loudness lines: the number in each, nil for "n/a"/"-inf".
     static func inspect(_ path: String) throws -> (integrated: String, range: String, truePeak: String) {
         let result = try run(Repo.narrator, ["inspect", path])
@@ -50,20 +20,6 @@ struct LoudnessTests {
 
     static func number(_ text: String) -> Double? { text.split(separator: " ").first.flatMap { Double($0) } }
 
-    static func sox(_ arguments: [String]) throws {
-        let made = try runTool("sox", ["-D"] + arguments)
-        try #require(made.status == 0, "\(made.stderr)")
-    }
-
-    /// A speech-like signal: pink noise with a 4 Hz syllable rhythm, 2.5 s at 48 kHz, and
-    /// copies of it peaking at `levels` dBFS (c10.wav at -10, …).
-    static func speechAtLevels(_ levels: [Int], in dir: TempDir, seconds: String = "2.5") throws {
-        try sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("speech.wav"), "synth", seconds, "pinknoise", "synth", seconds, "sine", "amod", "4", "0"])
-        for level in levels {
-            try sox([dir.file("speech.wav"), dir.file("c\(level).wav"), "norm", "-\(level)"])
-        }
-    }
-
     // MARK: - inspect
 
     /// Integrated loudness within 0.1 LU of ffmpeg's, true peak within 0.3 dB, on files of
@@ -71,15 +27,15 @@ struct LoudnessTests {
     @Test func inspectAgreesWithFFmpeg() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([10, 30], in: dir)
-        try Self.sox(["-n", "-r", "44100", "-c", "2", "-b", "16", dir.file("stereo.wav"), "synth", "3", "pinknoise", "synth", "3", "sine", "amod", "3", "0", "gain", "-12"])
-        try Self.sox(["-n", "-r", "22050", "-c", "1", "-b", "24", dir.file("tone.wav"), "synth", "2", "sine", "1000", "gain", "-20"])
+        try LoudnessTools.speechAtLevels([10, 30], in: dir)
+        try LoudnessTools.sox(["-n", "-r", "44100", "-c", "2", "-b", "16", dir.file("stereo.wav"), "synth", "3", "pinknoise", "synth", "3", "sine", "amod", "3", "0", "gain", "-12"])
+        try LoudnessTools.sox(["-n", "-r", "22050", "-c", "1", "-b", "24", dir.file("tone.wav"), "synth", "2", "sine", "1000", "gain", "-20"])
         let files = ["c10.wav", "c30.wav", "stereo.wav", "tone.wav"].map(dir.file) + [
             Repo.path("Audio/fixtures/sentence.wav"), Repo.path("Audio/lessons/sight-words/part1.wav"),
         ]
         for file in files {
             let ours = try Self.inspect(file)
-            let truth = try Self.ffmpeg(file)
+            let truth = try LoudnessTools.ffmpeg(file)
             let integrated = try #require(Self.number(ours.integrated), "\(file): \(ours.integrated)")
             let peak = try #require(Self.number(ours.truePeak), "\(file): \(ours.truePeak)")
             #expect(ours.integrated.hasSuffix("LUFS integrated (EBU R 128)"))
@@ -97,11 +53,11 @@ struct LoudnessTests {
     @Test func loudnessRangeAgreesWithFFmpegOnLongAudio() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([10, 20, 30], in: dir)
+        try LoudnessTools.speechAtLevels([10, 20, 30], in: dir)
         let long = dir.file("long.wav")
-        try Self.sox(["c10.wav", "c30.wav", "c20.wav", "c10.wav", "c30.wav", "c20.wav", "c10.wav", "c20.wav"].map(dir.file) + [long])
+        try LoudnessTools.sox(["c10.wav", "c30.wav", "c20.wav", "c10.wav", "c30.wav", "c20.wav", "c10.wav", "c20.wav"].map(dir.file) + [long])
         let range = try #require(Self.number(try Self.inspect(long).range))
-        let truth = try Self.ffmpeg(long)
+        let truth = try LoudnessTools.ffmpeg(long)
         #expect(range > 8, "levels 10 and 20 dB apart make a wide range: \(range)")
         #expect(abs(range - truth.range) <= 1, "\(range) LU, ffmpeg \(truth.range)")
     }
@@ -110,9 +66,9 @@ struct LoudnessTests {
     @Test func silenceAndShortAudioAreSaidNotCrashed() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "1"])
-        try Self.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("short.wav"), "synth", "0.2", "sine", "440"])
-        try Self.sox(["-n", "-r", "48000", "-c", "2", "-b", "16", dir.file("one.wav"), "synth", "1s", "sine", "440"])
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "1"])
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("short.wav"), "synth", "0.2", "sine", "440"])
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "2", "-b", "16", dir.file("one.wav"), "synth", "1s", "sine", "440"])
         let silence = try Self.inspect(dir.file("silence.wav"))
         #expect(silence.integrated.hasPrefix("-inf LUFS (silent"), "\(silence)")
         #expect(silence.range.hasPrefix("n/a"), "\(silence)")
@@ -135,9 +91,9 @@ struct LoudnessTests {
     @Test func renderedChainSegmentsMeasureAtTheTarget() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([10, 20, 30], in: dir)
-        try Self.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
-        try Self.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "0.5"])
+        try LoudnessTools.speechAtLevels([10, 20, 30], in: dir)
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "0.5"])
         let clips = """
             "clips": {"a": {"file": "c10.wav"}, "b": {"file": "c20.wav"}, "c": {"file": "c30.wav"},
                       "r": {"file": "c30.wav", "start": 0.5, "end": 2.0},
@@ -166,21 +122,21 @@ struct LoudnessTests {
         /// The segment of clip number `index` in the chain, measured by ffmpeg.
         func segment(_ rendered: String, _ index: Int) throws -> String {
             let path = "\(rendered).\(index).wav"
-            try Self.sox([rendered, path, "trim", "\(starts[index].frame)s", "\(ends[index].frame - starts[index].frame)s"])
+            try LoudnessTools.sox([rendered, path, "trim", "\(starts[index].frame)s", "\(ends[index].frame - starts[index].frame)s"])
             return path
         }
         let voiceSegments = [0, 1, 3, 4, 7]
         for index in voiceSegments {
-            let leveled = try Self.ffmpeg(try segment(target + ".wav", index)).integrated
+            let leveled = try LoudnessTools.ffmpeg(try segment(target + ".wav", index)).integrated
             #expect(abs(leveled - -23) <= 0.5, "\(starts[index].clip ?? ""): \(leveled) LUFS, target -23")
-            let single = try Self.ffmpeg(try segment(one + ".wav", index)).integrated
+            let single = try LoudnessTools.ffmpeg(try segment(one + ".wav", index)).integrated
             #expect(abs(single - -23) <= 0.5, "one number for every bus: \(starts[index].clip ?? ""): \(single) LUFS")
         }
-        let fx = try Self.ffmpeg(try segment(target + ".wav", 5)).integrated
+        let fx = try LoudnessTools.ffmpeg(try segment(target + ".wav", 5)).integrated
         #expect(abs(fx - -30) <= 0.5, "the sfx bus's own target: \(fx) LUFS")
         // Without a target the same segments are as recorded: 20 LU apart.
-        let loud = try Self.ffmpeg(try segment(plain + ".wav", 0)).integrated
-        let quiet = try Self.ffmpeg(try segment(plain + ".wav", 3)).integrated
+        let loud = try LoudnessTools.ffmpeg(try segment(plain + ".wav", 0)).integrated
+        let quiet = try LoudnessTools.ffmpeg(try segment(plain + ".wav", 3)).integrated
         #expect(abs(loud - quiet - 20) <= 0.5, "\(loud) vs \(quiet)")
 
         // The blip (0.2 s, too short to gate) and the silence get no gain: their samples are
@@ -208,8 +164,8 @@ struct LoudnessTests {
     @Test func stereoOutputMeasuresAtTheTarget() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([10, 30], in: dir)
-        try Self.sox(["-n", "-r", "48000", "-c", "2", "-b", "16", dir.file("wide.wav"), "synth", "2", "pinknoise", "synth", "2", "sine", "amod", "3", "0", "gain", "-15"])
+        try LoudnessTools.speechAtLevels([10, 30], in: dir)
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "2", "-b", "16", dir.file("wide.wav"), "synth", "2", "pinknoise", "synth", "2", "sine", "amod", "3", "0", "gain", "-15"])
         let lesson = dir.write(
             "lesson.json",
             #"{"sampleRate": 48000, "channels": 2, "loudness": -20, "clips": {"a": {"file": "c10.wav"}, "b": {"file": "c30.wav"}, "w": {"file": "wide.wav"}}, "chains": {"x": [{"clip": "a"}, {"clip": "w"}, {"clip": "b"}]}}"#)
@@ -221,8 +177,8 @@ struct LoudnessTests {
         try #require(starts.count == 3 && ends.count == 3)
         for index in 0..<3 {
             let path = dir.file("segment\(index).wav")
-            try Self.sox([out, path, "trim", "\(starts[index].frame)s", "\(ends[index].frame - starts[index].frame)s"])
-            let measured = try Self.ffmpeg(path).integrated
+            try LoudnessTools.sox([out, path, "trim", "\(starts[index].frame)s", "\(ends[index].frame - starts[index].frame)s"])
+            let measured = try LoudnessTools.ffmpeg(path).integrated
             #expect(abs(measured - -20) <= 0.5, "\(starts[index].clip ?? ""): \(measured) LUFS in stereo, target -20")
         }
     }
@@ -232,7 +188,7 @@ struct LoudnessTests {
     @Test func streamedClipsAreLeveledToo() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([30], in: dir, seconds: "32")
+        try LoudnessTools.speechAtLevels([30], in: dir, seconds: "32")
         let lesson = dir.write(
             "lesson.json",
             #"{"sampleRate": 48000, "loudness": {"music": -24}, "clips": {"bed": {"file": "c30.wav", "bus": "music"}, "part": {"file": "c30.wav", "bus": "music", "start": 10, "end": 15}}, "chains": {"x": [{"clip": "bed"}, {"clip": "part"}]}}"#)
@@ -240,12 +196,12 @@ struct LoudnessTests {
         let result = try run(Repo.narrator, ["render", lesson, "--chain", "x", "--format", "f32", "--output", out])
         try #require(result.status == 0, "\(result.stderr)")
         let bed = dir.file("bed.wav"), part = dir.file("part.wav")
-        try Self.sox([out, bed, "trim", "0s", "\(32 * 48000)s"])
-        try Self.sox([out, part, "trim", "\(32 * 48000)s", "\(5 * 48000)s"])
-        let before = try Self.ffmpeg(dir.file("c30.wav")).integrated
+        try LoudnessTools.sox([out, bed, "trim", "0s", "\(32 * 48000)s"])
+        try LoudnessTools.sox([out, part, "trim", "\(32 * 48000)s", "\(5 * 48000)s"])
+        let before = try LoudnessTools.ffmpeg(dir.file("c30.wav")).integrated
         #expect(before < -35, "recorded far below the target: \(before)")
         for path in [bed, part] {
-            let measured = try Self.ffmpeg(path).integrated
+            let measured = try LoudnessTools.ffmpeg(path).integrated
             #expect(abs(measured - -24) <= 0.5, "\(path): \(measured) LUFS, target -24")
         }
     }
@@ -255,14 +211,14 @@ struct LoudnessTests {
     @Test func aMusicItemTakesTheMusicTarget() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([20], in: dir)
+        try LoudnessTools.speechAtLevels([20], in: dir)
         let lesson = dir.write(
             "lesson.json",
             #"{"sampleRate": 48000, "loudness": {"voice": -18, "music": -33}, "clips": {"bed": {"file": "c20.wav"}}, "chains": {"x": [{"music": "bed"}, {"silence": 2.5}]}}"#)
         let out = dir.file("x.wav")
         let result = try run(Repo.narrator, ["render", lesson, "--chain", "x", "--format", "f32", "--output", out])
         try #require(result.status == 0, "\(result.stderr)")
-        let measured = try Self.ffmpeg(out).integrated
+        let measured = try LoudnessTools.ffmpeg(out).integrated
         #expect(abs(measured - -33) <= 0.5, "\(measured) LUFS, music target -33")
     }
 
@@ -270,7 +226,7 @@ struct LoudnessTests {
     @Test func badTargetsAreRefusedInOneLine() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([20], in: dir)
+        try LoudnessTools.speechAtLevels([20], in: dir)
         let cases: [(String, String)] = [
             (#"{"voice": -18, "drums": -20}"#, "lesson.json: loudness.drums: unknown key (expected one of: music, sfx, voice)"),
             ("5", "lesson.json: loudness: a loudness target is between -70 and 0 LUFS, got 5"),
@@ -296,9 +252,9 @@ struct LoudnessTests {
     @Test func validateWarnsOfOutliersAndPeaks() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try Self.speechAtLevels([10, 18, 20, 30], in: dir)
-        try Self.sox([dir.file("speech.wav"), dir.file("hot.wav"), "norm", "-0.1"])
-        try Self.sox([dir.file("c20.wav"), dir.file("c20b.wav"), "reverse"])
+        try LoudnessTools.speechAtLevels([10, 18, 20, 30], in: dir)
+        try LoudnessTools.sox([dir.file("speech.wav"), dir.file("hot.wav"), "norm", "-0.1"])
+        try LoudnessTools.sox([dir.file("c20.wav"), dir.file("c20b.wav"), "reverse"])
         dir.write(
             "even.json",
             #"{"sampleRate": 48000, "clips": {"a": {"file": "c20.wav"}, "b": {"file": "c20b.wav"}, "c": {"file": "c20.wav", "start": 0.5}, "fx": {"file": "c10.wav", "bus": "sfx"}}, "chains": {"x": [{"clip": "a"}, {"clip": "b"}, {"clip": "c"}, {"clip": "fx"}]}}"#)

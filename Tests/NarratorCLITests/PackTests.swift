@@ -84,7 +84,7 @@ import Testing
                 let decoded = try Self.frames(ffmpeg: clip.file)
                 let rate = format == "opus" ? 48000 : sourceRate
                 let expected = Int((Double(sourceFrames) * Double(rate) / Double(sourceRate)).rounded())
-                if format == "vorbis", try CompressedRenderTests.oggAudioPages(clip.file) == 1 {
+                if format == "vorbis", try OggFile.audioPages(clip.file) == 1 {
                     // ffmpeg does not trim a one-page Vorbis stream at its end (docs/formats.md):
                     // the final granule position, read by hand, is the truth it skips.
                     #expect(try Self.lastGranule(clip.file) == expected, "\(id): \(clip.file)")
@@ -198,14 +198,14 @@ import Testing
         let dir = TempDir()
         defer { dir.remove() }
         try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
-        try LoudnessTests.speechAtLevels([10, 20, 30], in: dir)
+        try LoudnessTools.speechAtLevels([10, 20, 30], in: dir)
         for name in ["c10", "c20", "c30", "speech"] {
             try FileManager.default.moveItem(atPath: dir.file("\(name).wav"), toPath: dir.file("lib/\(name).wav"))
         }
-        try LoudnessTests.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("lib/blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
+        try LoudnessTools.sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("lib/blip.wav"), "synth", "0.2", "sine", "880", "gain", "-30"])
         // A translation recorded 8 dB under the default's c20, and one 6 dB over c10.
-        try LoudnessTests.sox([dir.file("lib/c20.wav"), dir.file("lib/es-a.wav"), "gain", "-8"])
-        try LoudnessTests.sox([dir.file("lib/c10.wav"), dir.file("lib/fr-b.wav"), "gain", "6"])
+        try LoudnessTools.sox([dir.file("lib/c20.wav"), dir.file("lib/es-a.wav"), "gain", "-8"])
+        try LoudnessTools.sox([dir.file("lib/c10.wav"), dir.file("lib/fr-b.wav"), "gain", "6"])
         let leveled = dir.write("lib/leveled.json", """
             {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30}, "locale": "en",
              "clips": {"a": {"file": "c10.wav"}, "b": {"file": "c20.wav"}, "fx": {"file": "c30.wav", "bus": "sfx"},
@@ -228,14 +228,14 @@ import Testing
         for (id, target) in [("a", -23.0), ("b", -23.0), ("fx", -30.0)] {
             let file = packed.lesson.clips[id]!.file
             #expect(file.hasSuffix(".flac"))
-            let measured = try LoudnessTests.ffmpeg(file).integrated
+            let measured = try LoudnessTools.ffmpeg(file).integrated
             #expect(abs(measured - target) <= 0.5, "\(id): \(file) measures \(measured) LUFS, target \(target)")
         }
         // Every locale's recordings too (they used to stay 6–8 LU off the target).
         for (tag, id) in [("es", "a"), ("fr", "b")] {
             let file = try packed.lesson.localized(to: tag).clips[id]!.file
             #expect(file.contains(tag), "\(tag): \(file)")
-            let measured = try LoudnessTests.ffmpeg(file).integrated
+            let measured = try LoudnessTools.ffmpeg(file).integrated
             #expect(abs(measured + 23) <= 0.5, "\(tag) \(id): \(file) measures \(measured) LUFS, target -23")
         }
         // As recorded: the 0.2 s blip (no loudness to measure) and the lesson without a target.

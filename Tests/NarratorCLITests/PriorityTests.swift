@@ -6,7 +6,7 @@ import Testing
 /// against the written rules, and the product documents' three cases.
 @Suite("Priorities")
 struct PriorityTests {
-    static let lesson = ActivityTests.lesson
+    static let lesson = SightWordsLesson.path
     static let priorities = ["important", "message", "text", "notification", "progress"]
     /// The table of docs/lessons.md, row = the new request, column = the one playing.
     static let rules: [String: [String]] = [
@@ -17,28 +17,23 @@ struct PriorityTests {
         "progress": ["last", "last", "last", "interrupt", "last"],
     ]
 
-    static func simulate(_ requests: String) throws -> [ActivityTests.Event] {
+    static func simulate(_ requests: String) throws -> [Simulated.Event] {
         let result = try run(Repo.narrator, ["simulate", lesson, "--requests", requests, "--seed", "1"])
         try #require(result.status == 0, "\(result.stderr)")
         return try result.stdout.split(separator: "\n").map { line in
-            ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+            Simulated.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
         }
-    }
-
-    /// `type@frame` of each begin/end/canceled of request `id`.
-    static func outcome(_ trace: [ActivityTests.Event], _ id: String) -> [String] {
-        trace.filter { ["begin", "end", "canceled"].contains($0.type) && $0["id"] == id }.map { "\($0.type)@\($0.frame)" }
     }
 
     @Test(arguments: priorities)
     func everyPairFollowsTheRules(playing: String) throws {
-        let length = try ActivityTests.frames("try-again")
+        let length = try SightWordsLesson.frames("try-again")
         let arrives = 12_000
         for (column, _) in Self.priorities.enumerated() where Self.priorities[column] == playing {
             for new in Self.priorities {
                 let trace = try Self.simulate("0:\(playing):try-again,0.25:\(new):try-again")
-                let a = Self.outcome(trace, "r1")
-                let b = Self.outcome(trace, "r2")
+                let a = Simulated.outcome(trace, "r1")
+                let b = Simulated.outcome(trace, "r2")
                 switch Self.rules[new]![column] {
                 case "interrupt":
                     #expect(a == ["begin@0", "canceled@\(arrives)"], "\(new) over \(playing)")
@@ -64,8 +59,8 @@ struct PriorityTests {
     /// sheet; one `end` each. Every other pair gives the same trace as with cancel.
     @Test(arguments: priorities)
     func interruptionsThatResume(playing: String) throws {
-        let see = try ActivityTests.frames("see-tap-see")  // the chain idle-see: the clip alone
-        let tryAgain = try ActivityTests.frames("try-again")
+        let see = try SightWordsLesson.frames("see-tap-see")  // the chain idle-see: the clip alone
+        let tryAgain = try SightWordsLesson.frames("try-again")
         let arrives = 24_000  // 0.5 s: inside "tap" (20748..<38784), sentence "see tap see" (2400..<57132)
         let sheet = try run(Repo.narrator, ["cues", Self.lesson, "--chain", "idle-see"])
         let cues = try #require(try JSONSerialization.jsonObject(with: Data(sheet.stdout.utf8)) as? [String: Any])["cues"] as? [[String: Any]]
@@ -79,7 +74,7 @@ struct PriorityTests {
                 let result = try run(Repo.narrator, ["simulate", Self.lesson, "--requests", script, "--seed", "1", "--interruptions", policy])
                 try #require(result.status == 0, "\(result.stderr)")
                 let trace = try result.stdout.split(separator: "\n").map { line in
-                    ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+                    Simulated.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
                 }
                 func outcome(_ id: String) -> [String] {
                     trace.filter { ["begin", "end", "canceled", "interrupted", "resume"].contains($0.type) && $0["id"] == id }.map {
@@ -129,50 +124,50 @@ struct PriorityTests {
     /// Letter tracing: swiping to a new letter interrupts the previous letter's name.
     @Test func aNewLetterInterruptsThePrevious() throws {
         let trace = try Self.simulate("0:text:idle-see,0.5:text:idle-hat,0.9:text:try-again")
-        #expect(Self.outcome(trace, "r1") == ["begin@0", "canceled@24000"])
-        #expect(Self.outcome(trace, "r2") == ["begin@24000", "canceled@43200"])
-        #expect(Self.outcome(trace, "r3").first == "begin@43200")
+        #expect(Simulated.outcome(trace, "r1") == ["begin@0", "canceled@24000"])
+        #expect(Simulated.outcome(trace, "r2") == ["begin@24000", "canceled@43200"])
+        #expect(Simulated.outcome(trace, "r3").first == "begin@43200")
         // The first name's words stop where it was cut: none at or after 24000 from its clip.
         #expect(!trace.contains { $0.type == "word" && $0["clip"] == "see-tap-see" && $0.frame >= 24_000 })
     }
 
     /// Math: coin announcements queue, each heard whole, in order.
     @Test func coinAnnouncementsQueue() throws {
-        let length = try ActivityTests.frames("try-again")
+        let length = try SightWordsLesson.frames("try-again")
         let trace = try Self.simulate("0:message:try-again,0.1:message:try-again,0.2:message:try-again")
-        #expect(Self.outcome(trace, "r1") == ["begin@0", "end@\(length)"])
-        #expect(Self.outcome(trace, "r2") == ["begin@\(length)", "end@\(2 * length)"])
-        #expect(Self.outcome(trace, "r3") == ["begin@\(2 * length)", "end@\(3 * length)"])
+        #expect(Simulated.outcome(trace, "r1") == ["begin@0", "end@\(length)"])
+        #expect(Simulated.outcome(trace, "r2") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Simulated.outcome(trace, "r3") == ["begin@\(2 * length)", "end@\(3 * length)"])
     }
 
     /// Progress reports arriving while one plays are dropped, but the last is spoken.
     @Test func progressKeepsOnlyTheLast() throws {
-        let length = try ActivityTests.frames("try-again")
+        let length = try SightWordsLesson.frames("try-again")
         let trace = try Self.simulate("0:progress:try-again,0.1:progress:try-again,0.2:progress:try-again,0.3:progress:try-again")
-        #expect(Self.outcome(trace, "r2") == ["canceled@9600"])
-        #expect(Self.outcome(trace, "r3") == ["canceled@14400"])
-        #expect(Self.outcome(trace, "r4") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Simulated.outcome(trace, "r2") == ["canceled@9600"])
+        #expect(Simulated.outcome(trace, "r3") == ["canceled@14400"])
+        #expect(Simulated.outcome(trace, "r4") == ["begin@\(length)", "end@\(2 * length)"])
     }
 
     /// Arrivals cancel what they outrank in the waiting line; the line plays most urgent first.
     @Test func waitingRequestsAreCanceledOrOrderedByRank() throws {
-        let length = try ActivityTests.frames("try-again")
+        let length = try SightWordsLesson.frames("try-again")
         // While an important plays, a text waits; a message arriving cancels it (message and
         // text cancel waiting text), and waits itself; a later text waits behind the message.
         let trace = try Self.simulate("0:important:try-again,0.1:text:try-again,0.2:message:try-again,0.3:text:try-again")
-        #expect(Self.outcome(trace, "r2") == ["canceled@9600"])
+        #expect(Simulated.outcome(trace, "r2") == ["canceled@9600"])
         // The line plays most urgent first: the message, then the text.
-        #expect(Self.outcome(trace, "r3") == ["begin@\(length)", "end@\(2 * length)"])
-        #expect(Self.outcome(trace, "r4") == ["begin@\(2 * length)", "end@\(3 * length)"])
+        #expect(Simulated.outcome(trace, "r3") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Simulated.outcome(trace, "r4") == ["begin@\(2 * length)", "end@\(3 * length)"])
 
         // A later important passes a waiting message.
         let urgent = try Self.simulate("0:important:try-again,0.1:message:try-again,0.2:important:try-again")
-        #expect(Self.outcome(urgent, "r3") == ["begin@\(length)", "end@\(2 * length)"])
-        #expect(Self.outcome(urgent, "r2") == ["begin@\(2 * length)", "end@\(3 * length)"])
+        #expect(Simulated.outcome(urgent, "r3") == ["begin@\(length)", "end@\(2 * length)"])
+        #expect(Simulated.outcome(urgent, "r2") == ["begin@\(2 * length)", "end@\(3 * length)"])
 
         let important = try Self.simulate("0:message:try-again,0.1:progress:try-again,0.3:important:try-again")
-        #expect(Self.outcome(important, "r2") == ["canceled@14400"], "an important cancels waiting progress")
-        #expect(Self.outcome(important, "r1") == ["begin@0", "canceled@14400"])
+        #expect(Simulated.outcome(important, "r2") == ["canceled@14400"], "an important cancels waiting progress")
+        #expect(Simulated.outcome(important, "r1") == ["begin@0", "canceled@14400"])
     }
 
     @Test func badRequestScriptIsOneLine() throws {

@@ -24,7 +24,7 @@ struct PulseOutputTests {
     @Test func answerReplacesAudioTheServerAlreadyHeld() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let lesson = try LivePlaybackTests.toneActivity(dir)
+        let lesson = try LivePlay.toneActivity(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = Process()
@@ -39,30 +39,31 @@ struct PulseOutputTests {
         try player.run()
         // The idle deadline is 1 s after the prompt is heard to end: answer in between, far
         // from both.
-        let giveUp = LivePlaybackTests.now() + 10_000_000_000
-        while (try? LivePlaybackTests.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "chainEnd" }) != true
-            && LivePlaybackTests.now() < giveUp
+        let giveUp = monotonicNanoseconds() + 10_000_000_000
+        while (try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "chainEnd" }) != true
+            && monotonicNanoseconds() < giveUp
         {
             Thread.sleep(forTimeInterval: 0.001)
         }
+        #expect((try? LivePlay.events(dir.file("events.jsonl")))?.contains(where: { $0.type == "chainEnd" }) == true, "the prompt was not heard to end within 10 s")
         Thread.sleep(forTimeInterval: 0.4)
         stdin.fileHandleForWriting.write(Data("x\n".utf8))
         try stdin.fileHandleForWriting.close()
         player.waitUntilExit()
         #expect(player.terminationStatus == 0, "\(server.logTail())")
 
-        let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
+        let events = try LivePlay.events(dir.file("events.jsonl"))
         #expect(!events.contains { ["lateSwitch", "underrun", "idlePrompt"].contains($0.type) }, "\(events.map(\.fields))")
         let tap = try #require(events.first { $0.type == "tap" && $0.fields["result"] as? String == "correct" }, "\(events.map(\.fields))")
         let answerFrame = try #require(tap.frame)
         let recording = try server.recording()
-        let prompt = try #require(recording.locate(try LivePlaybackTests.stereo(dir, "prompt"), channels: 2))
-        let answer = try #require(recording.locate(try LivePlaybackTests.stereo(dir, "yes"), channels: 2), "the answer's tone was heard")
+        let prompt = try #require(recording.locate(try LivePlay.stereo(dir, "prompt"), channels: 2))
+        let answer = try #require(recording.locate(try LivePlay.stereo(dir, "yes"), channels: 2), "the answer's tone was heard")
         #expect(prompt.isComplete && answer.isComplete)
         #expect(answer.startFrame - prompt.startFrame == answerFrame, "the answer starts at the frame its events name")
         let silence = (prompt.startFrame + prompt.referenceFrameCount) * 2..<answer.startFrame * 2
         #expect(!silence.isEmpty && recording.samples[silence].allSatisfy { $0 == 0 }, "only silence between the prompt and the answer")
-        #expect(recording.locate(Array(try LivePlaybackTests.stereo(dir, "idle").prefix(96)), channels: 2) == nil)
+        #expect(recording.locate(Array(try LivePlay.stereo(dir, "idle").prefix(96)), channels: 2) == nil)
     }
 
     /// Audio taken back and not all written again must not play. Half a second into a 2 s
@@ -145,20 +146,20 @@ struct PulseOutputTests {
     @Test func hungServerEndsPlaybackWithinASecond() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let lesson = try LivePlaybackTests.liveLesson(dir)
+        let lesson = try LivePlay.liveLesson(dir)
         let server = try PulseTestServer()
         defer { server.stop() }
         let player = try server.startClient(
-            Repo.narrator, ["play", lesson] + LivePlaybackTests.chainArguments + ["--output", "pulse", "--events", dir.file("events.jsonl")])
+            Repo.narrator, ["play", lesson] + LivePlay.chainArguments + ["--output", "pulse", "--events", dir.file("events.jsonl")])
         Thread.sleep(forTimeInterval: 1.5)
-        let stopped = LivePlaybackTests.now()
+        let stopped = monotonicNanoseconds()
         kill(server.daemonPID, SIGSTOP)
         defer { kill(server.daemonPID, SIGCONT) }
         player.waitUntilExit()
-        let ended = LivePlaybackTests.now()
+        let ended = monotonicNanoseconds()
         #expect(player.terminationStatus == 1)
         #expect(ended - stopped < 1_500_000_000, "ended \(Double(ended - stopped) / 1e6) ms after the server stopped")
-        let events = try LivePlaybackTests.events(dir.file("events.jsonl"))
+        let events = try LivePlay.events(dir.file("events.jsonl"))
         #expect(events.last?.type == "error" && events.last?.fields["code"] as? String == "ETIMEDOUT", "\(events.last?.fields ?? [:])")
         #expect(events.filter { ["error", "stopped"].contains($0.type) || $0.fields["final"] != nil }.count == 1)
     }
@@ -177,11 +178,11 @@ struct PulseOutputTests {
         // The parent at FIFO 10: a thread that inherited it would show 10, not 20 or normal.
         let player = try server.startClient(
             try #require(PulseTestServer.findExecutable("chrt")),
-            ["-f", "10", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct", "--output", "pulse"] + flags)
+            ["-f", "10", Repo.narrator, "play", LivePlay.sampleLesson, "--chain", "correct", "--output", "pulse"] + flags)
         defer { player.waitUntilExit() }
         var threads: [KernelThread] = []
-        let giveUp = LivePlaybackTests.now() + 3_000_000_000
-        while threads.count < 2 && LivePlaybackTests.now() < giveUp {
+        let giveUp = monotonicNanoseconds() + 3_000_000_000
+        while threads.count < 2 && monotonicNanoseconds() < giveUp {
             Thread.sleep(forTimeInterval: 0.1)
             threads = KernelThread.all(of: "\(player.processIdentifier)").filter { $0.name == "narrator-pulse" || $0.name == "narrator-cues" }
         }
@@ -202,7 +203,7 @@ struct PulseOutputTests {
         defer { dir.remove() }
         let result = try run(
             "/usr/bin/env",
-            ["PULSE_SERVER=unix:\(dir.file("none.sock"))", Repo.narrator, "play", LivePlaybackTests.lesson, "--chain", "correct",
+            ["PULSE_SERVER=unix:\(dir.file("none.sock"))", Repo.narrator, "play", LivePlay.sampleLesson, "--chain", "correct",
              "--output", "pulse", "--events", dir.file("e.jsonl")])
         #expect(result.status == 1)
         #expect(

@@ -5,11 +5,11 @@ import Testing
 /// The sample lessons of every app in the product documents, run on the virtual clock.
 @Suite("Sample lessons")
 struct SampleLessonTests {
-    static func simulate(_ lesson: String, _ arguments: [String]) throws -> [ActivityTests.Event] {
+    static func simulate(_ lesson: String, _ arguments: [String]) throws -> [Simulated.Event] {
         let result = try run(Repo.narrator, ["simulate", Repo.path("Timings/lessons/\(lesson).json"), "--seed", "1"] + arguments)
         try #require(result.status == 0, "\(result.stderr)")
         return try result.stdout.split(separator: "\n").map { line in
-            ActivityTests.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+            Simulated.Event(fields: try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
         }
     }
 
@@ -140,12 +140,12 @@ struct SampleLessonTests {
     /// the info button (message) waits for nothing less urgent.
     @Test func ibcsLetterNamesInterrupt() throws {
         let trace = try Self.simulate("ibcs", ["--requests", "0:text:letter-a,0.6:text:letter-b,1.0:message:info,1.2:text:letter-c"])
-        #expect(PriorityTests.outcome(trace, "r1") == ["begin@0", "canceled@28800"])
-        #expect(PriorityTests.outcome(trace, "r2") == ["begin@28800", "canceled@48000"])
-        #expect(PriorityTests.outcome(trace, "r3").first == "begin@48000")
+        #expect(Simulated.outcome(trace, "r1") == ["begin@0", "canceled@28800"])
+        #expect(Simulated.outcome(trace, "r2") == ["begin@28800", "canceled@48000"])
+        #expect(Simulated.outcome(trace, "r3").first == "begin@48000")
         // letter-c waits for the info to finish, then is said.
         let infoEnd = try 48_000 + Self.clipFrames("info")
-        #expect(PriorityTests.outcome(trace, "r4") == ["begin@\(infoEnd)", "end@\(try infoEnd + Self.clipFrames("letter-c") + Self.clipFrames("trace"))"])
+        #expect(Simulated.outcome(trace, "r4") == ["begin@\(infoEnd)", "end@\(try infoEnd + Self.clipFrames("letter-c") + Self.clipFrames("trace"))"])
     }
 
     /// K-1 Math: coin announcements queue, each heard whole, then the recap.

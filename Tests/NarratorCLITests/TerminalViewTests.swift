@@ -119,10 +119,10 @@ struct TerminalViewTests {
     }
 
     /// The events written so far (a line being written is left out).
-    static func events(_ path: String) -> [LivePlaybackTests.Event] {
+    static func events(_ path: String) -> [LivePlay.Event] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return text.split(separator: "\n").compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map { LivePlaybackTests.Event(fields: $0) }
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]).map { LivePlay.Event(fields: $0) }
         }
     }
 
@@ -155,15 +155,15 @@ struct TerminalViewTests {
             #expect(Self.statusLines(screen).count == 1, "\(step): \(screen)")
             for line in screen { #expect(line.count < pane.width, "\(step): \(line)") }
         }
-        func cue(_ type: String, _ chain: String? = nil) -> LivePlaybackTests.Event? {
+        func cue(_ type: String, _ chain: String? = nil) -> LivePlay.Event? {
             Self.events(events).first { $0.type == type && (chain == nil || $0.fields["chain"] as? String == chain) }
         }
         /// The screen and the clock shown on it, and when it was read (monotonic ns).
         /// `spread`: half the time the capture took (s), the uncertainty of `at`.
         func shot(_ step: String) throws -> (screen: [String], shown: Double, at: Int64, spread: Double) {
-            let before = LivePlaybackTests.now()
+            let before = monotonicNanoseconds()
             let screen = try pane.screen()
-            let after = LivePlaybackTests.now()
+            let after = monotonicNanoseconds()
             check(screen, step)
             let clock = try #require(Self.clock(Self.statusLines(screen).first ?? ""), "\(step): \(screen)")
             #expect(clock.total == nil, "no total for an activity answered live: \(screen)")
@@ -309,7 +309,7 @@ struct TerminalViewTests {
         let pane = try Pane(
             dir, width: 60, height: 8, script: Self.script(dir, server: server, arguments: ["play", lesson, "--chain", "prompt", "--events", events]))
         defer { pane.close() }
-        func waitFor(_ type: String, after count: Int = 0) -> [LivePlaybackTests.Event] {
+        func waitFor(_ type: String, after count: Int = 0) -> [LivePlay.Event] {
             for _ in 0..<200 {
                 let seen = Self.events(events)
                 if seen.dropFirst(count).contains(where: { $0.type == type }) { return seen }
@@ -441,9 +441,9 @@ struct TerminalViewTests {
         var seen: [(shown: Double, heard: Double, spread: Double)] = []
         for pause in [0.3, 0.5] {
             Thread.sleep(forTimeInterval: pause)
-            let before = LivePlaybackTests.now()
+            let before = monotonicNanoseconds()
             let screen = try pane.screen()
-            let after = LivePlaybackTests.now()
+            let after = monotonicNanoseconds()
             let clock = try #require(Self.clock(Self.statusLines(screen).first ?? ""), "\(screen)")
             // The timeline heard at the capture: from the tone's start, two frames a frame.
             let at = before / 2 + after / 2

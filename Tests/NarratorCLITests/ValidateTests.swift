@@ -259,7 +259,7 @@ struct ValidateTests {
     }
 }
 
-/// The `alignment` check against timings known to the frame (AlignTests' espeak-ng words laid
+/// The `alignment` check against timings known to the frame (SpokenWords' espeak-ng words laid
 /// end to end with known silences), then corrupted on purpose, one fault a timing file: each
 /// fault is found at the word where it was made, and the exact timings have none.
 @Suite(
@@ -267,13 +267,13 @@ struct ValidateTests {
     .requires(PulseTestServer.findExecutable("espeak-ng") != nil && PulseTestServer.findExecutable("sox") != nil, "needs espeak-ng and sox"))
 struct ValidateAlignmentTests {
     typealias Words = [(start: Int, end: Int)]
-    static let rate = AlignTests.rate
+    static let rate = SpokenWords.rate
 
     static func ms(_ milliseconds: Int) -> Int { milliseconds * rate / 1000 }
 
     /// Audacity labels, seconds to 7 places (exact frames back at 22050 Hz).
     static func labels(_ words: Words) -> String {
-        zip(words, AlignTests.words).map { word, text in
+        zip(words, SpokenWords.words).map { word, text in
             String(format: "%.7f\t%.7f\t%@\n", Double(word.start) / Double(rate), Double(word.end) / Double(rate), text)
         }.joined()
     }
@@ -294,7 +294,7 @@ struct ValidateAlignmentTests {
     @Test func faultsAreFoundAtTheWordsWhereTheyWereMade() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let fixture = try AlignTests.assemble(speed: 175, in: dir)
+        let fixture = try SpokenWords.assemble(speed: 175, in: dir)
         let truth = fixture.truth
         var cases: [(name: String, words: Words)] = [("exact", truth)]
         // "dog" (5) 80 ms late: its sound began in the gap before it.

@@ -1,4 +1,5 @@
 import Foundation
+import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
@@ -20,7 +21,6 @@ struct ActivityStateMachineTests {
     static let idle = 24_000
 
     let lesson: Lesson
-    let dir: TempDirectory
     let bank: ClipBank
 
     init() throws {
@@ -40,7 +40,9 @@ struct ActivityStateMachineTests {
                      "final": "bye"},
                "b": {"taps": "ignore", "steps": [{"prompt": "prompt", "answer": "dog", "correct": "yes", "wrong": ["no-1"]}]}}}
             """
-        (lesson, dir) = try NarratorCoreTests.lesson(json)
+        let (parsed, dir) = try NarratorCoreTests.lesson(json)
+        dir.remove()  // it holds no file: the clips are made in memory
+        lesson = parsed
         let decoder = MemoryDecoder(files: [
             "n1.wav": (1, 700), "p2.wav": (1, 1000), "i3.wav": (1, 600), "c4.wav": (1, 800), "d5.wav": (1, 300),
             "w6.wav": (1, 400), "v7.wav": (1, 500), "f8.wav": (1, 300), "s9.wav": (1, 200),

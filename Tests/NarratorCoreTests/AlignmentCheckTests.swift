@@ -2,14 +2,14 @@ import Foundation
 import NarratorCore
 import Testing
 
-/// `AlignmentCheck` on bursts of noise at known frames (BoundaryRefinementTests' signal), and on
+/// `AlignmentCheck` on bursts of noise at known frames (NoiseBursts' signal), and on
 /// inputs meant to break it: no samples, digital silence, zero-length words, a word on the last
 /// frame, stereo.
 @Suite("Alignment check")
 struct AlignmentCheckTests {
-    static let rate = BoundaryRefinementTests.rate
-    static let ms = BoundaryRefinementTests.ms
-    static let spans = BoundaryRefinementTests.spans
+    static let rate = NoiseBursts.rate
+    static let ms = NoiseBursts.ms
+    static let spans = NoiseBursts.spans
     static let frames = 2200 * ms
 
     static func words(_ spans: [(Int, Int)]) -> [WordTiming] {
@@ -21,12 +21,12 @@ struct AlignmentCheckTests {
     }
 
     @Test func exactWordsOverAFloorHaveNoIssue() {
-        let samples = BoundaryRefinementTests.signal(Self.spans, frames: Self.frames, floor: 0.003)
+        let samples = NoiseBursts.signal(Self.spans, frames: Self.frames, floor: 0.003)
         #expect(Self.check(Self.words(Self.spans), samples).isEmpty)
     }
 
     @Test func eachFaultAtItsWord() {
-        let samples = BoundaryRefinementTests.signal(Self.spans, frames: Self.frames, floor: 0.003)
+        let samples = NoiseBursts.signal(Self.spans, frames: Self.frames, floor: 0.003)
         func kinds(_ spans: [(Int, Int)]) -> [String] {
             Self.check(Self.words(spans), samples).map { "\($0.word.index) \($0.kind.rawValue)" }
         }
@@ -52,7 +52,7 @@ struct AlignmentCheckTests {
         // No words.
         #expect(Self.check([], silence).isEmpty)
         // A word on the very last frame, and one past the samples (clamped, not trapped).
-        let samples = BoundaryRefinementTests.signal(Self.spans, frames: Self.frames)
+        let samples = NoiseBursts.signal(Self.spans, frames: Self.frames)
         let edge = WordTiming(index: 0, text: "x", startFrame: Self.frames - 1, endFrame: Self.frames + 5000)
         _ = Self.check([edge], samples)
         // Stereo: the same bursts on both channels, the same answer as mono.

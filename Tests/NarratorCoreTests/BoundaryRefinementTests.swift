@@ -7,22 +7,8 @@ import Testing
 /// are the truth moved by known amounts. What the refinement must find is where the bursts are.
 @Suite("Boundary refinement")
 struct BoundaryRefinementTests {
-    static let rate = 16000
-    static let ms = rate / 1000
-
-    /// Word sounds (first frame, one past the last), and the samples: noise at about −12 dBFS
-    /// RMS inside them, `floor` (a 4 Hz-modulated 150 Hz tone) everywhere.
-    static func signal(_ spans: [(Int, Int)], frames: Int, floor: Float = 0, seed: UInt64 = 7) -> [Float] {
-        var generator = SeededGenerator(seed: seed)
-        var samples = (0..<frames).map { frame -> Float in
-            let t = Float(frame) / Float(rate)
-            return floor * (0.7 + 0.3 * sin(2 * .pi * 4 * t)) * sin(2 * .pi * 150 * t)
-        }
-        for (start, end) in spans {
-            for frame in start..<end { samples[frame] += Float.random(in: -0.45...0.45, using: &generator) }
-        }
-        return samples
-    }
+    static let rate = NoiseBursts.rate
+    static let ms = NoiseBursts.ms
 
     /// Aligner words with no gaps: each boundary is the middle of the truth's gap moved by
     /// `shift[k]` ms; the first starts at 0 and the last ends at the clip's end.
@@ -37,12 +23,12 @@ struct BoundaryRefinementTests {
         samples.withUnsafeBufferPointer { BoundaryRefinement.refine(words, samples: $0, channels: 1, rate: rate) }
     }
 
-    static let spans = [(200, 450), (510, 700), (950, 1180), (1220, 1500), (1800, 1900)].map { ($0.0 * ms, $0.1 * ms) }
+    static let spans = NoiseBursts.spans
     static let frames = 2100 * ms
 
     @Test(arguments: [Float(0), 0.01])
     func boundariesLandOnTheSoundsEdgesAndPausesBecomeGaps(floor: Float) {
-        let samples = Self.signal(Self.spans, frames: Self.frames, floor: floor)
+        let samples = NoiseBursts.signal(Self.spans, frames: Self.frames, floor: floor)
         // Boundaries off by up to 60 ms either way, inside or beyond the gap.
         let words = Self.aligner(Self.spans, frames: Self.frames, shift: [0, 40, -60, 25, 55])
         let refined = Self.refine(words, samples)
@@ -60,7 +46,7 @@ struct BoundaryRefinementTests {
         // is 260 ms away: beyond the 100 ms window, so the boundary may move only to the
         // quietest point within ±40 ms and both words still touch.
         let spans = [(100 * Self.ms, 600 * Self.ms), (700 * Self.ms, 1400 * Self.ms)]
-        let samples = Self.signal(spans, frames: 1600 * Self.ms)
+        let samples = NoiseBursts.signal(spans, frames: 1600 * Self.ms)
         let words = [
             WordTiming(index: 0, text: "a", startFrame: 0, endFrame: 650 * Self.ms),
             WordTiming(index: 1, text: "b", startFrame: 650 * Self.ms, endFrame: 860 * Self.ms),
@@ -75,7 +61,7 @@ struct BoundaryRefinementTests {
     }
 
     @Test func hostileInputsGiveOrderedWordsAndNeverTrap() {
-        let samples = Self.signal(Self.spans, frames: Self.frames)
+        let samples = NoiseBursts.signal(Self.spans, frames: Self.frames)
         let cases: [[WordTiming]] = [
             // A word in silence, zero-length words, words past the audio's end.
             [

@@ -5,6 +5,18 @@ import CAllocationCounter
 
 @testable import NarratorCore
 
+/// What reading `text` as the timing file `name` throws, if anything.
+enum TimingParse {
+    static func error(_ text: String, _ name: String) -> NarratorError? {
+        do {
+            _ = try WordTimings.parse(Data(text.utf8), path: name, rate: 48000)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
+
 /// Timing files made to break the readers: numbers no integer holds, counts no file holds,
 /// times that are not times. Each must give one line naming the file and the place, fast.
 @Suite struct HostileTimingNumberTests {
@@ -32,15 +44,6 @@ import CAllocationCounter
                         text = "a"
 
             """
-    }
-
-    static func error(_ text: String, _ name: String) -> NarratorError? {
-        do {
-            _ = try WordTimings.parse(Data(text.utf8), path: name, rate: 48000)
-            return nil
-        } catch {
-            return error
-        }
     }
 
     /// Tier and interval counts that trapped in `Int(Double)` (1e30, 2^64), or that would
@@ -72,14 +75,14 @@ import CAllocationCounter
         func allocations(_ text: String) -> UInt64 {
             narrator_reset_allocation_count()
             narrator_count_allocations(true)
-            _ = Self.error(text, "t.TextGrid")
+            _ = TimingParse.error(text, "t.TextGrid")
             narrator_count_allocations(false)
             return narrator_allocation_count()
         }
         let honest = allocations(Self.textGrid(short: short))
         for item in cases {
             let hostile = Self.textGrid(tiers: item.tiers, intervals: item.intervals, short: short)
-            let error = try #require(Self.error(hostile, "t.TextGrid"), "\(item)")
+            let error = try #require(TimingParse.error(hostile, "t.TextGrid"), "\(item)")
             let made = allocations(hostile)
             #expect(made <= honest + 200, "\(item.tiers) tiers, \(item.intervals) intervals: \(made) allocations, \(honest) for the honest file")
             #expect(error.file == "t.TextGrid" && error.place == "line \(item.line)", "\(error)")
@@ -92,13 +95,13 @@ import CAllocationCounter
 
     @Test func textGridNumbersThatAreNotFinite() throws {
         let grid = Self.textGrid(short: true).replacingOccurrences(of: "0\n1\n\"a\"", with: "0\n1e999\n\"a\"")
-        let error = try #require(Self.error(grid, "t.TextGrid"))
+        let error = try #require(TimingParse.error(grid, "t.TextGrid"))
         #expect(error.place == "line 14" && error.message == "bad number '1e999'", "\(error)")
         // A file cut after its tier count: one tier announced, none there.
-        let cut = try #require(Self.error("File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n0\n1\n<exists>\n1\n\"IntervalTier\"\n", "t.TextGrid"))
+        let cut = try #require(TimingParse.error("File type = \"ooTextFile\"\nObject class = \"TextGrid\"\n0\n1\n<exists>\n1\n\"IntervalTier\"\n", "t.TextGrid"))
         #expect(cut.place == "line 6" && cut.message == "announces 1 tier, but the rest of the file holds at most 0", "\(cut)")
         // CRLF line ends count as one line each.
-        let counted = try #require(Self.error(Self.textGrid(intervals: "7", short: true).replacingOccurrences(of: "\n", with: "\r\n"), "t.TextGrid"))
+        let counted = try #require(TimingParse.error(Self.textGrid(intervals: "7", short: true).replacingOccurrences(of: "\n", with: "\r\n"), "t.TextGrid"))
         #expect(counted.place == "line 12" && counted.message.contains("announces 7 intervals"), "\(counted)")
     }
 
@@ -120,7 +123,7 @@ import CAllocationCounter
             ("t.json", #"{"transcript": "a", "words": [{"word": "a", "case": "success", "start": 0, "end": 1e20}]}"#, "words[0] 'a'", "ends at 1e+20 s, beyond any audio"),
         ]
         for item in cases {
-            let error = try #require(Self.error(item.text, item.file), "\(item)")
+            let error = try #require(TimingParse.error(item.text, item.file), "\(item)")
             #expect(error.file == item.file && error.place == item.place, "\(error)")
             #expect(error.message == item.message || error.message.hasPrefix(item.message), "\(error)")
         }
@@ -132,15 +135,15 @@ import CAllocationCounter
         for stamp in ["9223372036854775807:00:00,000", "1000000000:00:00,000", "-1:00:00,000", "00:-1:00,000", "00:+5:00,000", "00:00:+1,000",
                       "00:00:01,-12", "00:00:01,+12", "00:00:01,1e2", "00:00:60,000", "00:60:00,000", "0x1:00:00,000"]
         {
-            let error = try #require(Self.error("1\n\(stamp) --> 00:00:02,000\na\n", "t.srt"), "\(stamp)")
+            let error = try #require(TimingParse.error("1\n\(stamp) --> 00:00:02,000\na\n", "t.srt"), "\(stamp)")
             #expect(error.place == "line 2" && error.message.hasPrefix("bad cue timing line"), "\(error)")
         }
         for stamp in ["9223372036854775807:00:00.000", "-1:00:00.000", "00:+1:00.000", "00:00:-1.000", "00:00:01.+12", "+0:00:01.000"] {
-            let error = try #require(Self.error("WEBVTT\n\n\(stamp) --> 00:00:02.000\na\n", "t.vtt"), "\(stamp)")
+            let error = try #require(TimingParse.error("WEBVTT\n\n\(stamp) --> 00:00:02.000\na\n", "t.vtt"), "\(stamp)")
             #expect(error.place == "line 3" && error.message.hasPrefix("bad cue timing line"), "\(error)")
         }
         // The largest hours a clock takes is a time, out of range for frames.
-        let far = try #require(Self.error("1\n999999999:00:00,000 --> 999999999:00:00,001\na\n", "t.srt"))
+        let far = try #require(TimingParse.error("1\n999999999:00:00,000 --> 999999999:00:00,001\na\n", "t.srt"))
         #expect(far.message == "starts at 3.6e+12 s, beyond any audio", "\(far)")
     }
 
@@ -158,7 +161,7 @@ import CAllocationCounter
             #expect(SMIL.clock(bad) == nil, "\(bad)")
         }
         let smil = #"<smil><body><par><text src="p.xhtml#a"/><audio clipBegin="99999999999999999999:00:00" clipEnd="99999999999999999999:00:01"/></par></body></smil>"#
-        let error = try #require(Self.error(smil, "t.smil"))
+        let error = try #require(TimingParse.error(smil, "t.smil"))
         #expect(error.place == "line 1 'a'" && error.message == "starts at 3.6e+23 s, beyond any audio", "\(error)")
     }
 }
@@ -195,12 +198,12 @@ import CAllocationCounter
     /// An overlap names the previous word's end as read; an end before a start a millisecond
     /// away names the frames too, since the seconds read the same.
     @Test func timingMessagesPrintMilliseconds() throws {
-        let overlap = try #require(HostileTimingNumberTests.error("0\t0.44358333333333333\ta\n0.4\t0.5\tb\n", "t.txt"))
+        let overlap = try #require(TimingParse.error("0\t0.44358333333333333\ta\n0.4\t0.5\tb\n", "t.txt"))
         #expect(overlap.message == "overlaps word 0 'a', which ends at 0.444 s", "\(overlap)")
-        let close = try #require(HostileTimingNumberTests.error("1.0002\t1.0001\ta\n", "t.txt"))
+        let close = try #require(TimingParse.error("1.0002\t1.0001\ta\n", "t.txt"))
         #expect(close.message == "ends (1 s) before it starts (1 s) (frame 48005 before frame 48010 at 48000 Hz)", "\(close)")
         let long = String(repeating: "x", count: 100)
-        let named = try #require(HostileTimingNumberTests.error("1\t0.5\t\(long)\n", "t.txt"))
+        let named = try #require(TimingParse.error("1\t0.5\t\(long)\n", "t.txt"))
         #expect(named.place == "line 1 '\(String(repeating: "x", count: 59))…'", "\(named)")
     }
 }

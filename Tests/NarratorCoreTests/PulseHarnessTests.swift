@@ -10,25 +10,6 @@ import Testing
 /// The live-playback harness against a real PulseAudio server: what `aplay` plays through ALSA's
 /// pulse plugin comes back bit-exact, on a clock that fits to well under a millisecond.
 @Suite struct PulseHarnessTests {
-    /// A 16-bit PCM WAV file's bytes.
-    static func wav(_ samples: [Int16], rate: Int, channels: Int) -> Data {
-        var data = Data()
-        func u32(_ v: Int) { withUnsafeBytes(of: UInt32(v).littleEndian) { data.append(contentsOf: $0) } }
-        func u16(_ v: Int) { withUnsafeBytes(of: UInt16(v).littleEndian) { data.append(contentsOf: $0) } }
-        data.append(contentsOf: Array("RIFF".utf8)); u32(36 + samples.count * 2)
-        data.append(contentsOf: Array("WAVEfmt ".utf8)); u32(16)
-        u16(1); u16(channels); u32(rate); u32(rate * channels * 2); u16(channels * 2); u16(16)
-        data.append(contentsOf: Array("data".utf8)); u32(samples.count * 2)
-        for s in samples { withUnsafeBytes(of: s.littleEndian) { data.append(contentsOf: $0) } }
-        return data
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
     @Test(.requires(PulseTestServer.isAvailable && PulseTestServer.findExecutable("aplay") != nil,
                    "needs pulseaudio, pulseaudio-utils, libasound2-plugins, alsa-utils (aplay) and python3"))
     func aplayIsRecordedBitExactOnASubMillisecondClock() throws {
@@ -38,13 +19,13 @@ import Testing
         let reference = mono.int16Samples.flatMap { [$0, $0 / 2] }
         let dir = TempDir()
         defer { dir.remove() }
-        let file = dir.write("sentence-stereo.wav", data: Self.wav(reference, rate: 48000, channels: 2))
+        let file = dir.write("sentence-stereo.wav", data: WAVFile.pcm16(reference, rate: 48000, channels: 2))
 
         let server = try PulseTestServer()
         defer { server.stop() }
-        let before = Self.monotonicNanoseconds()
+        let before = UInt64(monotonicNanoseconds())
         let aplay = try server.runClient(try #require(PulseTestServer.findExecutable("aplay")), ["-q", "-D", "default", file])
-        let after = Self.monotonicNanoseconds()
+        let after = UInt64(monotonicNanoseconds())
         #expect(aplay.status == 0, "aplay: \(aplay.stderr)\n\(server.logTail())")
         let recording = try server.recording()
 
@@ -79,7 +60,7 @@ import Testing
         let reference = mono.int16Samples.flatMap { [$0, $0 / 2] }
         let dir = TempDir()
         defer { dir.remove() }
-        let file = dir.write("sentence-stereo.wav", data: Self.wav(reference, rate: 48000, channels: 2))
+        let file = dir.write("sentence-stereo.wav", data: WAVFile.pcm16(reference, rate: 48000, channels: 2))
 
         let server = try PulseTestServer()
         defer { server.stop() }
@@ -87,10 +68,10 @@ import Testing
             try #require(PulseTestServer.findExecutable("aplay")),
             ["-q", "-D", "default", "--buffer-time=100000", "--period-time=25000", file])
         Thread.sleep(forTimeInterval: 1)
-        let stopped = Self.monotonicNanoseconds()
+        let stopped = UInt64(monotonicNanoseconds())
         kill(aplay.processIdentifier, SIGSTOP)
         Thread.sleep(forTimeInterval: 0.3)
-        let continued = Self.monotonicNanoseconds()
+        let continued = UInt64(monotonicNanoseconds())
         kill(aplay.processIdentifier, SIGCONT)
         aplay.waitUntilExit()
         #expect(aplay.terminationStatus == 0, "\(server.logTail())")

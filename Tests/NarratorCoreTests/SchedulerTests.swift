@@ -1,43 +1,8 @@
 import Foundation
+import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
-
-/// Audio made in memory: each file name maps to (channels, frames); sample f of channel c is
-/// a value that encodes the file, the frame and the channel, so a render can be checked
-/// sample by sample.
-struct MemoryDecoder: AudioDecoder {
-    let files: [String: (channels: Int, frames: Int)]
-
-    static func value(file: Int, frame: Int, channel: Int) -> Float {
-        Float(file * 100_000 + frame * 4 + channel) / 8_388_608
-    }
-
-    func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
-        let name = URL(fileURLWithPath: path).lastPathComponent
-        guard let spec = files[name] else { throw NarratorError(file: path, "no such file") }
-        let id = Int(name.filter(\.isNumber)) ?? 0
-        var samples: [Float] = []
-        for f in 0..<spec.frames {
-            for c in 0..<spec.channels { samples.append(Self.value(file: id, frame: f, channel: c)) }
-        }
-        return AudioBuffer(channels: spec.channels, samples: samples)
-    }
-}
-
-func lesson(_ json: String, timings: [String: String] = [:]) throws -> (Lesson, TempDirectory) {
-    let dir = TempDirectory()
-    for (name, text) in timings { try text.write(toFile: dir.path(name), atomically: true, encoding: .utf8) }
-    let lesson = try Lesson.parse(Data(json.utf8), path: dir.path("lesson.json"), directory: dir.url)
-    return (lesson, dir)
-}
-
-final class TempDirectory: Sendable {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-core-\(UUID().uuidString)")
-    init() { try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    deinit { try? FileManager.default.removeItem(at: url) }
-}
 
 @Suite struct LessonTests {
     /// The lesson of the issue, verbatim: it parses, and playing its chain names the first
@@ -77,7 +42,8 @@ final class TempDirectory: Sendable {
     @Test func errorsNameTheKey() throws {
         func error(_ json: String) -> NarratorError? {
             do {
-                let (l, _) = try lesson(json)
+                let (l, dir) = try lesson(json)
+                defer { dir.remove() }
                 _ = try l.clipIDs(reachableFrom: "c")
                 return nil
             } catch let e as NarratorError { return e } catch { return nil }
@@ -106,9 +72,10 @@ final class TempDirectory: Sendable {
 
     func schedule(_ json: String, chain: String = "c", repeats: Int = 1, seed: UInt64 = 1, timings: [String: String] = [:]) throws -> Schedule {
         let (l, dir) = try lesson(json, timings: timings)
+        defer { dir.remove() }
         let bank = try ClipBank.prepare(lesson: l, chain: chain, decoder: decoder)
         var draws = PoolDraws(seed: seed)
-        return try withExtendedLifetime(dir) { try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws) }
+        return try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
     }
 
     @Test func clipsPlayBackToBackWithSilenceAndPulses() throws {
@@ -242,10 +209,11 @@ final class TempDirectory: Sendable {
 
     func schedule(channels: Int?) throws -> Schedule {
         let ch = channels.map { #""channels": \#($0),"# } ?? ""
-        let (l, _) = try lesson("""
+        let (l, dir) = try lesson("""
             {"sampleRate": 48000, \(ch) "clips": {"m": {"file": "1.wav", "start": 0.001}, "s": {"file": "2.wav"}},
              "chains": {"c": [{"clip": "s"}, {"silence": 0.001}, {"clip": "m"}]}}
             """)
+        defer { dir.remove() }
         let bank = try ClipBank.prepare(lesson: l, chain: "c", decoder: decoder)
         var draws = PoolDraws(seed: 0)
         return try Scheduler.schedule(chain: "c", bank: bank, draws: &draws)

@@ -1,4 +1,5 @@
 import Foundation
+import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
@@ -12,10 +13,11 @@ struct SentenceTests {
 
     /// Reads `text` as the file `name` in a fresh folder (with `others` beside it).
     static func read(_ name: String, _ text: String, others: [String: String] = [:]) throws -> TimingImport {
-        let dir = TempDirectory()
-        for (file, body) in others { try body.write(toFile: dir.path(file), atomically: true, encoding: .utf8) }
-        try text.write(toFile: dir.path(name), atomically: true, encoding: .utf8)
-        return try withExtendedLifetime(dir) { try WordTimings.read(path: dir.path(name), rate: 48000) }
+        let dir = TempDir()
+        defer { dir.remove() }
+        for (file, body) in others { try body.write(toFile: dir.file(file), atomically: true, encoding: .utf8) }
+        try text.write(toFile: dir.file(name), atomically: true, encoding: .utf8)
+        return try WordTimings.read(path: dir.file(name), rate: 48000)
     }
 
     /// The error `read` gives, as one line.
@@ -130,15 +132,16 @@ struct SentenceTests {
     @Test func smilWrittenWithSentencesReadsThemBack() throws {
         let grid = Self.textGrid(words: Self.gridWords, phrases: [(0, 1.5, "a"), (1.5, 3.5, "b")])
         let source = try Self.read("t.TextGrid", grid)
-        let dir = TempDirectory()
-        try WordTimings.write(source.words, rate: 48000, to: dir.path("out.smil"), audio: "a.wav", sentences: source.sentences)
-        let page = try String(contentsOfFile: dir.path("out.xhtml"), encoding: .utf8)
+        let dir = TempDir()
+        defer { dir.remove() }
+        try WordTimings.write(source.words, rate: 48000, to: dir.file("out.smil"), audio: "a.wav", sentences: source.sentences)
+        let page = try String(contentsOfFile: dir.file("out.xhtml"), encoding: .utf8)
         #expect(page.contains(#"<p><span class="sentence"><span id="w0001">Hello</span> <span id="w0002">Tom</span></span> <span class="sentence"><span id="w0003">Mr.</span>"#), "\(page)")
-        let back = try WordTimings.read(path: dir.path("out.smil"), rate: 48000)
+        let back = try WordTimings.read(path: dir.file("out.smil"), rate: 48000)
         #expect(back.words == source.words && back.sentences == Self.grouped)
         // Without sentences, the page is as before: no sentence elements.
-        try WordTimings.write(source.words, rate: 48000, to: dir.path("plain.smil"), audio: "a.wav")
-        #expect(!(try String(contentsOfFile: dir.path("plain.xhtml"), encoding: .utf8)).contains("sentence"))
+        try WordTimings.write(source.words, rate: 48000, to: dir.file("plain.smil"), audio: "a.wav")
+        #expect(!(try String(contentsOfFile: dir.file("plain.xhtml"), encoding: .utf8)).contains("sentence"))
     }
 
     /// WebVTT written with the sentences: a cue per sentence (each short and without a pause
@@ -146,14 +149,15 @@ struct SentenceTests {
     @Test func webVTTWrittenWithSentencesReadsThemBack() throws {
         let grid = Self.textGrid(words: Self.gridWords, phrases: [(0, 1.5, "a"), (1.5, 3.5, "b")])
         let source = try Self.read("t.TextGrid", grid)
-        let dir = TempDirectory()
-        try WordTimings.write(source.words, rate: 48000, to: dir.path("out.vtt"), sentences: source.sentences)
-        let vtt = try String(contentsOfFile: dir.path("out.vtt"), encoding: .utf8)
+        let dir = TempDir()
+        defer { dir.remove() }
+        try WordTimings.write(source.words, rate: 48000, to: dir.file("out.vtt"), sentences: source.sentences)
+        let vtt = try String(contentsOfFile: dir.file("out.vtt"), encoding: .utf8)
         #expect(vtt == "WEBVTT\n\n1\n00:00:00.500 --> 00:00:01.500\nHello <00:00:01.000>Tom\n\n2\n00:00:02.000 --> 00:00:03.500\nMr. <00:00:02.500>Smith <00:00:03.000>came.\n\n", "\(vtt)")
-        let back = try WordTimings.read(path: dir.path("out.vtt"), rate: 48000)
+        let back = try WordTimings.read(path: dir.file("out.vtt"), rate: 48000)
         #expect(back.words == source.words && back.sentences == Self.grouped)
-        try WordTimings.write(source.words, rate: 48000, to: dir.path("plain.vtt"))
-        #expect(try WordTimings.read(path: dir.path("plain.vtt"), rate: 48000).sentences.map(\.text) == ["Hello Tom", "Mr.", "Smith came."])
+        try WordTimings.write(source.words, rate: 48000, to: dir.file("plain.vtt"))
+        #expect(try WordTimings.read(path: dir.file("plain.vtt"), rate: 48000).sentences.map(\.text) == ["Hello Tom", "Mr.", "Smith came."])
     }
 
     /// A TextGrid (short text format) with a `words` tier and a phrase tier.
@@ -346,9 +350,10 @@ struct SentenceTests {
         let (l, dir) = try lesson(
             #"{"sampleRate": 48000, "clips": {\#(clips), "s": {"file": "3.wav"}}, "chains": {"c": [{"clip": "s"}, {"clip": "r"}]}}"#,
             timings: timings)
+        defer { dir.remove() }
         let bank = try ClipBank.prepare(lesson: l, chain: "c", decoder: Self.decoder)
         var draws = PoolDraws(seed: 1)
-        return try withExtendedLifetime(dir) { try Scheduler.schedule(chain: "c", bank: bank, draws: &draws) }.cues
+        return try Scheduler.schedule(chain: "c", bank: bank, draws: &draws).cues
     }
 
     @Test func sentenceCueComesRightBeforeItsFirstWordsCue() throws {

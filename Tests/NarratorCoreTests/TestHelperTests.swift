@@ -42,4 +42,17 @@ import Testing
         #expect(many.p99 == 198 && many.exceeds(p99: 198, max: 200) == nil && many.exceeds(p99: 197, max: 500) != nil)
         #expect(Spread([]).exceeds(p99: 1, max: 1) == "no values")
     }
+
+    /// The one WAV writer: what it writes reads back, by hand, as what it was given.
+    @Test func theWAVWriterRoundTrips() throws {
+        let samples: [Int16] = [0, 1, -1, .max, .min, 12345, -12345, 7]
+        let bytes = WAVFile.pcm16(samples, rate: 22050, channels: 2)
+        #expect(bytes.count == 44 + samples.count * 2)
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.write("s.wav", data: bytes)
+        let read = try WAVFile(path: path)
+        #expect(read.formatTag == 1 && read.channels == 2 && read.sampleRate == 22050 && read.bitsPerSample == 16)
+        #expect(read.int16Samples == samples && read.frames == 4)
+    }
 }

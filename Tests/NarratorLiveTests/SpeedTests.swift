@@ -45,7 +45,7 @@ struct SpeedTests {
     static func onsets(_ samples: [Int16], from: Int = 0) -> [Int] { StretchFixture.onsets(samples, from: from) }
 
     static func deviceFrame(_ output: VirtualOutput, heardAt time: Int64) throws -> Int {
-        try #require(TransportTests.deviceFrame(output, heardAt: time))
+        try #require(VirtualPlayback.deviceFrame(output, heardAt: time))
     }
 
     /// Every word's cue comes once, in order, and is heard (its stamp, and its delivery at most
@@ -124,7 +124,7 @@ struct SpeedTests {
             if !paused && heard >= pauseAt + 2_400 {
                 paused = true
                 engine.pause()
-                try TransportTests.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+                try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
                 let delivered = playback.log.cues.count
                 playback.output.run(for: 500_000_000)
                 #expect(playback.log.cues.count == delivered, "a cue came while paused")
@@ -200,7 +200,7 @@ struct SpeedTests {
             let playback = VirtualPlayback(fixture.schedule, periodFrames: 96, bufferFrames: 960)
             #expect(try playback.engine.setSpeed(0.75))
             playback.start()
-            try TransportTests.run(playback) { log in log.cues.contains { $0.cue == la } }
+            try VirtualPlayback.run(playback) { log in log.cues.contains { $0.cue == la } }
             playback.output.run(for: 200_000_000)
             let at = playback.output.played
             playback.engine.gains.set(.master, gain: 0.25)

@@ -68,7 +68,7 @@ struct StreamSeekTests {
         let f = fade
         var devices: [Int] = []
         for (index, seek) in seeks.enumerated() {
-            let device = try #require(TransportTests.deviceFrame(playback.output, heardAt: seek.2))
+            let device = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: seek.2))
             devices.append(device)
             let end = index + 1 < seeks.count ? seeks[index + 1].0 - f : (untilEnd ? total : min(total, seek.1 + 48000))
             let fadeIn = TransportTests.compare(output, at: device, reference, from: seek.1, count: f) { Double($0 + 1) / Double(f) }
@@ -110,7 +110,7 @@ struct StreamSeekTests {
             #expect(engine.seek(to: controls[index].target))
         })
         // Then, in the tail, back by 0.3 s: within the rings' history.
-        try TransportTests.run(playback) { log in
+        try VirtualPlayback.run(playback) { log in
             log.events.filter { if case .seeked = $0 { true } else { false } }.count == 2
         }
         playback.output.run(for: 500_000_000)
@@ -146,12 +146,12 @@ struct StreamSeekTests {
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
         })
-        try TransportTests.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 200_000_000)
         let pausedFrame = try #require(playback.log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }.first)
         let before = playback.log.events.count
         #expect(engine.play(said.frame..<saidEnd, then: .pauseWhereItWas))
-        try TransportTests.run(playback) { log in log.events.dropFirst(before).contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.dropFirst(before).contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 200_000_000)
         let during = Array(playback.log.events.dropFirst(before))
         let sayStart = try #require(during.compactMap { if case .seeked(_, let to, let at) = $0, to == said.frame { at } else { nil } }.first)
@@ -162,7 +162,7 @@ struct StreamSeekTests {
         let output = playback.output.samples
         let reference = fixture.reference
         let f = Self.fade
-        let wordDevice = try #require(TransportTests.deviceFrame(playback.output, heardAt: sayStart))
+        let wordDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: sayStart))
         let length = saidEnd - said.frame
         #expect(TransportTests.compare(output, at: wordDevice, reference, from: said.frame, count: f) { Double($0 + 1) / Double(f) } == nil)
         let middle = TransportTests.compare(output, at: wordDevice + f, reference, from: said.frame + f, count: length - 2 * f)
@@ -171,7 +171,7 @@ struct StreamSeekTests {
         // The resume: from the paused frame, exactly.
         let resume = try #require(playback.log.events.compactMap { if case .resumed(let frame, let at) = $0 { (frame, at) } else { nil } }.last)
         #expect(resume.0 == pausedFrame)
-        let resumeDevice = try #require(TransportTests.deviceFrame(playback.output, heardAt: resume.1))
+        let resumeDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: resume.1))
         let rest = TransportTests.compare(output, at: resumeDevice + f, reference, from: pausedFrame + f, count: reference.count / 2 - pausedFrame - f)
         #expect(rest == nil, "after the resume: \(rest ?? "")")
         #expect(playback.output.underruns == 0)
@@ -191,14 +191,14 @@ struct StreamSeekTests {
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger, !paused.exchange(true, ordering: .relaxed) { engine.pause() }
         })
-        try TransportTests.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 300_000_000)
         engine.resume(from: words[1].frame)
         // Heard again after the resume.
-        try TransportTests.run(playback) { log in log.cues.count { $0.cue == words[3] } == 2 }
+        try VirtualPlayback.run(playback) { log in log.cues.count { $0.cue == words[3] } == 2 }
         playback.output.run(for: 30_000_000)
         engine.pause()
-        try TransportTests.run(playback) { log in log.events.filter { if case .paused = $0 { true } else { false } }.count == 2 }
+        try VirtualPlayback.run(playback) { log in log.events.filter { if case .paused = $0 { true } else { false } }.count == 2 }
         playback.output.run(for: 300_000_000)
         engine.resume(from: words[3].frame)
         #expect(playback.output.runToEnd(limit: 60_000_000_000))
@@ -211,7 +211,7 @@ struct StreamSeekTests {
         let reference = fixture.reference
         let f = Self.fade
         for (index, resume) in resumes.enumerated() {
-            let device = try #require(TransportTests.deviceFrame(playback.output, heardAt: resume.1))
+            let device = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: resume.1))
             let fadeIn = TransportTests.compare(output, at: device, reference, from: resume.0, count: f) { Double($0 + 1) / Double(f) }
             #expect(fadeIn == nil, "resume \(index): fade-in: \(fadeIn ?? "")")
 

@@ -14,27 +14,6 @@ import Testing
 struct TransportTests {
     static let fade = 240
 
-    /// The output frame heard at `time` (the first frame heard at or after it).
-    static func deviceFrame(_ output: VirtualOutput, heardAt time: Int64) -> Int? {
-        var low = 0
-        var high = output.played
-        guard let last = output.heardTime(ofFrame: high), last >= time else { return nil }
-        while low < high {
-            let middle = (low + high) / 2
-            if let heard = output.heardTime(ofFrame: middle), heard >= time { high = middle } else { low = middle + 1 }
-        }
-        return low
-    }
-
-    /// Advances the virtual output until `done` holds for the log (at most `limit` ns).
-    static func run(_ playback: VirtualPlayback, until done: (EventLog) -> Bool, limit: Int64 = 30_000_000_000) throws {
-        let end = playback.clock.now() + limit
-        while !done(playback.log) {
-            try #require(playback.clock.now() < end, "waited \(limit / 1_000_000) ms of virtual time")
-            playback.output.run(for: 5_000_000)
-        }
-    }
-
     /// Compares `count` frames of the output from device frame `at` with the reference from
     /// timeline frame `from`, each reference frame scaled by `gain(k)`; exact when the gain is
     /// 1, else within one step of rounding. Returns the first mismatch.
@@ -78,7 +57,7 @@ struct TransportTests {
                 engine.pause()
             }
         })
-        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         // Paused for a second: nothing is delivered meanwhile.
         let cuesWhenPaused = playback.log.cues.count
         playback.output.run(for: 1_000_000_000)
@@ -116,8 +95,8 @@ struct TransportTests {
         let reference = fixture.reference
         let total = reference.count / 2
         let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2  // the tone starts at its peak
-        let pauseDevice = try #require(Self.deviceFrame(playback.output, heardAt: pauseHeard))
-        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: resumeHeard))
+        let pauseDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: pauseHeard))
+        let resumeDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: resumeHeard))
         #expect(pauseDevice == d0 + frame, "the pause is heard at the paused frame")
         let f = Self.fade
         #expect(Self.compare(output, at: d0, reference, from: 0, count: frame - f) == nil)
@@ -152,7 +131,7 @@ struct TransportTests {
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
         })
-        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 200_000_000)
         engine.resume()
         playback.output.run(for: 3_000_000)
@@ -166,7 +145,7 @@ struct TransportTests {
         let (frame, heard) = resumes[0]
         let output = playback.output.samples
         let reference = fixture.reference
-        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        let resumeDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: heard))
         let f = Self.fade
         let fadeIn = Self.compare(output, at: resumeDevice, reference, from: frame, count: f) { Double($0 + 1) / Double(f) }
         #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
@@ -215,7 +194,7 @@ struct TransportTests {
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
         })
-        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 1_500_000_000)
         #expect(playback.output.standbys.isEmpty, "let go after 1.5 s of a 2 s setting")
         playback.output.run(for: 3_000_000_000)
@@ -247,7 +226,7 @@ struct TransportTests {
         // Taking the device back is an interruption: for a second the clock is read 2 ms late
         // (never early; see OutputFeed.recoveryMargin), so are the stamps.
         let margin: Int64 = 2_000_000
-        let resumeDevice = try #require(Self.deviceFrame(playback.output, heardAt: resumeHeard - margin))
+        let resumeDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: resumeHeard - margin))
         let f = Self.fade
         let fadeIn = Self.compare(output, at: resumeDevice, reference, from: frame, count: f) { Double($0 + 1) / Double(f) }
         #expect(fadeIn == nil, "fade-in: \(fadeIn ?? "")")
@@ -289,7 +268,7 @@ struct TransportTests {
         let reference = fixture.reference
         let total = reference.count / 2
         let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
-        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        let seekDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: heard))
         #expect(seekDevice == d0 + from)
         let f = Self.fade
         #expect(Self.compare(output, at: d0, reference, from: 0, count: from - f) == nil)
@@ -344,7 +323,7 @@ struct TransportTests {
         let reference = fixture.reference
         let total = reference.count / 2
         let d0 = try #require(output.indices.first { output[$0] != 0 }) / 2
-        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: heard))
+        let seekDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: heard))
         #expect(seekDevice == d0 + from, "the seek is heard where the fade-out ends")
         let f = Self.fade
         #expect(Self.compare(output, at: d0, reference, from: 0, count: from - f) == nil)
@@ -367,12 +346,12 @@ struct TransportTests {
         playback.start(onEvent: { event in
             if case .cue(let cue, _, _) = event, cue == trigger { engine.pause() }
         })
-        try Self.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 200_000_000)
         let pausedFrame = try #require(playback.log.events.compactMap { if case .paused(let frame, _) = $0 { frame } else { nil } }.first)
         let before = playback.log.events.count
         #expect(engine.play(said.frame..<saidEnd, then: .pauseWhereItWas))
-        try Self.run(playback) { log in log.events.dropFirst(before).contains { if case .paused = $0 { true } else { false } } }
+        try VirtualPlayback.run(playback) { log in log.events.dropFirst(before).contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 200_000_000)
         let during = Array(playback.log.events.dropFirst(before))
         // The jump to the word, which plays (a resume) with its cue, the jump back, and the
@@ -394,7 +373,7 @@ struct TransportTests {
         // The audio of the word on its own.
         let output = playback.output.samples
         let f = Self.fade
-        let wordDevice = try #require(Self.deviceFrame(playback.output, heardAt: sayStart))
+        let wordDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: sayStart))
         let length = saidEnd - said.frame
         #expect(Self.compare(output, at: wordDevice, fixture.reference, from: said.frame, count: f) { Double($0 + 1) / Double(f) } == nil)
         #expect(Self.compare(output, at: wordDevice + f, fixture.reference, from: said.frame + f, count: length - 2 * f) == nil)
@@ -554,7 +533,7 @@ struct TransportTests {
         #expect(playback.output.runToEnd(limit: 60_000_000_000))
         let seeked = playback.log.events.compactMap { if case .seeked(_, let to, let at) = $0 { (to, at) } else { nil } }
         try #require(seeked.count == 1 && seeked[0].0 == target)
-        let seekDevice = try #require(Self.deviceFrame(playback.output, heardAt: seeked[0].1))
+        let seekDevice = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: seeked[0].1))
         let f = Self.fade
         let count = min(48000, schedule.frames - target - f)
         let mismatch = Self.compare(playback.output.samples, at: seekDevice + f, fixture.reference, from: target + f, count: count)
@@ -572,7 +551,7 @@ struct TransportTests {
         #expect(playback.log.cues.map(\.cue) == fixture.withMusic.cues)
         // From frame 0's device frame (the voice starts in silence: located by the clock).
         guard case .start(let info) = try #require(playback.log.events.first) else { Issue.record("no start"); return }
-        let d0 = try #require(Self.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
+        let d0 = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
         let output = playback.output.samples
         #expect(output[..<(d0 * 2)].allSatisfy { $0 == 0 })
         let frames = fixture.voiceOnlyReference.count / 2
@@ -605,7 +584,7 @@ struct TransportTests {
         let b = fixture.voiceOnlyReference
         let total = a.count / 2
         guard case .start(let info) = try #require(playback.log.events.first) else { Issue.record("no start"); return }
-        let d0 = try #require(Self.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
+        let d0 = try #require(VirtualPlayback.deviceFrame(playback.output, heardAt: info.firstFrameHeardTime))
         // Where the output leaves the render with music.
         let change = try #require((0..<total).first { k in output[(d0 + k) * 2] != a[k * 2] || output[(d0 + k) * 2 + 1] != a[k * 2 + 1] })
         let request = try #require(requested.withLock { $0 })
