@@ -437,7 +437,13 @@ struct Packer {
         }
         var parts: [(path: String, data: Data)] = []
         for name in names { parts.append((folder + "/" + name, try InputFile.read(path: folder + "/" + name, limit: InputFile.documentLimit))) }
-        let merged = try BatchReport.merge(parts)
+        let merged: String
+        do throws(NarratorError) {
+            merged = try BatchReport.merge(parts)
+        } catch where error.file == "merge" {
+            // Said of the markers, where they are.
+            throw NarratorError(file: folder, error.message.replacingOccurrences(of: "the report of", with: "the marker of") + ": that worker has not finished")
+        }
         let whole = BatchReport.Header(report: header.report, manifestDigest: header.manifestDigest, items: header.items, shard: .whole)
         guard merged.hasPrefix(whole.line + "\n") else {
             throw NarratorError(file: folder, "the shards packed another library, or with other options, than this --finish names (their plans differ)")

@@ -154,7 +154,7 @@ struct ShardedBatchTests {
         #expect(Self.exists(sharded + "/.narrator-pack/shard-2-of-2.jsonl"))
         // Shard 1 has not run: refused, and no lesson written.
         let early = try Self.narrator(["pack", library, "--to", sharded, "--format", "flac", "--finish"])
-        #expect(early.status == 1 && early.stderr.contains("missing the report of shard 1/2"), "\(early.stderr)")
+        #expect(early.status == 1 && early.stderr.contains(".narrator-pack: missing the marker of shard 1/2: that worker has not finished"), "\(early.stderr)")
         #expect(early.stderr.split(separator: "\n").count == 1)
         #expect(try RenderAllTests.tree(sharded).keys.allSatisfy { !$0.hasSuffix(".json") || $0.hasPrefix(".narrator-pack/") })
         let first = try Self.narrator(["pack", library, "--to", sharded, "--format", "flac", "--shard", "auto"], scheduler: Self.kubernetes(0, 2))
