@@ -38,7 +38,7 @@ LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTes
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber
 
-.PHONY: deps build release demo test test-pipewire bench fuzz fixtures clean
+.PHONY: deps build release demo test test-pipewire test-slurm bench fuzz fixtures clean
 
 ## deps: install the system packages (apt-get update first; skipped when all are present)
 deps:
@@ -117,6 +117,21 @@ test-pipewire: deps
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
 
+## test-slurm: align, validate, render-all and pack as `sbatch --array` jobs (--shard auto) on a
+## one-machine Slurm cluster started for the test (scripts/test-slurm.sh; docs/cluster.md), merged
+## and compared byte for byte with one unsharded run, with one task cancelled and resubmitted. As
+## root; installs slurm-wlm and munge first. CI runs it after `make test`; about 30 s.
+SLURM_APT_PACKAGES := slurm-wlm munge
+test-slurm: deps
+	@missing=$$(for p in $(SLURM_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	swift build $(SWIFT_BUILD_FLAGS)
+	timeout --kill-after=10 180 $(SUDO) env NARRATOR=$$(swift build $(SWIFT_BUILD_FLAGS) --show-bin-path)/narrator bash scripts/test-slurm.sh
+
 ## bench: render benchmark against sox, live playback, daemon, speed, controls, start-up, batch (both cores) and word alignment (scripts/bench-align.sh) figures (prints figures; not a test)
 bench: deps
 	bash scripts/bench-render.sh
@@ -126,6 +141,7 @@ bench: deps
 	bash scripts/bench-controls.sh
 	bash scripts/bench-startup.sh
 	bash scripts/bench-batch.sh
+	bash scripts/bench-catalog.sh
 	@python3 -c 'import tgt, soundfile, numpy' 2>/dev/null || python3 -m pip install -q tgt soundfile numpy || \
 		python3 -m pip install -q --break-system-packages tgt soundfile numpy
 	RUNS=$${RUNS:-3} bash scripts/bench-align.sh

@@ -20,7 +20,8 @@ struct Align: ParsableCommand {
             --shard K/N aligns only this worker's items (the 1st, N+1th, … for 1/N), so N \
             workers run the same command with no coordination; --report writes each item's \
             result as JSON Lines, and `narrator merge` joins the N reports into the report of \
-            one unsharded run, byte for byte (docs/align.md).
+            one unsharded run, byte for byte (docs/align.md). --shard auto takes K and N \
+            from the job array it runs in (Slurm, a Kubernetes Indexed Job; docs/cluster.md).
 
             Examples:
               narrator align Audio/lessons/sight-words/part1.wav --text "I can see" \\
@@ -59,7 +60,7 @@ struct Align: ParsableCommand {
     @Option(help: "A batch: one recording a line, as JSON Lines (see above).")
     var manifest: String?
 
-    @Option(help: "With --manifest: align only this worker's items, K of N workers (e.g. 2/8).")
+    @Option(help: "With --manifest: align only this worker's items, K of N workers (e.g. 2/8), or auto: K and N from the Slurm array or Kubernetes Indexed Job it runs in.")
     var shard: String?
 
     @Option(help: "With --manifest: write each item's result (words, confidence, or its error) as JSON Lines.")
@@ -207,7 +208,7 @@ struct Align: ParsableCommand {
     func runBatch(_ manifestPath: String) throws {
         var failures = 0
         try reportingErrors { () throws(NarratorError) in
-            let part = try shard.map { text throws(NarratorError) in try Shard(parsing: text) } ?? .whole
+            let part = try Shard.resolve(shard, environment: ProcessInfo.processInfo.environment)
             let batch = try AlignManifest.read(path: manifestPath, defaultLanguage: language, outputFolder: to)
             for item in batch.items { try Self.checkWritable(item.timings) }
             var lines: [String] = []

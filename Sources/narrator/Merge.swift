@@ -7,10 +7,11 @@ struct Merge: ParsableCommand {
         commandName: "merge",
         abstract: "Join the reports of the N workers of a sharded batch into the report of one run.",
         discussion: """
-            Each worker of `narrator align --manifest M --shard K/N --report PART` writes the \
-            results of its own items. merge checks that the parts are shards 1/N … N/N of one \
+            Each worker of `narrator align --manifest M --shard K/N --report PART` (or of \
+            validate or render-all with --shard and --report) writes the results of its own \
+            items. merge checks that the parts are shards 1/N … N/N of one \
             manifest, once each and complete, and writes the report an unsharded run writes, \
-            byte for byte (docs/align.md).
+            byte for byte (docs/align.md, docs/cluster.md).
 
             Example:
               narrator merge Timings/batch/sight-words.part2.jsonl \\

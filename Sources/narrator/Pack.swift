@@ -42,8 +42,18 @@ struct Pack: ParsableCommand {
             lessons with different targets) is refused, as is a leveled file whose clips read \
             its cue markers (it is copied as it is).
 
-            Example:
+            A batch over many machines: --shard K/N converts only this worker's audio files \
+            (round robin, in the order the lessons name them) and writes a marker for its shard \
+            under DIR/.narrator-pack once all of them are converted; then `pack --finish` (the \
+            same library, --to and options) checks that the markers of shards 1/N … N/N are all \
+            there and complete, and writes what depends on every file: the timing files, the \
+            lessons, the cue-sheet check and the sizes, so that DIR is byte for byte what one \
+            unsharded run writes (the markers are removed). --shard auto takes K and N from the \
+            job array it runs in (Slurm, a Kubernetes Indexed Job; docs/cluster.md).
+
+            Examples:
               narrator pack Timings/lessons --to packed --format opus --quality 0.5
+              narrator pack Timings/lessons --to packed --format flac --shard 1/1
             """)
 
     @Argument(help: "The library: a folder searched for lessons.")
@@ -67,6 +77,16 @@ struct Pack: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Draw a progress bar on stderr (default: when stderr is a terminal).")
     var progress: Bool?
 
+    @Option(help: "Convert only this worker's audio files, K of N workers (e.g. 2/8), or auto: K and N from the Slurm array or Kubernetes Indexed Job it runs in; then `pack --finish`.")
+    var shard: String?
+
+    @Flag(help: "After every shard has run: check their markers and write the lessons, the timing files and the report.")
+    var finish = false
+
+    func validate() throws {
+        guard shard == nil || !finish else { throw ValidationError("--finish runs once after the shards, without --shard") }
+    }
+
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
             do throws(NarratorError) {
@@ -75,8 +95,9 @@ struct Pack: ParsableCommand {
                 throw NarratorError(file: "--quality", error.message)
             }
             let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1), label: "packing")
+            let part = try shard.map { option throws(NarratorError) in try Shard.resolve(option, environment: ProcessInfo.processInfo.environment) }
             let report = try Packer(
-                library: library, destination: to, type: format.type, quality: quality, seed: seed, normalize: normalize)
+                library: library, destination: to, type: format.type, quality: quality, seed: seed, normalize: normalize, shard: part, finish: finish)
                 .run { done, total in bar.draw(done, total) }
             bar.finish()
             print(report)
@@ -92,6 +113,13 @@ struct Packer {
     let quality: Double?
     let seed: UInt64
     var normalize = false
+    /// Convert only this shard's audio files and write its marker (nil: the whole pack).
+    var shard: Shard?
+    /// Check every shard's marker, then write what depends on all of them.
+    var finish = false
+
+    /// Where the shards' markers are written, under --to (removed by `--finish`).
+    static let markerFolder = ".narrator-pack"
 
     /// A file a lesson names, and as what: where the first lesson that names it does.
     struct Named {
@@ -226,7 +254,10 @@ struct Packer {
             }
             let target = URL(fileURLWithPath: mirrored(file)).deletingPathExtension().appendingPathExtension(type.rawValue).path
             var rate: Int?
-            if type == .opus {
+            // Read only by the worker that converts it: every shard scanning every file was
+            // most of a shard's overhead on a catalog (6 of 8 s for 10,000 clips).
+            let converts = !finish && (shard ?? .whole).contains(jobs.count + 1)
+            if type == .opus, converts {
                 let scan = try AudioScan(path: file)
                 if !AudioFileType.opusRates.contains(scan.sampleRate) {
                     let wanted = lessonRate[file]!
@@ -249,6 +280,12 @@ struct Packer {
             targets[job.source] = job.target
         }
 
+        // The plan every worker makes alike: what each job converts, and how.
+        let header = BatchReport.Header(
+            report: "pack", manifestDigest: planDigest(jobs, base: base, out: out), items: jobs.count, shard: shard ?? .whole)
+        let markers = out + "/" + Self.markerFolder
+        if finish { try checkMarkers(markers, header: header, jobs: jobs) }
+
         // Folders, then the audio in parallel on every core.
         for path in jobs.map(\.target) + others.keys.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -258,10 +295,11 @@ struct Packer {
                 throw NarratorError(file: folder, "cannot create the folder")
             }
         }
-        let total = jobs.count + lessons.count
+        let mine = finish ? [] : jobs.indices.filter { (shard ?? .whole).contains($0 + 1) }
+        let total = mine.count + (shard == nil ? lessons.count : 0)
         let done = Atomic<Int>(0)
         progress(0, total)
-        let results = parallelMap(jobs) { job -> Swift.Result<Transcoder.Result?, NarratorError> in
+        let results = parallelMap(mine.map { jobs[$0] }) { job -> Swift.Result<Transcoder.Result?, NarratorError> in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {
                 if job.copy {
@@ -285,6 +323,19 @@ struct Packer {
             }
         }
         for result in results { if case .failure(let error) = result { throw error } }
+        if let shard {
+            // This worker's part is done: its marker says which files, written whole or not at all.
+            let lines = mine.map { itemLine($0 + 1, jobs[$0], base: base, out: out) }
+            do {
+                try FileManager.default.createDirectory(atPath: markers, withIntermediateDirectories: true)
+            } catch {
+                throw NarratorError(file: markers, "cannot create the folder")
+            }
+            try AtomicFile.write(BatchReport.text(header: header, items: lines), to: markers + "/shard-\(shard.index)-of-\(shard.count).jsonl")
+            let copied = mine.filter { jobs[$0].copy }.count
+            return "shard \(shard): \(Wording.count(mine.count - copied, "audio file")) of \(jobs.count) converted to \(type.name)"
+                + (copied > 0 ? ", \(copied) copied" : "") + " under \(out); `narrator pack --finish` once every shard is done"
+        }
         for (path, bytes) in read.sorted(by: { $0.key < $1.key }) {
             try AtomicFile.write(bytes, to: mirrored(path))
         }
@@ -318,6 +369,13 @@ struct Packer {
             }
         }
         if let failure = checks.compactMap({ $0 }).first { throw failure }
+        if finish {
+            do {
+                try FileManager.default.removeItem(atPath: markers)
+            } catch {
+                throw NarratorError(file: markers, "cannot remove the shards' markers: \(error.localizedDescription)")
+            }
+        }
         let lines = zip(lessonPaths, lessons).map { path, lesson in
             let files = Set(lesson.clips.values.map { canonical($0.file) })
             return (
@@ -348,6 +406,55 @@ struct Packer {
                     + (leveled < lessons.count ? "; \(Wording.count(lessons.count - leveled, "lesson")) without a target kept as recorded" : ""))
         }
         return text.joined(separator: "\n")
+    }
+
+    /// The plan's identity: every job's source and target (relative to the library's folder
+    /// and to --to) and how it is converted, with the options the lessons are checked with. The
+    /// shards and `--finish` must agree on it (the same library, --to and options).
+    func planDigest(_ jobs: [AudioJob], base: String, out: String) -> String {
+        var text = "pack\t\(type.rawValue)\t\(quality.map { String($0) } ?? "-")\t\(normalize)\t\(seed)\n"
+        for job in jobs {
+            // Not the Opus rate: only the worker converting a file reads it.
+            text += "\(Self.inside(job.source, base))\t\(Self.inside(job.target, out))\t\(job.copy)\t\(job.gainDB)\n"
+        }
+        return BatchReport.digest(Data(text.utf8))
+    }
+
+    /// `path` relative to `folder` when it is inside it.
+    static func inside(_ path: String, _ folder: String) -> String {
+        folder == "/" ? path : path.hasPrefix(folder + "/") ? String(path.dropFirst(folder.count + 1)) : path
+    }
+
+    /// A converted file's line in its shard's marker.
+    func itemLine(_ ordinal: Int, _ job: AudioJob, base: String, out: String) -> String {
+        BatchReport.itemLine(
+            ordinal: ordinal,
+            fields: "\"source\": \(EventEncoder.quoted(Self.inside(job.source, base))), \"target\": \(EventEncoder.quoted(Self.inside(job.target, out))), \"copy\": \(job.copy)")
+    }
+
+    /// `--finish`: the markers of shards 1/N … N/N are all there, each complete, all of this
+    /// plan, and every file they name is there; else one error, and nothing is written.
+    func checkMarkers(_ folder: String, header: BatchReport.Header, jobs: [AudioJob]) throws(NarratorError) {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".jsonl") }.sorted()
+        guard !names.isEmpty else {
+            throw NarratorError(file: folder, "no shard has finished here (no marker): run `narrator pack … --shard K/N` for every K first")
+        }
+        var parts: [(path: String, data: Data)] = []
+        for name in names { parts.append((folder + "/" + name, try InputFile.read(path: folder + "/" + name, limit: InputFile.documentLimit))) }
+        let merged: String
+        do throws(NarratorError) {
+            merged = try BatchReport.merge(parts)
+        } catch where error.file == "merge" {
+            // Said of the markers, where they are.
+            throw NarratorError(file: folder, error.message.replacingOccurrences(of: "the report of", with: "the marker of") + ": that worker has not finished")
+        }
+        let whole = BatchReport.Header(report: header.report, manifestDigest: header.manifestDigest, items: header.items, shard: .whole)
+        guard merged.hasPrefix(whole.line + "\n") else {
+            throw NarratorError(file: folder, "the shards packed another library, or with other options, than this --finish names (their plans differ)")
+        }
+        for job in jobs where !FileManager.default.fileExists(atPath: job.target) {
+            throw NarratorError(file: job.target, "is missing, though its shard's marker says it was converted")
+        }
     }
 
     /// The gain (dB) each audio file gets to bake its lessons' loudness targets in: the gain its

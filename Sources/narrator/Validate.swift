@@ -27,7 +27,8 @@ struct Validate: ParsableCommand {
             A batch over many machines: --shard K/N checks only this worker's items (the \
             paths' own findings, then each lesson, then each audio file found, round robin), \
             --report writes them as JSON Lines, and `narrator merge` joins the N reports into \
-            the report of one unsharded run, byte for byte.
+            the report of one unsharded run, byte for byte. --shard auto takes K and N from \
+            the job array it runs in (Slurm, a Kubernetes Indexed Job; docs/cluster.md).
 
             Examples:
               narrator validate Timings/lessons Audio/lessons
@@ -50,7 +51,7 @@ struct Validate: ParsableCommand {
     @Option(help: "Warn when a clip's integrated loudness is more than this many LU from the median of its lesson's clips on the same bus (0.1 to 40; default 3).")
     var loudnessTolerance: Double = LibraryValidator.defaultLoudnessTolerance
 
-    @Option(help: "Check only this worker's items, K of N workers (e.g. 2/8).")
+    @Option(help: "Check only this worker's items, K of N workers (e.g. 2/8), or auto: K and N from the Slurm array or Kubernetes Indexed Job it runs in.")
     var shard: String?
 
     @Option(help: "Write each item's findings as JSON Lines (for `narrator merge`).")
@@ -68,7 +69,7 @@ struct Validate: ParsableCommand {
         let started = ContinuousClock.now
         let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1))
         var part = Shard.whole
-        try reportingErrors { () throws(NarratorError) in part = try shard.map { text throws(NarratorError) in try Shard(parsing: text) } ?? .whole }
+        try reportingErrors { () throws(NarratorError) in part = try Shard.resolve(shard, environment: ProcessInfo.processInfo.environment) }
         let report = LibraryValidator(loudnessTolerance: loudnessTolerance, locale: locale).validate(paths: paths, shard: part) { done, total in
             bar.draw(done, total)
         }
