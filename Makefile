@@ -119,7 +119,7 @@ test-pipewire: deps
 
 ## test-slurm: align, validate, render-all and pack as `sbatch --array` jobs (--shard auto) on a
 ## one-machine Slurm cluster started for the test (scripts/test-slurm.sh; docs/cluster.md), merged
-## and compared byte for byte with one unsharded run, with one task cancelled and resubmitted. As
+## and compared byte for byte with one unsharded run, with tasks killed and run again. As
 ## root; installs slurm-wlm and munge first. CI runs it after `make test`; about 30 s.
 SLURM_APT_PACKAGES := slurm-wlm munge
 test-slurm: deps

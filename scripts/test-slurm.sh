@@ -3,9 +3,10 @@
 # (scripts/slurm-test-cluster.sh: munged, slurmctld, slurmd on 127.0.0.1, as root, in a temp
 # folder) runs align, validate, render-all and pack of a generated catalog as `sbatch --array`
 # jobs of scripts/slurm/narrator-task.sbatch (--shard auto); then merge and pack --finish, and
-# everything is compared byte for byte with one unsharded run. One task of render-all and one of
-# pack are cancelled (scancel JOBID_1): merge and pack --finish refuse, writing nothing; that
-# task resubmitted alone (task 1 of the same array), both complete. Fails (exit 1) at the first difference.
+# everything is compared byte for byte with one unsharded run. Task 2 of align is killed while it
+# runs (scancel JOBID_2), and task 1 of render-all and of pack before they start: merge and pack
+# --finish refuse, writing nothing; the align task requeued (scontrol requeue) and the other two
+# resubmitted alone (task 1 of the same array), all complete. Fails (exit 1) at the first difference.
 #
 #   NARRATOR=.build/debug/narrator bash scripts/test-slurm.sh
 set -euo pipefail
@@ -25,6 +26,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] && echo "test-slurm: kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 fail() {
 	echo "test-slurm: FAILED: $*" >&2
 	for log in "$tmp"/logs/*.out; do [ -s "$log" ] && { echo "--- $log"; tail -n 5 "$log"; }; done >&2
@@ -57,6 +59,14 @@ step "unsharded run done"
 out=$tmp/sharded
 mkdir -p "$tmp/logs"
 align=$(sbatch --parsable --job-name=align --array=1-3 --output="$tmp/logs/%x-%a.out" "$job" align "$catalog" "$out")
+# Task 2 of align killed while it runs (aeneas takes a second or more to start): its report is
+# written whole at the end or not at all, so none is left.
+deadline=$(($(date +%s) + 60))
+until [ "$(squeue -h -j "${align}_2" -o %T 2>/dev/null)" = RUNNING ]; do
+	[ "$(date +%s)" -lt "$deadline" ] || fail "task 2 of align did not start in 60 s"
+	sleep 0.1
+done
+scancel "${align}_2"
 validate=$(sbatch --parsable --job-name=validate --array=0-2 --output="$tmp/logs/%x-%a.out" "$job" validate "$catalog" "$out")
 render=$(sbatch --parsable --hold --job-name=render-all --array=0-2 --output="$tmp/logs/%x-%a.out" "$job" render-all "$catalog" "$out")
 pack=$(sbatch --parsable --hold --job-name=pack --array=0-2 --output="$tmp/logs/%x-%a.out" "$job" pack "$catalog" "$out")
@@ -74,12 +84,25 @@ wait_for() {
 }
 wait_for "$align" "$validate" "$render" "$pack"
 state() { scontrol show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' | head -1; }
-for task in "${align}_1" "${align}_2" "${align}_3" "${validate}_0" "${validate}_1" "${validate}_2" "${render}_0" "${render}_2" "${pack}_0" "${pack}_2"; do
+for task in "${align}_1" "${align}_3" "${validate}_0" "${validate}_1" "${validate}_2" "${render}_0" "${render}_2" "${pack}_0" "${pack}_2"; do
 	[ "$(state "$task")" = COMPLETED ] || fail "task $task ended $(state "$task")"
 done
 [ ! -e "$out/parts/render-all-1.jsonl" ] && [ ! -e "$out/packed/.narrator-pack/shard-2-of-3.jsonl" ] ||
 	fail "task 1 of render-all or pack was not cancelled"
-step "arrays done; render-all and pack are missing their task 1"
+killed=$(state "${align}_2")
+case "$killed" in
+CANCELLED)
+	[ ! -e "$out/parts/align-2.jsonl" ] || fail "task 2 of align, killed, left a part"
+	if narrator merge "$out"/parts/align-*.jsonl --to "$out/align.jsonl" 2>"$tmp/refused.txt"; then fail "merge took an incomplete align"; fi
+	grep -q "missing the report of shard 2/3" "$tmp/refused.txt" || fail "merge's refusal: $(cat "$tmp/refused.txt")"
+	# A task that ran keeps its record: requeued in its array, it is shard 2/3 again.
+	scontrol requeue "${align}_2"
+	scontrol update jobid="${align}_2" StartTime=now
+	;;
+COMPLETED) echo "test-slurm: note: task 2 of align finished before scancel reached it (a race the kill lost); not requeued" ;;
+*) fail "task 2 of align ended $killed" ;;
+esac
+step "arrays done; align's task 2 killed while it ran ($killed), render-all and pack are missing their task 1"
 
 # The incomplete results are refused, and nothing is written.
 if narrator merge "$out"/parts/render-all-*.jsonl --to "$out/render-all.jsonl" 2>"$tmp/refused.txt"; then fail "merge took an incomplete render-all"; fi
@@ -99,10 +122,11 @@ render=$(sbatch --parsable --hold --job-name=render-all --array=0-2 --output="$t
 pack=$(sbatch --parsable --hold --job-name=pack --array=0-2 --output="$tmp/logs/%x-%a.out" "$job" pack "$catalog" "$out")
 scancel "${render}_0" "${render}_2" "${pack}_0" "${pack}_2"
 scontrol release "$render" "$pack"
-wait_for "$render" "$pack"
+wait_for "$render" "$pack" "$align"
 [ "$(state "${render}_1")" = COMPLETED ] && [ "$(state "${pack}_1")" = COMPLETED ] || fail "the resubmitted tasks did not complete"
+[ "$(state "${align}_2")" = COMPLETED ] || fail "the requeued align task did not complete"
 grep -q "(shard 2/3: " "$tmp/logs/render-all-1.out" || fail "the resubmitted render-all task was not shard 2/3"
-step "task 1 of render-all and pack resubmitted alone, completed"
+step "align's task 2 requeued, task 1 of render-all and pack resubmitted alone: all completed"
 
 # Merged and finished: byte for byte the unsharded run.
 for command in align validate render-all; do
