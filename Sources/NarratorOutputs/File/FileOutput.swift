@@ -83,6 +83,8 @@ public final class FileOutput: AudioOutput, @unchecked Sendable {
     }
 
     public func play(_ feed: OutputFeed) {
+        // The writer starts with playback, before the real-time loop below (not at open: an
+        // output opened and never played would keep it, and itself, alive).
         let thread = Thread { [self] in writeHeard() }
         thread.name = "narrator-file-writer"
         writerThread = thread
