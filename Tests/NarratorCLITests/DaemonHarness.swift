@@ -74,7 +74,12 @@ final class SocketClient {
             while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
                 pending.removeFirst(newline + 1)
-                guard let event = try? ReceivedEvent.parse(line).first else { continue }
+                // Every line the daemon writes is one event: one that is not is a failure,
+                // not something to step over.
+                guard let event = (try? ReceivedEvent.parse(line))?.first else {
+                    Issue.record("the daemon wrote a line that is not an event: \(line.prefix(200))")
+                    continue
+                }
                 events.append(event)
                 if last(event) { return events }
             }
