@@ -202,10 +202,11 @@ public struct Activity: Sendable, Equatable {
     }
 
     /// Every name a picture of this activity may be for: its steps' choices and answers, its tap
-    /// sounds' names and the targets its feedback pulses (`pulse` of `idle`, `correct`, `wrong`).
-    /// Targets pulsed by chains are the lesson's (`Lesson.pictureNames(of:)`).
+    /// sounds' names, the app's requests (`replay`, `close`: the speaker and close buttons) and
+    /// the targets its feedback pulses (`pulse` of `idle`, `correct`, `wrong`). Targets pulsed
+    /// by chains are the lesson's (`Lesson.pictureNames(of:)`).
     var tileNames: Set<String> {
-        var names = Set(sounds.keys)
+        var names = Set(sounds.keys).union([Tap.replay, Tap.close])
         for step in steps {
             names.formUnion(step.choices)
             names.insert(step.answer)

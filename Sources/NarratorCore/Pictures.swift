@@ -57,25 +57,44 @@ extension Lesson {
         }
     }
 
-    /// The names a picture of activity `id` may be for: its choices, answers, tap sounds'
-    /// names, the targets its feedback pulses and those pulsed by the chains it plays.
+    /// The names a picture of `activity` may be for: its choices, answers, tap sounds' names,
+    /// `replay` and `close`, the targets its feedback pulses and those pulsed by the chains it
+    /// plays. A chain that plays a clip whose pulses are its audio file's cue markers
+    /// (`"markers": "pulses"`) may pulse any target (the lesson does not name them): then every
+    /// picture of the lesson is the activity's.
     public func pictureNames(of activity: Activity) -> Set<String> {
         var names = activity.tileNames
-        for chain in activity.chainIDs {
-            for case .pulse(let targets) in chains[chain] ?? [] { names.formUnion(targets) }
+        for chain in activity.chainIDs where pulseTargets(of: chain, into: &names) {
+            names.formUnion(pictures.keys)
         }
         return names
     }
 
     /// Every name a picture of this lesson may be for: those of its activities
-    /// (`pictureNames(of:)`) and every target its chains pulse.
+    /// (`pictureNames(of:)`) and every target its chains pulse (every picture's name when a
+    /// chain plays a clip with pulse markers).
     public var pictureNames: Set<String> {
         var names: Set<String> = []
         for activity in activities.values { names.formUnion(activity.tileNames) }
-        for items in chains.values {
-            for case .pulse(let targets) in items { names.formUnion(targets) }
+        for chain in chains.keys where pulseTargets(of: chain, into: &names) {
+            names.formUnion(pictures.keys)
         }
         return names
+    }
+
+    /// Adds the targets chain `id`'s pulse items name to `names`; true when it plays a clip
+    /// whose pulses are cue markers (targets only its audio file names).
+    private func pulseTargets(of id: String, into names: inout Set<String>) -> Bool {
+        var markers = false
+        for item in chains[id] ?? [] {
+            switch item {
+            case .pulse(let targets): names.formUnion(targets)
+            case .clip(let clip): markers = markers || clips[clip]?.markers == .pulses
+            case .pool(let pool): markers = markers || (pools[pool]?.clips ?? []).contains { clips[$0]?.markers == .pulses }
+            case .silence, .music: break
+            }
+        }
+        return markers
     }
 }
 
