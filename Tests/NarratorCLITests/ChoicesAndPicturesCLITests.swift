@@ -111,6 +111,31 @@ struct ChoicesAndPicturesCLITests {
         #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
     }
 
+    /// 1000 steps of 24 choices of 64 characters (1.6 MB of text): the listing gives the
+    /// steps that fit its 256 KiB, 1600 bytes each (163), says how many it left out, and stays
+    /// one line under the loader's 1 MiB.
+    @Test(.requires(PulseTestServer.findExecutable("socat") != nil, "needs socat (Makefile APT_PACKAGES)"))
+    func listedStepsAreBounded() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        func word(_ step: Int, _ choice: Int) -> String { String(format: "%06d-%02d-", step, choice) + String(repeating: "x", count: 54) }
+        let steps = (0..<1000).map { step in
+            let choices = (0..<24).map { "\"\(word(step, $0))\"" }.joined(separator: ", ")
+            return #"{"answer": ""# + word(step, 0) + #"", "choices": ["# + choices + #"], "correct": "c", "wrong": ["c"]}"#
+        }
+        _ = dir.write("lib/many.json", #"{"sampleRate": 48000, "clips": {}, "chains": {"c": [{"silence": 0.1}]}, "activities": {"x": {"steps": ["# + steps.joined(separator: ",\n") + "]}}}")
+        let daemon = try Daemon(dir: dir, library: dir.file("lib"), arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "library"}"# + "\n")
+        let line = try #require(raw.stdout.split(separator: "\n").first { $0.contains(#""activity":"x""#) })
+        #expect(line.utf8.count < 1 << 20)
+        let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let listed = try #require(event["steps"] as? [[String: Any]])
+        #expect(listed.count == (256 * 1024) / (64 + 24 * 64) && event["stepsLeftOut"] as? Int == 1000 - listed.count)
+        #expect(listed.last?["answer"] as? String == word(listed.count - 1, 0))
+        #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
+    }
+
     /// `GET /pictures/LESSON/NAME`: the file's bytes and its type by its bytes; 404 for what
     /// is not there (or is outside, by its name), 403 for a picture linked out, 413 over 2 MiB.
     @Test(.requires(needs, "needs ffmpeg, sox and socat (Makefile APT_PACKAGES)"))
