@@ -42,6 +42,9 @@ public struct Activity: Sendable, Equatable {
         /// Played when the step begins; none when the previous step's feedback already asked.
         public let prompt: String?
         public let answer: String
+        /// The tiles the step shows, in the order shown (`"choices"`), the answer among them;
+        /// `[answer]` when the lesson gives none. A tap on any other is a wrong answer.
+        public var choices: [String]
         /// The idle prompt: played once no answer came for `idleFrames` after the last
         /// narration ended, and again after the same wait once it has played.
         public let idle: Feedback?
@@ -99,6 +102,11 @@ public struct Activity: Sendable, Equatable {
 
     /// The idle wait when neither the activity nor the step says: the product documents' 4 s.
     public static let defaultIdleSeconds = 4.0
+    /// The most choices a step may have, and the longest one (in characters): tiles on a
+    /// child's screen, never paragraphs.
+    public static let maxChoices = 24
+    public static let maxChoiceLength = 64
+
     /// The most steps an activity may have: a screen has a handful; a million took 3.5 s and
     /// 615 MiB to read and plan, so the number is capped (docs/limits.md).
     public static let maxSteps = 100_000
@@ -143,10 +151,12 @@ public struct Activity: Sendable, Equatable {
             let wrongCursor = try step.required("wrong", in: stepCursor)
             let wrong = try wrongCursor.array().map { c throws(NarratorError) in try feedback(c) }
             if wrong.isEmpty { throw wrongCursor.fail("needs at least one feedback for a wrong answer") }
+            let answer = try step.required("answer", in: stepCursor).string()
+            let choices = try step["choices"].map { c throws(NarratorError) in try Self.choices(c, answer: answer) } ?? [answer]
             steps.append(
                 Step(
                     prompt: try step["prompt"].map { c throws(NarratorError) in try c.string() },
-                    answer: try step.required("answer", in: stepCursor).string(),
+                    answer: answer, choices: choices,
                     idle: try step["idle"].map { c throws(NarratorError) in try feedback(c) },
                     idleFrames: try step["idleSeconds"].map { c throws(NarratorError) in try idleFrames(c, rate: rate) } ?? defaultIdle,
                     correct: try feedback(try step.required("correct", in: stepCursor)),
@@ -164,6 +174,45 @@ public struct Activity: Sendable, Equatable {
         return Activity(
             id: id, intro: intro, steps: steps, sounds: sounds, polyphony: polyphony, final: final, taps: taps,
             introIsOneChain: introIsOneChain)
+    }
+
+    /// A step's `"choices"`: 1 to `maxChoices` strings, each 1 to `maxChoiceLength` characters
+    /// and not only white space, none twice, `answer` among them.
+    private static func choices(_ cursor: JSONCursor, answer: String) throws(NarratorError) -> [String] {
+        let items = try cursor.array()
+        guard !items.isEmpty else { throw cursor.fail("no choices: list the tiles the step shows, its answer among them") }
+        guard items.count <= maxChoices else {
+            throw cursor.fail("\(items.count) choices, over the \(maxChoices) a step may show")
+        }
+        var choices: [String] = []
+        var seen: Set<String> = []
+        for item in items {
+            let choice = try item.string()
+            if choice.allSatisfy(\.isWhitespace) { throw item.fail("a choice is the text of a tile: it cannot be empty or only white space") }
+            if choice.count > maxChoiceLength {
+                throw item.fail("a choice of \(choice.count) characters, over the \(maxChoiceLength) a tile may show")
+            }
+            guard seen.insert(choice).inserted else { throw item.fail("choice '\(choice)' listed twice") }
+            choices.append(choice)
+        }
+        guard seen.contains(answer) else {
+            throw cursor.fail("answer '\(answer)' is not one of the choices (\(Lesson.list(choices)))")
+        }
+        return choices
+    }
+
+    /// Every name a picture of this activity may be for: its steps' choices and answers, its tap
+    /// sounds' names, the app's requests (`replay`, `close`: the speaker and close buttons) and
+    /// the targets its feedback pulses (`pulse` of `idle`, `correct`, `wrong`). Targets pulsed
+    /// by chains are the lesson's (`Lesson.pictureNames(of:)`).
+    var tileNames: Set<String> {
+        var names = Set(sounds.keys).union([Tap.replay, Tap.close])
+        for step in steps {
+            names.formUnion(step.choices)
+            names.insert(step.answer)
+            for feedback in (step.idle.map { [$0] } ?? []) + [step.correct] + step.wrong { names.formUnion(feedback.pulse) }
+        }
+        return names
     }
 
     /// A chain id, or `{"chain": id, "pulse": [targets]}`.

@@ -20,6 +20,11 @@ public enum EventEncoder {
         /// An object of strings, written with its keys in byte order (the `library` listing: a
         /// program's `pulseAnswers`, its `texts`).
         case stringMap([String: String])
+        /// An array of any values (the `library` listing: an activity's `steps`).
+        case array([Value])
+        /// An object of any values, written with its keys in byte order (the `library`
+        /// listing: a program's `pictures`, each `{"alt", "url"}`).
+        case object([String: Value])
         case null
 
         public init(_ field: Cue.Field) {
@@ -252,6 +257,22 @@ public enum EventEncoder {
                 appendString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
                 appendString(map[key]!, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        case .array(let values):
+            out.append(UInt8(ascii: "["))
+            for (k, value) in values.enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                appendValue(value, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let map):
+            out.append(UInt8(ascii: "{"))
+            for (k, key) in map.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if k > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                appendValue(map[key]!, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         case .null: out.append(contentsOf: "null".utf8)

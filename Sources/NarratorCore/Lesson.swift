@@ -31,6 +31,8 @@ public struct Lesson: Sendable {
     public internal(set) var localeTags: [String: String] = [:]
     /// Set by `localized(to:)`: the locale asked for and the tags that supplied its clips.
     public var resolution: LocaleResolution? = nil
+    /// The pictures of choices, answers, tap sounds and pulse targets (`"pictures"`), by name.
+    public internal(set) var pictures: [String: Picture] = [:]
 
     /// The bus clip `id` plays on, for its loudness: `music` when a chain plays it as a music
     /// item, else its own.
@@ -129,6 +131,7 @@ public struct Lesson: Sendable {
     enum Keys {
         static let lesson: Set<String> = [
             "sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness", "locale", "locales",
+            "pictures",
         ]
         static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
         /// A locale's entry in `"locales"`, and what it may change in a clip (not its bus: a
@@ -140,7 +143,8 @@ public struct Lesson: Sendable {
         static let ducking: Set<String> = ["gain", "attack", "release"]
         static let item: Set<String> = ["clip", "pool", "silence", "pulse", "music"]
         static let activity: Set<String> = ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony"]
-        static let step: Set<String> = ["prompt", "answer", "idle", "idleSeconds", "correct", "wrong"]
+        static let picture: Set<String> = ["file", "alt"]
+        static let step: Set<String> = ["prompt", "answer", "choices", "idle", "idleSeconds", "correct", "wrong"]
         static let feedback: Set<String> = ["chain", "pulse"]
     }
 
@@ -309,10 +313,12 @@ public struct Lesson: Sendable {
             }
         }
 
+        let pictures = try top["pictures"].map { c throws(NarratorError) in try Picture.parse(c, resolve: resolve) } ?? [:]
+
         return Lesson(
             path: path, directory: directory, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
-            musicItemClips: musicItemClips, locale: locale, locales: locales, localeTags: localeTags)
+            musicItemClips: musicItemClips, locale: locale, locales: locales, localeTags: localeTags, pictures: pictures)
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).

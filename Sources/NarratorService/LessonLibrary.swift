@@ -117,6 +117,8 @@ struct LessonLibrary: Sendable {
                 var answers: [String] = []
                 var seen: Set<String> = []
                 for step in activity.steps where seen.insert(step.answer).inserted { answers.append(step.answer) }
+                let (steps, stepsLeftOut) = Self.steps(of: activity)
+                let pictures = Self.pictures(of: activity, in: lesson, lessonName: name)
                 events.append(
                     [
                         lessonMember, EventEncoder.Member("activity", .string(id)),
@@ -124,7 +126,10 @@ struct LessonLibrary: Sendable {
                         EventEncoder.Member("pulseAnswers", .stringMap(Self.pulseAnswers(of: activity))),
                         EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
                         EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
-                    ] + textsMember(activity.chainIDs))
+                        EventEncoder.Member("steps", .array(steps)),
+                    ] + (pictures.isEmpty ? [] : [EventEncoder.Member("pictures", .object(pictures))])
+                        + (stepsLeftOut > 0 ? [EventEncoder.Member("stepsLeftOut", .int(stepsLeftOut))] : [])
+                        + textsMember(activity.chainIDs))
             }
         }
         return (events, notLessons)
@@ -174,6 +179,67 @@ struct LessonLibrary: Sendable {
         }
         for target in ambiguous { links[target] = nil }
         return links
+    }
+
+    /// The most bytes (UTF-8 of answers and choices) of one program's `steps`: an activity of
+    /// 100,000 steps of 24 choices would be 150 MiB of listing. The steps after those that
+    /// fit are left out, and `stepsLeftOut` says how many.
+    static let maxProgramStepBytes = 256 << 10
+
+    /// An activity's steps for the listing, in step order: `{"answer", "choices"}` each (the
+    /// choices `[answer]` when the lesson gives none), as many as fit `maxProgramStepBytes`,
+    /// and how many did not.
+    static func steps(of activity: Activity) -> (steps: [EventEncoder.Value], leftOut: Int) {
+        var steps: [EventEncoder.Value] = []
+        var bytes = 0
+        for (index, step) in activity.steps.enumerated() {
+            let size = step.answer.utf8.count + step.choices.reduce(0) { $0 + $1.utf8.count }
+            guard bytes + size <= maxProgramStepBytes else { return (steps, activity.steps.count - index) }
+            bytes += size
+            steps.append(.object(["answer": .string(step.answer), "choices": .strings(step.choices)]))
+        }
+        return (steps, 0)
+    }
+
+    /// The pictures of an activity for the listing: for each name it uses (choices, answers,
+    /// tap sounds, pulse targets: `Lesson.pictureNames(of:)`) that the lesson gives a picture
+    /// for, `{"alt", "url"}`, the URL relative to the page (`pictures/LESSON/NAME`, each
+    /// percent-encoded), where the daemon's web server serves it. At most
+    /// `maxProgramMapBytes` of names, texts and URLs, in byte order of the names.
+    static func pictures(of activity: Activity, in lesson: Lesson, lessonName: String) -> [String: EventEncoder.Value] {
+        var pictures: [String: EventEncoder.Value] = [:]
+        var bytes = 0
+        let names = lesson.pictureNames(of: activity).filter { lesson.pictures[$0] != nil }
+        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let url = pictureURL(lesson: lessonName, name: name)
+            let alt = lesson.pictures[name]!.alt
+            let size = name.utf8.count + url.utf8.count + alt.utf8.count
+            guard bytes + size <= maxProgramMapBytes else { continue }
+            bytes += size
+            pictures[name] = .object(["alt": .string(alt), "url": .string(url)])
+        }
+        return pictures
+    }
+
+    /// Where the web server serves the picture `name` of lesson `lesson`, relative to its page.
+    static func pictureURL(lesson: String, name: String) -> String {
+        "pictures/" + percentEncoded(lesson) + "/" + percentEncoded(name)
+    }
+
+    /// `text` with every byte but RFC 3986's unreserved characters (letters, digits, `-._~`)
+    /// percent-encoded: a `/` or `?` in a name stays in its URL step.
+    static func percentEncoded(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
     }
 
     /// What the clips `chains` play say when they have no words to show: clip id → transcript,

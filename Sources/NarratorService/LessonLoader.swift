@@ -132,7 +132,8 @@ struct LessonLoader: Sendable {
     /// `narrator serve --prepare-request -`: prepares the request (read from the standard input
     /// to its end; `-` is the only argument the daemon gives) and writes its events' bodies, one
     /// per line: for `cues` every cue, then `finished`; for `play` only `finished`; for `library`
-    /// a `program` event per chain and activity of each lesson, then `finished`; or one `error`. Paths
+    /// a `program` event per chain and activity of each lesson, then `finished`; for the web
+    /// server's picture (`PictureRoute`) `finished` with its real path; or one `error`. Paths
     /// in errors are the library's own. Returns the exit status: `preparedStatus` after `finished`,
     /// `refusedStatus` after `error`.
     static func child(library root: String, request argument: String) -> Int32 {
@@ -173,6 +174,11 @@ struct LessonLoader: Sendable {
         } catch {
             emit(.error("the lesson library cannot be read"))
             return refusedStatus
+        }
+        if let picture = PictureRoute.parse(request) {
+            let answer = PictureRoute.answerInChild(lesson: picture.lesson, picture: picture.name, library: library)
+            emit(answer.line)
+            return answer.found ? preparedStatus : refusedStatus
         }
         let (_, parsed) = ServiceRequest.parse(Data(request.utf8))
         let lesson: String, program: Program, seed: UInt64, locale: String?, listing: Bool

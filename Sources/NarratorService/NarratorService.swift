@@ -167,7 +167,7 @@ public final class NarratorService: Sendable {
     /// the worker's thread in it.
     static let drainLimit: Duration = .milliseconds(1200)
 
-    private let loader: LessonLoader
+    let loader: LessonLoader
     /// One signal per job queued (a purged job leaves a signal that finds nothing).
     private let queued = DispatchSemaphore(value: 0)
 

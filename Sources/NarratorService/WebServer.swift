@@ -28,6 +28,26 @@ enum WebServer {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
             }
         }
+        // A lesson's picture (`PictureRoute`): its bytes as they are, never run as a page.
+        router.get("/pictures/:lesson/:name") { _, context -> Response in
+            guard let lesson = context.parameters.get("lesson")?.removingPercentEncoding,
+                let name = context.parameters.get("name")?.removingPercentEncoding
+            else { return Self.refusal(404, "not a lesson's picture") }
+            switch await PictureRoute.answer(lesson: lesson, name: name, service: service) {
+            case .picture(let bytes, let kind):
+                var headers = HTTPFields()
+                headers[.contentType] = kind.contentType
+                headers[.cacheControl] = "no-cache"
+                headers[Self.noSniff] = "nosniff"
+                if kind == .svg {
+                    // An SVG opened on its own runs no script and loads nothing.
+                    headers[.contentSecurityPolicy] = "sandbox; default-src 'none'; style-src 'unsafe-inline'"
+                }
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            case .refused(let status, let message):
+                return Self.refusal(status, message)
+            }
+        }
         // Reached only when the upgrade was refused: a wrong or missing token.
         router.get("/ws") { _, _ -> Response in
             Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "a WebSocket upgrade with ?token= is required\n")))
@@ -88,6 +108,18 @@ enum WebServer {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             eventLoopGroupProvider: .shared(loops),
             logger: logger)
+    }
+
+    /// `X-Content-Type-Options` (`nosniff`: a picture is taken for what its type says).
+    static let noSniff = HTTPFields.Element.Name("X-Content-Type-Options")!
+
+    /// An error answer: `status` and why, as plain text.
+    static func refusal(_ status: Int, _ message: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        headers[Self.noSniff] = "nosniff"
+        return Response(status: HTTPResponse.Status(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(string: message + "\n")))
     }
 
     /// Compares without stopping at the first difference.

@@ -44,6 +44,11 @@ public struct Finding: Sendable, Equatable, Encodable {
         /// A locale's voice clips that fall back to the default's recording, timings or
         /// transcript (`"locales"`): allowed, but a translation left to do.
         case locale
+        /// A picture a lesson names (`"pictures"`): a file that is missing, not an SVG, PNG or
+        /// WebP image by its first bytes, over 2 MiB or leading outside the lesson's folder
+        /// (errors); a picture for a name no choice, answer, tap sound or pulse target has
+        /// (a warning: nothing shows it).
+        case picture
     }
 
     public let severity: Severity

@@ -498,6 +498,7 @@ public struct LibraryValidator: Sendable {
         for (id, spec) in lesson.clips.sorted(by: { $0.key < $1.key }) where !referenced.contains(id) && spec.spriteMap == nil {
             findings.append(Finding(.warning, .unreferenced, lesson: name, file: name, place: "clips.\(id)", "no chain plays this clip"))
         }
+        findings += pictures(of: lesson, name: name)
 
         // One finding per file and lesson, however many clips cut it into regions.
         let files = Set((Array(lesson.clips.values) + localized).map { canonical($0.file) }).sorted()
@@ -523,6 +524,32 @@ public struct LibraryValidator: Sendable {
                 findings.append(Finding(
                     .warning, .channels, lesson: name, file: display(file),
                     "\(scan.channels) channels in a \(outputChannels)-channel lesson: \(effect)"))
+            }
+        }
+        return findings
+    }
+
+    /// A lesson's pictures: each file read as the daemon serves it (`PictureFile`: inside the
+    /// lesson's folder where its path really leads, at most 2 MiB, SVG, PNG or WebP by its
+    /// first bytes), and each name one the lesson uses.
+    private func pictures(of lesson: Lesson, name: String) -> [Finding] {
+        guard !lesson.pictures.isEmpty else { return [] }
+        var findings: [Finding] = []
+        let folder = RealPath.resolve(lesson.directory.path) ?? lesson.directory.path
+        let used = lesson.pictureNames
+        for (key, picture) in lesson.pictures.sorted(by: { $0.key < $1.key }) {
+            if !used.contains(key) {
+                findings.append(Finding(
+                    .warning, .picture, lesson: name, file: name, place: picture.key,
+                    "no choice, answer, tap sound or pulse target is named '\(key)': nothing shows this picture"))
+            }
+            switch PictureFile.load(path: picture.file, inside: folder) {
+            case .success: break
+            case .failure(let refusal):
+                let missing = refusal.problem == .unusable && FileProblem.check(path: picture.file) == "no such file"
+                findings.append(Finding(
+                    .error, missing ? .missing : .picture, lesson: name, file: name, place: picture.key + ".file",
+                    "'\(picture.written)': \(refusal.error.message)"))
             }
         }
         return findings

@@ -25,7 +25,7 @@ struct Pack: ParsableCommand {
         abstract: "Convert the clips a library's lessons use to a compressed format, and write the lessons pointing at them.",
         discussion: """
             Every lesson (JSON with "sampleRate" and "chains") under LIBRARY, every audio file \
-            its clips and sprites use, and the timing and sprite-map files they name are written \
+            its clips and sprites use, and the timing, sprite-map and picture files they name are written \
             under --to, laid out as they were (relative to the folder that holds them all), the \
             audio converted (in parallel) and the lessons pointing at the new files. Then it \
             verifies: each new file decodes to the frames of its source, and the cue sheet of \
@@ -127,6 +127,8 @@ struct Packer {
             case timings(rate: Int)
             case spriteMap
             case audio
+            /// A lesson's picture, which must stay inside `folder` (its lesson's, real path).
+            case picture(folder: String)
         }
         let lesson: String
         let place: String
@@ -140,6 +142,7 @@ struct Packer {
                 case .timings: "a timing file"
                 case .spriteMap: "a sprite map"
                 case .audio: "audio"
+                case .picture: "a picture"
                 }
             let detail = (error.place.map { "\($0): " } ?? "") + error.message
             return NarratorError(file: lesson, place: place, "'\(path)' is not \(what), so it is not packed (\(detail))")
@@ -193,6 +196,13 @@ struct Packer {
                 audio[file] = AudioJob(source: file, target: "", rate: nil, copy: copy)
             }
         }
+        // Pictures (`"pictures"`) are shipped with their lessons, read as pictures.
+        for lesson in lessons {
+            let folder = RealPath.resolve(lesson.directory.path) ?? lesson.directory.path
+            for (name, picture) in lesson.pictures.sorted(by: { $0.key < $1.key }) where others[canonical(picture.file)] == nil {
+                others[canonical(picture.file)] = Named(lesson: lesson.path, place: "pictures.\(name).file", kind: .picture(folder: folder))
+            }
+        }
         let everything = lessonPaths.map(canonical) + audioOrder + others.keys.sorted()
         let base = commonFolder(everything)
         let out = URL(fileURLWithPath: destination).standardizedFileURL.path
@@ -211,16 +221,21 @@ struct Packer {
         // Only what has been read as what its lesson says it is is packed, before anything is
         // written: each timing file parsed as timings (at its lesson's rate), each sprite map as
         // one (their bytes kept, and those are what is written), each audio file copied as it is
-        // scanned as audio (the others are decoded when converted).
+        // scanned as audio (the others are decoded when converted), each picture read as one
+        // (inside its lesson's folder, at most 2 MiB, SVG, PNG or WebP by its first bytes).
         var read: [String: Data] = [:]
         for (path, named) in others.sorted(by: { $0.key < $1.key }) {
             do throws(NarratorError) {
+                if case .picture(let folder) = named.kind {
+                    read[path] = try PictureFile.read(path: path, inside: folder).bytes
+                    continue
+                }
                 let limit = named.kind == .spriteMap ? InputFile.documentLimit : InputFile.timingLimit
                 let bytes = try InputFile.read(path: path, limit: limit)
                 switch named.kind {
                 case .timings(let rate): _ = try WordTimings.read(bytes, path: path, rate: rate)
                 case .spriteMap: _ = try SpriteMap.parse(bytes, path: path)
-                case .audio: break
+                case .audio, .picture: break
                 }
                 read[path] = bytes
             } catch {
@@ -564,6 +579,14 @@ struct Packer {
             return clips
         }
         if let clips = top["clips"] as? [String: Any] { top["clips"] = repointed(clips) }
+        if var pictures = top["pictures"] as? [String: Any] {
+            for (name, value) in pictures {
+                guard var picture = value as? [String: Any], let file = picture["file"] as? String else { continue }
+                picture["file"] = pointing(file, audio: false)
+                pictures[name] = picture
+            }
+            top["pictures"] = pictures
+        }
         if var locales = top["locales"] as? [String: Any] {
             for (tag, value) in locales {
                 guard var locale = value as? [String: Any], let clips = locale["clips"] as? [String: Any] else { continue }
