@@ -372,13 +372,16 @@ public final class Playback: Sendable {
 
     /// Says one word on its own (a tap on it), its highlight with it (`word` comes as it is
     /// heard), then goes back where playback was, paused or playing, or pauses after it.
-    public func say(clip: String, word index: Int, then after: AfterWord = .pauseWhereItWas) throws(NarratorError) {
-        guard let cue = wordCue(clip: clip, index: index), case .word(_, _, _, let end) = cue.kind else {
+    /// Returns the word said: its frame on the timeline and its text (a touch log keeps them).
+    @discardableResult
+    public func say(clip: String, word index: Int, then after: AfterWord = .pauseWhereItWas) throws(NarratorError) -> (frame: Int, text: String) {
+        guard let cue = wordCue(clip: clip, index: index), case .word(_, _, let text, let end) = cue.kind else {
             throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays")
         }
         guard engine.play(cue.frame..<end, then: after) else {
             throw NarratorError(file: "playback", "word \(index) of clip '\(clip)' has no frames")
         }
+        return (cue.frame, text)
     }
 
     private func frame(of position: Position) throws(NarratorError) -> Int {
