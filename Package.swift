@@ -156,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "NarratorCLITests",
             dependencies: [
-                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport",
+                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport", "NarratorTouches",
                 "NarratorTestTraits", "NarratorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),

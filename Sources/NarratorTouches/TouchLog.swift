@@ -9,9 +9,11 @@ import Synchronization
 ///
 /// `record` never waits on the disk: it puts the touch in a queue of `capacity` and returns
 /// (a full queue drops the touch and counts it). One writer thread of its own, at normal
-/// priority, inserts each touch in its own transaction (WAL journal, synchronous=NORMAL), so a
-/// process killed at any moment leaves the file whole and loses the touch being written and
-/// those still queued; after SIGTERM (`finish`) the queue is written out first.
+/// priority, commits what the queue holds (WAL journal, synchronous=NORMAL): a touch heard
+/// alone is its own transaction, within a millisecond or so; a burst goes in transactions of
+/// up to `batch`. A touch leaves the queue only once committed, so at any moment at most
+/// `capacity` touches are not yet in the file: a process killed then loses those and nothing
+/// else, and leaves the file whole. After SIGTERM (`finish`) the queue is written out first.
 public final class TouchLog: Sendable {
     /// What a touch was.
     public enum Kind: String, Sendable, CaseIterable {
@@ -85,6 +87,8 @@ public final class TouchLog: Sendable {
     /// no client can grow the daemon through its touches. The writer commits one in tens of
     /// microseconds (docs/touches.md), so it is empty but for a burst.
     public static let capacity = 1024
+    /// Touches committed in one transaction at most.
+    public static let batch = 256
 
     /// The tables and indexes of schema 1, as `sqlite3 FILE .schema` prints them (docs/touches.md
     /// shows the same text, and a test holds the two together).
@@ -224,7 +228,7 @@ public final class TouchLog: Sendable {
     /// The connection and its insert, used by the writer thread alone once the init has
     /// handed them over.
     private final class Writer: @unchecked Sendable {
-        private let connection: SQLiteConnection
+        let connection: SQLiteConnection
         private(set) var insert: SQLiteConnection.Statement?
 
         init(connection: SQLiteConnection, insert: SQLiteConnection.Statement) {
@@ -240,18 +244,26 @@ public final class TouchLog: Sendable {
         }
     }
 
-    /// The writer thread: one touch at a time out of the queue, each its own transaction.
-    /// Every second at most, a line says how many touches were dropped or failed since.
+    /// The writer thread: what the queue holds (up to `batch`) in one transaction, taken out of
+    /// the queue once committed. Every second at most, a line says how many touches were
+    /// dropped or failed since.
     private func write(with writer: Writer) {
         var told = Counts()
         var toldAt = MonotonicClock.now()
         var lastFailure: String?
         while true {
             _ = queued.wait(timeout: .now() + .seconds(1))
-            while let touch = next() {
-                let problem = insert(touch, with: writer)
+            while true {
+                let touches = waiting()
+                if touches.isEmpty { break }
+                let problem = insert(touches, with: writer)
                 queue.withLock { queue in
-                    if problem == nil { queue.counts.written += 1 } else { queue.counts.failed += 1 }
+                    for _ in touches {
+                        queue.slots[queue.head] = nil
+                        queue.head = (queue.head + 1) % Self.capacity
+                    }
+                    queue.count -= touches.count
+                    if problem == nil { queue.counts.written += touches.count } else { queue.counts.failed += touches.count }
                 }
                 if let problem { lastFailure = problem }
             }
@@ -269,21 +281,30 @@ public final class TouchLog: Sendable {
         ended.signal()
     }
 
-    private func next() -> Touch? {
+    /// The oldest touches queued, up to `batch`, left in the queue (they count against its
+    /// capacity until committed).
+    private func waiting() -> [Touch] {
         queue.withLock { queue in
-            guard queue.count > 0 else { return nil }
-            defer {
-                queue.slots[queue.head] = nil
-                queue.head = (queue.head + 1) % Self.capacity
-                queue.count -= 1
-            }
-            return queue.slots[queue.head]
+            (0..<min(queue.count, Self.batch)).compactMap { queue.slots[(queue.head + $0) % Self.capacity] }
         }
     }
 
-    /// Inserts one row (its own transaction); the problem when SQLite refused it.
-    private func insert(_ touch: Touch, with writer: Writer) -> String? {
+    /// Inserts `touches` in one transaction; the problem when SQLite refused it (then none is
+    /// in the file).
+    private func insert(_ touches: [Touch], with writer: Writer) -> String? {
         guard let insert = writer.insert else { return "the log is closed" }
+        do throws(NarratorError) {
+            if touches.count > 1 { try writer.connection.execute("BEGIN IMMEDIATE") }
+            for touch in touches { try self.insert(touch, with: insert) }
+            if touches.count > 1 { try writer.connection.execute("COMMIT") }
+            return nil
+        } catch {
+            if touches.count > 1 { try? writer.connection.execute("ROLLBACK") }
+            return error.message
+        }
+    }
+
+    private func insert(_ touch: Touch, with insert: SQLiteConnection.Statement) throws(NarratorError) {
         defer { insert.reset() }
         insert.bind(1, Int(touch.timeMs))
         insert.bind(2, Int(runMs))
@@ -299,12 +320,7 @@ public final class TouchLog: Sendable {
         insert.bind(12, touch.result)
         insert.bind(13, touch.step)
         insert.bind(14, touch.frame)
-        do throws(NarratorError) {
-            _ = try insert.step()
-            return nil
-        } catch {
-            return error.message
-        }
+        _ = try insert.step()
     }
 
     // MARK: What a file is
