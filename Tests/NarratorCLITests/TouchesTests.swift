@@ -21,6 +21,17 @@ struct TouchesTests {
         try Daemon(dir: dir, library: library, arguments: ["--output", "file", "--device", dir.file("heard-\(UUID().uuidString.prefix(8)).wav"), "--touches", touches])
     }
 
+    /// A daemon logging to `touches.sqlite` in `dir`, and a client that plays the picture
+    /// dictionary's popup (request "play"), once it has started.
+    static func popup(in dir: TempDir) throws -> (Daemon, Conversation, String) {
+        let file = dir.file("touches.sqlite")
+        let daemon = try Self.daemon(dir, touches: file)
+        let talk = try Conversation(daemon.socket)
+        talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
+        _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+        return (daemon, talk, file)
+    }
+
     /// `sqlite3 FILE SQL`: its rows, columns split at tabs (NULL reads as empty).
     static func sqlite(_ file: String, _ sql: String) throws -> [[String]] {
         let result = try runTool("sqlite3", ["-batch", "-separator", "\t", file, sql])
@@ -53,12 +64,8 @@ struct TouchesTests {
     @Test(.timeLimit(.minutes(3))) func theDictionarySessionIsLoggedAndReported() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let file = dir.file("touches.sqlite")
         let before = Int64(Date().timeIntervalSince1970 * 1000)
-        let daemon = try Self.daemon(dir, touches: file)
-        let talk = try Conversation(daemon.socket)
-        talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
-        _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+        let (daemon, talk, file) = try Self.popup(in: dir)
         // By index in apple.txt: fruit four times, apple three, trees twice, A once.
         let said = [3, 0, 3, 7, 0, 3, 1, 7, 0, 3]
         for (n, index) in said.enumerated() {
@@ -178,11 +185,7 @@ struct TouchesTests {
     @Test(.timeLimit(.minutes(5))) func aKilledDaemonLeavesTheFileWholeAndARestartAppends() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let file = dir.file("touches.sqlite")
-        let daemon = try Self.daemon(dir, touches: file)
-        let talk = try Conversation(daemon.socket)
-        talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
-        _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+        let (daemon, talk, file) = try Self.popup(in: dir)
         let burst = 10_000, window = 250
         var sent = 0, answered = 0, committed = 0
         func say(_ n: Int) -> String { #"{"id":\#(n),"op":"say","request":"play","clip":"apple","word":\#(n % 8)}"# }
@@ -231,11 +234,7 @@ struct TouchesTests {
     @Test(.timeLimit(.minutes(5))) func aFloodIsBoundedAndEveryTouchAccountedFor() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let file = dir.file("touches.sqlite")
-        let daemon = try Self.daemon(dir, touches: file)
-        let talk = try Conversation(daemon.socket)
-        talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
-        _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+        let (daemon, talk, file) = try Self.popup(in: dir)
         let size = try #require(ProcessSize(pid: daemon.process.processIdentifier))
         let flood = 10_000
         talk.send((0..<flood).map { #"{"id":\#($0),"op":"say","request":"play","clip":"apple","word":\#($0 % 8)}"# }.joined(separator: "\n"))
@@ -271,8 +270,10 @@ struct TouchesTests {
         let lines = LockedLines()
         let log = try TouchLog(path: file) { lines.append($0) }
         let source = TouchLog.Source(lesson: "l.json", chain: "c", activity: nil, playback: "p1")
+        let alone = monotonicNanoseconds()
         #expect(log.record(TouchLog.Touch(.say, source: source, clip: "a", wordIndex: 0, wordText: "first")))
-        while log.counts.written < 1 { usleep(1000) }
+        while log.counts.written < 1 { usleep(100) }
+        let committedAlone = monotonicNanoseconds() - alone
         // sqlite3 holds the write lock until its input ends.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: try #require(PulseTestServer.findExecutable("sqlite3")))
@@ -297,7 +298,9 @@ struct TouchesTests {
         input.fileHandleForWriting.write(Data("COMMIT;\n".utf8))
         try input.fileHandleForWriting.close()
         holder.waitUntilExit()
+        let released = monotonicNanoseconds()
         log.finish(within: .seconds(60))
+        print("a touch alone committed \(Double(committedAlone) / 1e6) ms after record; the full queue written out \(Double(monotonicNanoseconds() - released) / 1e6) ms after the lock went")
         let counts = log.counts
         #expect(counts.waiting == 0)
         #expect(counts.written + counts.failed == 1 + taken && counts.dropped == tries - taken)
