@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes Timings/touches/picture-dictionary.sqlite, the touch log of `narrator touches`'s help
 # example (docs/touches.md): a scripted session of the picture dictionary's popup on a daemon
-# that plays into a file (no sound card): words tapped to be said, then replay and close. The
-# log is then switched to journal_mode=DELETE, so that reading it read-only leaves no -wal or
-# -shm file beside it.
+# that plays into a file (no sound card): an answer the intro ignores, words tapped to be said,
+# then replay and close. The log is then switched to journal_mode=DELETE, so that reading it
+# read-only leaves no -wal or -shm file beside it.
 #
 # Usage: scripts/touches-sample.sh [NARRATOR] [OUT]   (needs socat and sqlite3)
 set -euo pipefail
@@ -26,13 +26,14 @@ client=$!
 exec 3>"$work/in"
 echo '{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}' >&3
 until grep -q '"type":"start"' "$work/events.jsonl" 2>/dev/null; do sleep 0.05; done
+echo '{"id":"t1","op":"tap","request":"play","answer":"banana"}' >&3
+sleep 0.3
 n=0
 for word in 3 0 3 7 0 3 1 7 0 3 5 3; do   # fruit ×5, apple ×3, trees ×2, A, grows
     n=$((n + 1))
     echo "{\"id\":\"say$n\",\"op\":\"say\",\"request\":\"play\",\"clip\":\"apple\",\"word\":$word}" >&3
     sleep 0.1
 done
-# The last word said, then on: a tap during a word said would be heard at that word's frame.
 sleep 0.6
 echo '{"id":"go","op":"resume","request":"play"}' >&3
 sleep 0.3

@@ -466,6 +466,15 @@ private final class Replanning: @unchecked Sendable {
             current = next
             playback.planChanged(next)
         }
-        return (next, Schedule.firstDifference(current, next))
+        return (next, min(Schedule.firstDifference(current, next), Self.firstCueDifference(current, next)))
+    }
+
+    /// The frame of the first cue the two plans do not share. A tap that changes no audio (an
+    /// answer ignored during the intro) adds only its `tap` event: from the audio alone the
+    /// plans differ nowhere, the new one would take over only at its end, and the event would
+    /// never be delivered.
+    static func firstCueDifference(_ a: Schedule, _ b: Schedule) -> Int {
+        let shared = zip(a.cues, b.cues).prefix { $0 == $1 }.count
+        return [a.cues.dropFirst(shared).first?.frame, b.cues.dropFirst(shared).first?.frame].compactMap { $0 }.min() ?? Int.max
     }
 }
