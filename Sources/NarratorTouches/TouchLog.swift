@@ -10,7 +10,7 @@ import Synchronization
 /// `record` never waits on the disk: it puts the touch in a queue of `capacity` and returns
 /// (a full queue drops the touch and counts it). One writer thread of its own, at normal
 /// priority, commits what the queue holds (WAL journal, synchronous=NORMAL): a touch heard
-/// alone is its own transaction, within a millisecond or so; a burst goes in transactions of
+/// alone is its own transaction, within milliseconds; a burst goes in transactions of
 /// up to `batch`. A touch leaves the queue only once committed, so at any moment at most
 /// `capacity` touches are not yet in the file: a process killed then loses those and nothing
 /// else, and leaves the file whole. After SIGTERM (`finish`) the queue is written out first.
