@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
-	librsvg2-2 libespeak-ng1 libpulse0 flite
+	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
 # libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
@@ -20,6 +20,8 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # aeneas-ng (the aeneas forced aligner, run by Tests/NarratorCLITests/AeneasTests.swift) is a
 # source package: pip compiles its C extensions against libespeak-ng-dev, festival-dev and
 # libestools-dev, and it calls ffprobe/ffmpeg on the audio it aligns.
+# libsqlite3-dev (public domain): the daemon's touch log (serve --touches, narrator touches;
+# docs/touches.md); sqlite3, its command-line tool, reads the log back in TouchesTests.
 # pocketsphinx (BSD-2-Clause, its en-US model inside the wheel): align's first stage for English.
 # flite: the second synthetic voice of the alignment tests and scripts/bench-align.sh.
 PIP_PACKAGES := websockets aeneas-ng pocketsphinx

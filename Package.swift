@@ -48,6 +48,10 @@ let package = Package(
         .systemLibrary(
             name: "CEbur128", path: "Sources/CEbur128", pkgConfig: "libebur128",
             providers: [.apt(["libebur128-dev"])]),
+        // SQLite (public domain): the daemon's touch log (docs/touches.md says why not GRDB).
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
             name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
             providers: [.apt(["librsvg2-dev"])]),
@@ -83,12 +87,15 @@ let package = Package(
         // Plots: a schedule's mixed waveform with its word and cue tiers as SVG (Praat, Audacity),
         // and as PNG through librsvg.
         .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg", "CRsvgLoader"]),
+        // The touch log: every touch the daemon hears, a row of an SQLite file, and the report
+        // of `narrator touches` (docs/touches.md).
+        .target(name: "NarratorTouches", dependencies: ["NarratorCore", "NarratorLive", "CSQLite"]),
         // The daemon: one JSON-lines protocol over a Unix socket (SwiftNIO) and WebSocket
         // (Hummingbird), and the browser read-along page.
         .target(
             name: "NarratorService",
             dependencies: [
-                "NarratorKit", "NarratorLive", "NarratorOutputs",
+                "NarratorKit", "NarratorLive", "NarratorOutputs", "NarratorTouches",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -107,6 +114,7 @@ let package = Package(
                 "NarratorSynth",
                 "NarratorValidate",
                 "NarratorPlot",
+                "NarratorTouches",
                 "CQuietMPG123",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -148,7 +156,7 @@ let package = Package(
         .testTarget(
             name: "NarratorCLITests",
             dependencies: [
-                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport",
+                "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport", "NarratorTouches",
                 "NarratorTestTraits", "NarratorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]),

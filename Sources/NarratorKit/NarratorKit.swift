@@ -372,13 +372,16 @@ public final class Playback: Sendable {
 
     /// Says one word on its own (a tap on it), its highlight with it (`word` comes as it is
     /// heard), then goes back where playback was, paused or playing, or pauses after it.
-    public func say(clip: String, word index: Int, then after: AfterWord = .pauseWhereItWas) throws(NarratorError) {
-        guard let cue = wordCue(clip: clip, index: index), case .word(_, _, _, let end) = cue.kind else {
+    /// Returns the word said: its frame on the timeline and its text (a touch log keeps them).
+    @discardableResult
+    public func say(clip: String, word index: Int, then after: AfterWord = .pauseWhereItWas) throws(NarratorError) -> (frame: Int, text: String) {
+        guard let cue = wordCue(clip: clip, index: index), case .word(_, _, let text, let end) = cue.kind else {
             throw NarratorError(file: "playback", "no word \(index) of clip '\(clip)' in what plays")
         }
         guard engine.play(cue.frame..<end, then: after) else {
             throw NarratorError(file: "playback", "word \(index) of clip '\(clip)' has no frames")
         }
+        return (cue.frame, text)
     }
 
     private func frame(of position: Position) throws(NarratorError) -> Int {
@@ -463,6 +466,15 @@ private final class Replanning: @unchecked Sendable {
             current = next
             playback.planChanged(next)
         }
-        return (next, Schedule.firstDifference(current, next))
+        return (next, min(Schedule.firstDifference(current, next), Self.firstCueDifference(current, next)))
+    }
+
+    /// The frame of the first cue the two plans do not share. A tap that changes no audio (an
+    /// answer ignored during the intro) adds only its `tap` event: from the audio alone the
+    /// plans differ nowhere, the new one would take over only at its end, and the event would
+    /// never be delivered.
+    static func firstCueDifference(_ a: Schedule, _ b: Schedule) -> Int {
+        let shared = zip(a.cues, b.cues).prefix { $0 == $1 }.count
+        return [a.cues.dropFirst(shared).first?.frame, b.cues.dropFirst(shared).first?.frame].compactMap { $0 }.min() ?? Int.max
     }
 }

@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NarratorKit
 import NarratorLive
+import NarratorTouches
 import ServiceLifecycle
 
 /// `narrator serve`: the service on a Unix socket and/or WebSocket until SIGTERM or SIGINT.
@@ -23,11 +24,14 @@ public enum NarratorDaemon {
         /// Connections held at once, both transports together (lowered to fit the descriptor
         /// limit: `ConnectionGate.fitted`).
         public var maxConnections: Int
+        /// The touch log's file (`serve --touches`), opened or created by `run`; nil for none.
+        public var touches: String?
 
         public init(
             configuration: NarratorService.Configuration, socket: String?, listen: (host: String, port: Int)?, token: String,
-            realtimeDelivery: Bool = true, maxConnections: Int = NarratorDaemon.defaultMaxConnections
+            realtimeDelivery: Bool = true, maxConnections: Int = NarratorDaemon.defaultMaxConnections, touches: String? = nil
         ) {
+            self.touches = touches
             self.maxConnections = maxConnections
             self.configuration = configuration
             self.socket = socket
@@ -41,7 +45,12 @@ public enum NarratorDaemon {
     /// clients. On SIGTERM or SIGINT every request still active ends with `stopped` (reason
     /// "daemon stopping"), then the connections close and the socket file is removed.
     public static func run(_ options: Options, logger: Logger, ready: @escaping @Sendable (String) -> Void) async throws {
-        let service = try NarratorService(options.configuration)
+        var configuration = options.configuration
+        // Refused (a file that is not a touch log) before anything listens.
+        if let path = options.touches {
+            configuration.touches = try TouchLog(path: path) { line in logger.warning("\(line)") }
+        }
+        let service = try NarratorService(configuration)
         let gate = ConnectionGate(limit: ConnectionGate.fitted(options.maxConnections))
         // Both transports on the same event loops: the threads that write every event. A few,
         // whatever the machine (the daemon's threads are bounded: at most 64 in all), and one
@@ -110,6 +119,8 @@ public enum NarratorDaemon {
         func run() async throws {
             try? await gracefulShutdown()
             await service.shutdown()
+            // Every request has ended: what the touch log still holds is written out.
+            service.configuration.touches?.finish()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NarratorKit
 import NarratorOutputs
+import NarratorTouches
 import Synchronization
 
 /// The daemon's engine, independent of transport: connections hand it request messages, and it
@@ -27,10 +28,13 @@ public final class NarratorService: Sendable {
         /// A connection with no request active and nothing unwritten for this long is closed
         /// (an `error` line says why); nil: never.
         public var idleTimeout: Duration?
+        /// Where every touch heard goes (`serve --touches`): a `say`, and each tap as its
+        /// activity hears it; nil: kept nowhere.
+        public var touches: TouchLog?
 
         public init(library: String, output: OutputKind = Outputs.defaultKind, device: String? = nil, latencyMs: Int = 50,
                     realtime: Bool = false, maxMessageBytes: Int = 65536, loaderExecutable: String? = nil,
-                    idleTimeout: Duration? = NarratorService.defaultIdleTimeout) {
+                    idleTimeout: Duration? = NarratorService.defaultIdleTimeout, touches: TouchLog? = nil) {
             self.library = library
             self.output = output
             self.device = device
@@ -39,6 +43,7 @@ public final class NarratorService: Sendable {
             self.maxMessageBytes = maxMessageBytes
             self.loaderExecutable = loaderExecutable ?? LessonLoader.currentExecutable
             self.idleTimeout = idleTimeout
+            self.touches = touches
         }
     }
 
@@ -117,6 +122,8 @@ public final class NarratorService: Sendable {
     private struct Entry {
         let owner: Recipient
         let playback: Playback
+        /// What plays, as its touches are logged.
+        let source: TouchLog.Source
         var begin: EventLine?
         var subscribers: [Recipient] = []
         var cancelReason: String?
@@ -347,7 +354,12 @@ public final class NarratorService: Sendable {
                     case .pause: playback.pause()
                     case .resume(let point): playback.resume(from: point)
                     case .seek(let position): try playback.seek(to: position)
-                    case .say(let clip, let word, let then): try playback.say(clip: clip, word: word, then: then)
+                    case .say(let clip, let word, let then):
+                        let said = try playback.say(clip: clip, word: word, then: then)
+                        // Queued for the touch log's writer: no disk on this thread.
+                        if let touches = configuration.touches, let source = state.playbacks[name]?.source {
+                            touches.record(TouchLog.Touch(.say, source: source, clip: clip, wordIndex: word, wordText: said.text, frame: said.frame))
+                        }
                     case .speed(let speed): try playback.setSpeed(speed)
                     }
                 } catch {
@@ -691,7 +703,14 @@ public final class NarratorService: Sendable {
             state.lastPlayback += 1
             let name = "p\(state.lastPlayback)"
             forwarder.name = name
-            var entry = Entry(owner: owner, playback: playback)
+            let source: TouchLog.Source =
+                switch job.program {
+                case .activity(let activity, _, _): TouchLog.Source(lesson: job.lesson, chain: nil, activity: activity, playback: name)
+                case .chain(let chain, _): TouchLog.Source(lesson: job.lesson, chain: chain, activity: nil, playback: name)
+                case .requests: TouchLog.Source(lesson: job.lesson, chain: nil, activity: nil, playback: name)
+                }
+            forwarder.source = source
+            var entry = Entry(owner: owner, playback: playback, source: source)
             switch state.connections[owner.connection]?.requests[owner.id] {
             case .preparing(let canceled)?:
                 state.connections[owner.connection]?.requests[owner.id] = .playing(name)
@@ -731,6 +750,10 @@ public final class NarratorService: Sendable {
         /// What `finished` says besides the playback's name: the locales used (`locales`).
         var finishedFields: [EventEncoder.Member] = []
         var name = ""
+        /// What plays, for the touch log (set with `name`).
+        var source: TouchLog.Source?
+        /// Taps logged, by frame: a seek back delivers a tap's event again, which is no new touch.
+        private var tapsLogged: [Int: Int] = [:]
         let started = DispatchSemaphore(value: 0)
         private var waited = false
         var last: (frame: Int, heard: Int64)?
@@ -752,6 +775,7 @@ public final class NarratorService: Sendable {
         func forward(_ events: [PlaybackEvent]) {
             waitUntilNamed()
             var lines: [EventLine] = []
+            var tapsNow: [Int: Int] = [:]
             for event in events {
                 switch event {
                 case .start:
@@ -759,6 +783,15 @@ public final class NarratorService: Sendable {
                 case .cue(let cue, let heard, _):
                     last = (cue.frame, heard)
                     lines.append(EventLine(event, playback: name))
+                    if case .activity(.tap, let fields) = cue.kind, let touches = service.configuration.touches, let source {
+                        // Its result is known only now, as the activity hears it: the touch is
+                        // queued for the log's writer (a short lock, never the disk).
+                        tapsNow[cue.frame, default: 0] += 1
+                        if tapsNow[cue.frame]! > tapsLogged[cue.frame, default: 0] {
+                            tapsLogged[cue.frame] = tapsNow[cue.frame]
+                            touches.record(.tap(fields: fields, frame: cue.frame, source: source))
+                        }
+                    }
                 case .underrun, .lateSwitch, .paused, .resumed, .seeked, .speedChanged:
                     lines.append(EventLine(event, playback: name))
                 case .streamProblem(let problem, _):

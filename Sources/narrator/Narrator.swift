@@ -25,7 +25,7 @@ struct Narrator: ParsableCommand {
                 --output correct.wav --cues correct.json
             """,
         version: NarratorVersion.current,
-        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Edit.self, Timings.self, Align.self, Merge.self, RenderAll.self, Synth.self, Validate.self, Plot.self, Pack.self])
+        subcommands: [Render.self, Play.self, Simulate.self, Cues.self, Inspect.self, Serve.self, Edit.self, Timings.self, Align.self, Merge.self, RenderAll.self, Synth.self, Validate.self, Plot.self, Pack.self, Touches.self])
 
     /// Usage errors, like bad input, exit with status 1 and one line, which points to the help
     /// of the command at fault (`narrator play --help`); --help and --version exit 0.

@@ -43,6 +43,9 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a connection may stay with no request active and nothing unwritten before it is closed; 0: no limit.")
     var idleTimeout: Double = 300
 
+    @Option(help: "Log every touch heard (a word said, an answer, a replay, a close) as a row of this SQLite file, created if missing (docs/touches.md; read it with narrator touches).")
+    var touches: String?
+
     @Flag(inversion: .prefixedNo, help: "Run the threads that write events to clients (the event loops) with real-time priority (SCHED_FIFO 18) when permitted; playbacks' own threads keep their own policy (--realtime).")
     var realtimeDelivery = true
 
@@ -101,7 +104,7 @@ struct Serve: ParsableCommand {
                 realtime: outputOptions.usesRealtime,
                 idleTimeout: idleTimeout > 0 ? .milliseconds(Int64((idleTimeout * 1000).rounded())) : nil),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
-            realtimeDelivery: realtimeDelivery, maxConnections: maxConnections)
+            realtimeDelivery: realtimeDelivery, maxConnections: maxConnections, touches: touches)
         let failure = Mutex<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {

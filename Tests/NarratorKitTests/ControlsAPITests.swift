@@ -112,6 +112,34 @@ struct ControlsAPITests {
         #expect(taps.first == "correct", "\(taps)")
     }
 
+    /// A tap that changes no audio (an answer during the picture dictionary's intro, ignored)
+    /// still has its `tap` event, when it is heard: the new plan differs from the old only by
+    /// that cue, and it takes over there, not at the plan's end (where the event was never
+    /// delivered, and the daemon's touch log never saw the tap).
+    @Test func anIgnoredTapIsHeardLive() throws {
+        let prepared = try NarratorLesson(path: Repo.path("Timings/lessons/picture-dictionary.json")).prepare(.activity("word-popup"), seed: 0)
+        let output = VirtualOutput(clock: VirtualClock(), sampleRate: 48000, channels: 2, periodFrames: 480, bufferFrames: 1920)
+        let log = Log()
+        let playback = prepared.play(on: output, clock: output.clock, onEvents: { log.events += $0 })
+        func taps() -> [(frame: Int, result: String?)] {
+            log.events.compactMap { event in
+                guard case .cue(let cue, _, _) = event, case .activity(.tap, let fields) = cue.kind else { return nil }
+                return (cue.frame, { if case .string(let result)? = fields["result"] { result } else { nil } }())
+            }
+        }
+        output.run(for: 1_000_000_000)
+        let heard = playback.heardFrame
+        #expect(playback.tap("banana") == .taken)
+        try Self.run(output, log) { _ in !taps().isEmpty }
+        let tap = try #require(taps().first)
+        #expect(tap.result == "ignored")
+        // Heard within a few periods of the tap, well before the intro's end (192330).
+        #expect(tap.frame >= heard && tap.frame < heard + 9600, "\(tap.frame), tapped at \(heard)")
+        playback.close()
+        #expect(output.runToEnd(limit: 60_000_000_000))
+        #expect(playback.waitUntilFinished() == .finished)
+    }
+
     /// Taps are bounded: a chain takes none, and an activity keeps at most
     /// `Playback.maxWaitingTaps` not yet heard; once one is heard, another is taken.
     @Test func tapsAreTakenWithinBounds() throws {
