@@ -4,7 +4,8 @@ import NarratorCore
 /// `narrator touches FILE`: what a touch log says, read-only: the most touched words and the
 /// answers most often wrong, for one lesson or all, since a moment or ever.
 public struct TouchReport: Sendable, Equatable {
-    /// A word's text (as its clip's timings spell it) and how often it was tapped to be said.
+    /// A word (as heard: lower case, without the punctuation around it; its clip's timings may
+    /// spell it "Trees.") and how often it was tapped to be said.
     public struct Word: Sendable, Equatable {
         public let text: String
         public let touches: Int
@@ -52,15 +53,19 @@ public struct TouchReport: Sendable, Equatable {
         _ = try total.step()
         let touches = Int(total.int64(0))
 
-        var words: [Word] = []
+        // A word counts as it is heard, not as its timings spell it: "Trees." and "trees" are
+        // one word (Wording.spokenWords). SQLite groups the spellings (as many as the lessons'
+        // distinct words at most), Swift merges them.
+        var counts: [String: Int] = [:]
         let wordQuery = try prepared(
-            """
-            SELECT word_text, count(*) AS n FROM touches WHERE kind = 'say' AND \(filter)
-            GROUP BY word_text ORDER BY n DESC, word_text LIMIT ?3
-            """)
+            "SELECT word_text, count(*) FROM touches WHERE kind = 'say' AND \(filter) AND word_text IS NOT NULL GROUP BY word_text")
         while try wordQuery.step() {
-            words.append(Word(text: wordQuery.text(0) ?? "", touches: Int(wordQuery.int64(1))))
+            let spoken = Wording.spokenWords(wordQuery.text(0) ?? "").joined(separator: " ")
+            counts[spoken.isEmpty ? (wordQuery.text(0) ?? "") : spoken, default: 0] += Int(wordQuery.int64(1))
         }
+        let words = counts.map { Word(text: $0.key, touches: $0.value) }
+            .sorted { $0.touches != $1.touches ? $0.touches > $1.touches : $0.text.utf8.lexicographicallyPrecedes($1.text.utf8) }
+            .prefix(limit).map { $0 }
 
         var wrong: [WrongAnswer] = []
         let wrongQuery = try prepared(

@@ -608,8 +608,8 @@ public struct LibraryValidator: Sendable {
     /// Nil when the words say what the transcript says (case, punctuation and curly quotes
     /// aside); else where they first differ.
     public static func compare(words: [String], transcript: String) -> String? {
-        let said = words.flatMap(normalized)
-        let written = normalized(transcript)
+        let said = words.flatMap(Wording.spokenWords)
+        let written = Wording.spokenWords(transcript)
         guard said != written else { return nil }
         let index = zip(said, written).prefix(while: { $0 == $1 }).count
         if index == said.count {
@@ -619,13 +619,6 @@ public struct LibraryValidator: Sendable {
             return "the timings have \(Wording.count(said.count - written.count, "word")) more than the transcript, from '\(said[index])' (word \(index))"
         }
         return "word \(index) of the transcript is '\(written[index])', the timings say '\(said[index])'"
-    }
-
-    static func normalized(_ text: String) -> [String] {
-        text.lowercased().replacingOccurrences(of: "\u{2019}", with: "'")
-            .split(whereSeparator: { $0.isWhitespace })
-            .map { word in String(word.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "'" }) }
-            .filter { !$0.isEmpty }
     }
 
     // MARK: - Helpers
