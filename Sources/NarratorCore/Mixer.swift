@@ -26,6 +26,15 @@ public final class Mixer {
         let ring: Unmanaged<SampleRing>?
         let lane: Int
         let bus: Lesson.Bus
+        /// A music bed's shape (`VoiceShape`), in frames of the clip (`loopStart..<loopEnd`,
+        /// empty for no loop; `clipFrames`) and of the timeline (fades: `fadeInEnd`,
+        /// `fadeOutStart`); a plain voice has none (`shaped` false).
+        var shaped = false
+        var clipFrames = 0
+        var loopStart = 0
+        var loopEnd = 0
+        var fadeInEnd = 0
+        var fadeOutStart = 0
     }
 
     private let slots: UnsafeMutableBufferPointer<Slot>
@@ -64,6 +73,8 @@ public final class Mixer {
     /// The gains as they stand: voice, sfx, music, master.
     private var current: (Float, Float, Float, Float) = (1, 1, 1, 1)
     private let rampStep: Float
+    /// A shaped voice's frames while they fade, before their gains (allocated when one is).
+    private let fadeBlock: UnsafeMutableBufferPointer<Float>
 
     /// `maxBlockFrames` bounds `render`'s `frameCount` when the schedule ducks music or
     /// `gains` are given. The gains start where they stand, with no ramp.
@@ -80,6 +91,7 @@ public final class Mixer {
         let busScratch = gains == nil ? 1 : maxBlockFrames
         voiceBlock = .allocate(capacity: busScratch * schedule.channels)
         sfxBlock = .allocate(capacity: busScratch * schedule.channels)
+        fadeBlock = .allocate(capacity: (schedule.voices.contains { $0.shape != nil } ? maxBlockFrames : 1) * schedule.channels)
         // 10 ms from silence to full level.
         rampStep = 1 / Float(max(1, schedule.sampleRate / 100))
         slots = .allocate(capacity: max(schedule.voices.count, 1))
@@ -112,8 +124,18 @@ public final class Mixer {
                 lane = lanes.laneOfVoice[index]
                 ring = Unmanaged.passUnretained(lanes.rings[lane])
             }
-            (slots.baseAddress! + index).initialize(
-                to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus))
+            var slot = Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus)
+            if let shape = voice.shape {
+                precondition(samples != nil, "a music bed plays from memory")
+                slot.shaped = true
+                slot.clipFrames = audio.frames
+                slot.loopStart = shape.loop?.lowerBound ?? 0
+                slot.loopEnd = shape.loop?.upperBound ?? 0
+                precondition(slot.loopEnd <= audio.frames && (shape.loop != nil || shape.frames <= audio.frames), "a bed's loop lies within its clip")
+                slot.fadeInEnd = voice.startFrame + shape.fadeInFrames
+                slot.fadeOutStart = voice.endFrame - shape.fadeOutFrames
+            }
+            (slots.baseAddress! + index).initialize(to: slot)
         }
         settleGains()
     }
@@ -130,6 +152,7 @@ public final class Mixer {
         voiced.deallocate()
         voiceBlock.deallocate()
         sfxBlock.deallocate()
+        fadeBlock.deallocate()
     }
 
     /// Moves to `frame` of the schedule: the voices playing there resume mid-way, and the music's
@@ -396,7 +419,9 @@ public final class Mixer {
                 if ducking != nil && slot.bus == .voice {
                     for f in (from - blockStart)..<(to - blockStart) { voiced[f] = true }
                 }
-                if let samples = slot.samples {
+                if slot.shaped {
+                    mixShaped(slot, from: from, to: to, into: out)
+                } else if let samples = slot.samples {
                     mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
                 } else if let ring = slot.ring, streams, laneWaiting[slot.lane] == 0 {
                     // (A lane waiting for its refill plays silence.)
@@ -457,6 +482,46 @@ public final class Mixer {
             duck = voiced[f] ? min(full, duck + ducking.releaseFrames) : max(0, duck - ducking.attackFrames)
             let gain = 1 + Float(duck) * scale
             for c in 0..<channels { target[f * channels + c] += musicBlock[f * channels + c] * gain }
+        }
+    }
+
+    /// Adds a music bed's frames `from..<to` of the timeline: its clip read from where the
+    /// loop puts that frame (a run at a time, up to the loop's end), under its fades. Each
+    /// frame's value depends on its timeline frame only: the same whatever the block size.
+    private func mixShaped(_ slot: Slot, from: Int, to: Int, into out: UnsafeMutablePointer<Float>) {
+        let samples = slot.samples!
+        var frame = from
+        while frame < to {
+            var offset = frame - slot.start
+            var run = to - frame
+            if slot.loopEnd > slot.loopStart {
+                if offset >= slot.loopEnd { offset = slot.loopStart + (offset - slot.loopStart) % (slot.loopEnd - slot.loopStart) }
+                run = min(run, slot.loopEnd - offset)
+            } else {
+                guard offset < slot.clipFrames else { return }
+                run = min(run, slot.clipFrames - offset)
+            }
+            let faded = frame < slot.fadeInEnd || frame + run > slot.fadeOutStart
+            if faded { run = min(run, maxBlockFrames) }
+            let source = samples + offset * slot.channels
+            let target = out + (frame - from) * channels
+            if !faded {
+                mix(source, channels: slot.channels, frames: run, into: target)
+            } else {
+                // Mixed apart, then added under each frame's gain: linear from 0 over the
+                // fade-in, down to 1 / fadeOut frames on the last frame of the fade-out.
+                let scratch = fadeBlock.baseAddress!
+                scratch.update(repeating: 0, count: run * channels)
+                mix(source, channels: slot.channels, frames: run, into: scratch)
+                for k in 0..<run {
+                    let at = frame + k
+                    var gain: Float = 1
+                    if at < slot.fadeInEnd { gain = Float(at - slot.start) / Float(slot.fadeInEnd - slot.start) }
+                    if at >= slot.fadeOutStart { gain *= Float(slot.end - at) / Float(slot.end - slot.fadeOutStart) }
+                    for c in 0..<channels { target[k * channels + c] += scratch[k * channels + c] * gain }
+                }
+            }
+            frame += run
         }
     }
 
