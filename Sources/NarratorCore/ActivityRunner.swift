@@ -256,6 +256,8 @@ public struct ActivityRunner {
         out.add(machine.stop(at: until))
         let end = machine.endFrame ?? until
         guard let bed else { return out.timeline(end: end) }
-        return out.timeline(end: max(end, out.addBed(bed, activityEnd: end)))
+        // (Added first: the builder is read as `timeline` is called.)
+        let bedEnd = out.addBed(bed, activityEnd: end)
+        return out.timeline(end: max(end, bedEnd))
     }
 }
