@@ -56,10 +56,12 @@ struct MusicBedLiveTests {
 
         let playback = VirtualPlayback(schedule)
         let engine = playback.engine
+        let moved = Atomic<Int>(0)
         playback.start(onEvent: { event in
+            // Once each: the seek back plays both loop points again.
             guard case .cue(let cue, _, _) = event else { return }
-            if cue == loops[0] { engine.pause() }
-            if cue == loops[1] { #expect(engine.seek(to: 100_000)) }
+            if cue == loops[0], moved.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged { engine.pause() }
+            if cue == loops[1], moved.compareExchange(expected: 1, desired: 2, ordering: .relaxed).exchanged { #expect(engine.seek(to: 100_000)) }
         })
         try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
         playback.output.run(for: 1_000_000_000)
