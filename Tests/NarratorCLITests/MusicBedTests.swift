@@ -166,5 +166,8 @@ struct MusicBedTests {
         let music = trace.filter { $0.type.hasPrefix("music") }.map { "\($0.type)@\($0.frame)" }
         #expect(music == ["musicStart@0", "musicLoop@240000", "musicStop@\(end + 24_000)"])
         #expect(!trace.contains { $0.type == "clipStart" && $0["clip"] == "music" }, "the chains do not start it")
+        // `validate` counts the bed as playing its clip.
+        let checked = try run(Repo.narrator, ["validate", Repo.path("Timings/lessons/homer-hat-shop.json")])
+        #expect(checked.status == 0 && !checked.stdout.contains("clips.music: no chain plays this clip"), "\(checked.stdout)")
     }
 }

@@ -1,3 +1,4 @@
+import CAllocationCounter
 import Foundation
 import NarratorAudioFile
 @testable import NarratorCore
@@ -100,6 +101,30 @@ struct MusicBedLiveTests {
         #expect(seekFadeIn == nil, "seek fade-in: \(seekFadeIn ?? "")")
         let afterSeek = TransportTests.compare(output, at: seekDevice + f, reference, from: to + f, count: schedule.frames - to - f)
         #expect(afterSeek == nil, "from the seek to the end, over both loop points and the fade-out: \(afterSeek ?? "")")
+    }
+
+    /// The bed's loops, fades and ducking allocate nothing on the real-time thread, through a
+    /// pause, a resume and a seek across a loop point.
+    @Test func theBedAllocatesNothingWhileRendering() throws {
+        let fixture = try Fixture()
+        defer { fixture.bed.dir.remove() }
+        let schedule = try fixture.plan(until: 6 * 48000)
+        let loops = schedule.cues.filter { $0.traceKind == .musicLoop }
+        let playback = VirtualPlayback(schedule)
+        let engine = playback.engine
+        narrator_reset_allocation_count()
+        playback.output.renderProbe = { narrator_count_allocations($0) }
+        let moved = Atomic<Int>(0)
+        playback.start(onEvent: { event in
+            guard case .cue(let cue, _, _) = event else { return }
+            if cue == loops[0], moved.compareExchange(expected: 0, desired: 1, ordering: .relaxed).exchanged { engine.pause() }
+            if cue == loops[1], moved.compareExchange(expected: 1, desired: 2, ordering: .relaxed).exchanged { _ = engine.seek(to: 100_000) }
+        })
+        try VirtualPlayback.run(playback) { log in log.events.contains { if case .paused = $0 { true } else { false } } }
+        engine.resume()
+        #expect(playback.output.runToEnd(limit: 60_000_000_000))
+        #expect(moved.load(ordering: .relaxed) == 2)
+        #expect(narrator_allocation_count() == 0, "allocations while rendering")
     }
 
     /// Answered live: the plan runs for 30 s until the child closes the activity after the
