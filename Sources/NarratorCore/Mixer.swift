@@ -26,16 +26,22 @@ public final class Mixer {
         let ring: Unmanaged<SampleRing>?
         let lane: Int
         let bus: Lesson.Bus
-        /// A music bed's shape (`VoiceShape`), in frames of the clip (`loopStart..<loopEnd`,
-        /// empty for no loop; `clipFrames`) and of the timeline (fades: `fadeInEnd`,
-        /// `fadeOutStart`); a plain voice has none (`shaped` false).
-        var shaped = false
-        var clipFrames = 0
-        var loopStart = 0
-        var loopEnd = 0
-        var fadeInEnd = 0
-        var fadeOutStart = 0
+        /// A music bed's index in `shapes`, −1 for a plain voice (in the padding after `bus`:
+        /// a slot stays 56 bytes).
+        var shape: Int32 = -1
     }
+
+    /// A music bed's shape (`VoiceShape`) in frames of its clip (`loopStart..<loopEnd`, empty
+    /// for no loop; `clipFrames`) and of the timeline (the fades: `fadeInEnd`, `fadeOutStart`).
+    private struct Shape {
+        let clipFrames: Int
+        let loopStart: Int
+        let loopEnd: Int
+        let fadeInEnd: Int
+        let fadeOutStart: Int
+    }
+
+    private let shapes: UnsafeMutableBufferPointer<Shape>
 
     private let slots: UnsafeMutableBufferPointer<Slot>
     private var nextSlot = 0
@@ -91,7 +97,10 @@ public final class Mixer {
         let busScratch = gains == nil ? 1 : maxBlockFrames
         voiceBlock = .allocate(capacity: busScratch * schedule.channels)
         sfxBlock = .allocate(capacity: busScratch * schedule.channels)
-        fadeBlock = .allocate(capacity: (schedule.voices.contains { $0.shape != nil } ? maxBlockFrames : 1) * schedule.channels)
+        let shaped = schedule.voices.count { $0.shape != nil }
+        fadeBlock = .allocate(capacity: (shaped > 0 ? maxBlockFrames : 1) * schedule.channels)
+        shapes = .allocate(capacity: max(shaped, 1))
+        var shapeCount = 0
         // 10 ms from silence to full level.
         rampStep = 1 / Float(max(1, schedule.sampleRate / 100))
         slots = .allocate(capacity: max(schedule.voices.count, 1))
@@ -127,13 +136,13 @@ public final class Mixer {
             var slot = Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus)
             if let shape = voice.shape {
                 precondition(samples != nil, "a music bed plays from memory")
-                slot.shaped = true
-                slot.clipFrames = audio.frames
-                slot.loopStart = shape.loop?.lowerBound ?? 0
-                slot.loopEnd = shape.loop?.upperBound ?? 0
-                precondition(slot.loopEnd <= audio.frames && (shape.loop != nil || shape.frames <= audio.frames), "a bed's loop lies within its clip")
-                slot.fadeInEnd = voice.startFrame + shape.fadeInFrames
-                slot.fadeOutStart = voice.endFrame - shape.fadeOutFrames
+                precondition((shape.loop?.upperBound ?? shape.frames) <= audio.frames, "a bed's loop lies within its clip")
+                (shapes.baseAddress! + shapeCount).initialize(
+                    to: Shape(
+                        clipFrames: audio.frames, loopStart: shape.loop?.lowerBound ?? 0, loopEnd: shape.loop?.upperBound ?? 0,
+                        fadeInEnd: voice.startFrame + shape.fadeInFrames, fadeOutStart: voice.endFrame - shape.fadeOutFrames))
+                slot.shape = Int32(shapeCount)
+                shapeCount += 1
             }
             (slots.baseAddress! + index).initialize(to: slot)
         }
@@ -153,6 +162,7 @@ public final class Mixer {
         voiceBlock.deallocate()
         sfxBlock.deallocate()
         fadeBlock.deallocate()
+        shapes.deallocate()
     }
 
     /// Moves to `frame` of the schedule: the voices playing there resume mid-way, and the music's
@@ -419,8 +429,8 @@ public final class Mixer {
                 if ducking != nil && slot.bus == .voice {
                     for f in (from - blockStart)..<(to - blockStart) { voiced[f] = true }
                 }
-                if slot.shaped {
-                    mixShaped(slot, from: from, to: to, into: out)
+                if slot.shape >= 0 {
+                    mixShaped(slot, shapes[Int(slot.shape)], from: from, to: to, into: out)
                 } else if let samples = slot.samples {
                     mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
                 } else if let ring = slot.ring, streams, laneWaiting[slot.lane] == 0 {
@@ -488,20 +498,20 @@ public final class Mixer {
     /// Adds a music bed's frames `from..<to` of the timeline: its clip read from where the
     /// loop puts that frame (a run at a time, up to the loop's end), under its fades. Each
     /// frame's value depends on its timeline frame only: the same whatever the block size.
-    private func mixShaped(_ slot: Slot, from: Int, to: Int, into out: UnsafeMutablePointer<Float>) {
+    private func mixShaped(_ slot: Slot, _ shape: Shape, from: Int, to: Int, into out: UnsafeMutablePointer<Float>) {
         let samples = slot.samples!
         var frame = from
         while frame < to {
             var offset = frame - slot.start
             var run = to - frame
-            if slot.loopEnd > slot.loopStart {
-                if offset >= slot.loopEnd { offset = slot.loopStart + (offset - slot.loopStart) % (slot.loopEnd - slot.loopStart) }
-                run = min(run, slot.loopEnd - offset)
+            if shape.loopEnd > shape.loopStart {
+                if offset >= shape.loopEnd { offset = shape.loopStart + (offset - shape.loopStart) % (shape.loopEnd - shape.loopStart) }
+                run = min(run, shape.loopEnd - offset)
             } else {
-                guard offset < slot.clipFrames else { return }
-                run = min(run, slot.clipFrames - offset)
+                guard offset < shape.clipFrames else { return }
+                run = min(run, shape.clipFrames - offset)
             }
-            let faded = frame < slot.fadeInEnd || frame + run > slot.fadeOutStart
+            let faded = frame < shape.fadeInEnd || frame + run > shape.fadeOutStart
             if faded { run = min(run, maxBlockFrames) }
             let source = samples + offset * slot.channels
             let target = out + (frame - from) * channels
@@ -516,8 +526,8 @@ public final class Mixer {
                 for k in 0..<run {
                     let at = frame + k
                     var gain: Float = 1
-                    if at < slot.fadeInEnd { gain = Float(at - slot.start) / Float(slot.fadeInEnd - slot.start) }
-                    if at >= slot.fadeOutStart { gain *= Float(slot.end - at) / Float(slot.end - slot.fadeOutStart) }
+                    if at < shape.fadeInEnd { gain = Float(at - slot.start) / Float(shape.fadeInEnd - slot.start) }
+                    if at >= shape.fadeOutStart { gain *= Float(slot.end - at) / Float(slot.end - shape.fadeOutStart) }
                     for c in 0..<channels { target[k * channels + c] += scratch[k * channels + c] * gain }
                 }
             }
