@@ -107,6 +107,11 @@ struct MusicBedTests {
         #expect(trace.last?.type == "musicStop")
         #expect(trace.dropLast().last?.type == "activityEnd" && trace.dropLast().last?.frame == 240_000)
         #expect(zip(trace, trace.dropFirst()).allSatisfy { $0.frame <= $1.frame }, "in frame order")
+        // Played (on the virtual output, paused half a second): the line that ends playback is
+        // the bed's stop, after the activity's end.
+        let played = try Self.simulate(fixture, ["--activity", "a", "--taps", "5:close", "--controls", "1:pause,1.5:resume"])
+        let finals = played.filter { $0.fields["final"] as? Bool == true }.map(\.type)
+        #expect(finals == ["musicStop"] && played.last?.type == "musicStop")
     }
 
     /// A bed that does not loop stops with its clip (`clip ended`) and the activity goes on;
