@@ -696,11 +696,14 @@ def make_app_lessons():
          "welcome-return": say("welcome-return", "Welcome back! Have you been here before? If so, tap your picture. "
                                "If not, tap an empty picture to get started!"),
          },
-        {"welcome-first": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-first"}, {"pulse": ["mirror"]}],
-         "welcome-return": [{"music": "music"}, {"silence": Raw("0.5")}, {"clip": "welcome-return"}, {"pulse": ["portraits"]}],
+        {"welcome-first": [{"silence": Raw("0.5")}, {"clip": "welcome-first"}, {"pulse": ["mirror"]}],
+         "welcome-return": [{"silence": Raw("0.5")}, {"clip": "welcome-return"}, {"pulse": ["portraits"]}],
          "meow": [{"clip": "sfx.meow"}], "hats": [{"clip": "sfx.hats"}]},
+        # The music under the whole activity, looped over 1-5 s: whole cycles of both tones
+        # (262 and 330 Hz) and of the 2 Hz tremolo, so the seam is continuous.
         {"hat-shop": {"intro": {"first-use": "welcome-first", "return-use": "welcome-return"},
-                      "sounds": {"cat": "meow", "hats": "hats"}, "polyphony": 2}},
+                      "sounds": {"cat": "meow", "hats": "hats"}, "polyphony": 2,
+                      "music": {"clip": "music", "loop": {"start": 1, "end": 5}}}},
         sprites={"sfx": {"map": f"{aud}/apps/hat-shop-sfx.json"}}))
 
     # Learn with Homer: the main-menu popup, each line pulsing its icon as it is said. The

@@ -30,6 +30,46 @@ public struct Activity: Sendable, Equatable {
     public let taps: TapPolicy
     /// The intro was written as one chain's id, not as an object of chains by state.
     var introIsOneChain = false
+    /// A music bed under the whole activity (`"music"`): it starts with the activity's first
+    /// frame, plays through its waits and across its chains, and fades out when it ends.
+    public var music: Music? = nil
+
+    /// `"music": "clip"` or `{"clip": …, "loop": true | false | {"start": s, "end": s},
+    /// "fadeIn": s, "fadeOut": s}`: a clip on the music bus from the activity's first frame to
+    /// its end, ducked under every voice, looped sample-exactly, faded out after the end.
+    public struct Music: Sendable, Equatable {
+        public let clip: String
+        public let loop: Loop
+        /// From silence to full level over the bed's first frames (0: none, the default).
+        public let fadeInFrames: Int
+        /// From full level to silence after the activity's last frame (default 0.5 s).
+        public let fadeOutFrames: Int
+
+        public enum Loop: Sendable, Equatable {
+            /// Plays once: silence after the clip's end.
+            case none
+            /// The whole clip again after its last frame.
+            case whole
+            /// Frames of the clip (from its own start): after `end − 1` comes `start`, and the
+            /// first pass plays the clip from its start to `end`.
+            case region(start: Int, end: Int)
+        }
+
+        public init(clip: String, loop: Loop, fadeInFrames: Int = 0, fadeOutFrames: Int) {
+            self.clip = clip
+            self.loop = loop
+            self.fadeInFrames = fadeInFrames
+            self.fadeOutFrames = fadeOutFrames
+        }
+
+        /// The default fade-out, in seconds.
+        public static let defaultFadeOutSeconds = 0.5
+        /// The longest fade, in seconds.
+        public static let maxFadeSeconds = 10.0
+        /// The shortest loop, in seconds: one pass is one `musicLoop` event, and a live
+        /// activity's plan runs for a day (86 400 passes at most).
+        public static let minLoopSeconds = 1.0
+    }
 
     public enum TapPolicy: String, Sendable, Equatable {
         /// The tap is noted and has no effect.
@@ -171,9 +211,51 @@ public struct Activity: Sendable, Equatable {
         if steps.isEmpty && intro.isEmpty && final == nil {
             throw cursor.fail("an activity plays something: give it an intro, steps or a final")
         }
-        return Activity(
+        var activity = Activity(
             id: id, intro: intro, steps: steps, sounds: sounds, polyphony: polyphony, final: final, taps: taps,
             introIsOneChain: introIsOneChain)
+        activity.music = try fields["music"].map { c throws(NarratorError) in try music(c, rate: rate) }
+        return activity
+    }
+
+    /// `"music"`: a clip id, or `{"clip", "loop", "fadeIn", "fadeOut"}` (seconds).
+    private static func music(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Music {
+        let defaultFadeOut = Frames.from(seconds: Music.defaultFadeOutSeconds, rate: rate)!
+        if case .string(let clip) = cursor.value { return Music(clip: clip, loop: .whole, fadeOutFrames: defaultFadeOut) }
+        guard case .object = cursor.value else { throw cursor.fail("expected a clip id, or {\"clip\": …, \"loop\": …}") }
+        let fields = try cursor.object(allowing: Lesson.Keys.music)
+        let clip = try fields.required("clip", in: cursor).string()
+        func fade(_ key: String, _ fallback: Int) throws(NarratorError) -> Int {
+            guard let fadeCursor = fields[key] else { return fallback }
+            let seconds = try fadeCursor.number()
+            guard seconds >= 0, seconds <= Music.maxFadeSeconds, let frames = Frames.from(seconds: seconds, rate: rate) else {
+                throw fadeCursor.fail("a fade lasts between 0 and \(Int(Music.maxFadeSeconds)) seconds, got \(Frames.describe(seconds: seconds))")
+            }
+            return frames
+        }
+        var loop = Music.Loop.whole
+        if let loopCursor = fields["loop"] {
+            switch loopCursor.value {
+            case .bool(let on): loop = on ? .whole : .none
+            case .object:
+                let region = try loopCursor.object(allowing: Lesson.Keys.loop)
+                let startCursor = try region.required("start", in: loopCursor)
+                let endCursor = try region.required("end", in: loopCursor)
+                let start = Frames.from(seconds: try Lesson.regionSeconds(startCursor), rate: rate)!
+                let end = Frames.from(seconds: try Lesson.regionSeconds(endCursor), rate: rate)!
+                guard end > start else {
+                    throw endCursor.fail("the loop ends after it starts (start \(Frames.describe(start, rate: rate)), end \(Frames.describe(end, rate: rate)))")
+                }
+                let shortest = Frames.from(seconds: Music.minLoopSeconds, rate: rate)!
+                guard end - start >= shortest else {
+                    throw endCursor.fail("a loop lasts at least \(Frames.describe(shortest, rate: rate)), got \(Frames.describe(end - start, rate: rate))")
+                }
+                loop = .region(start: start, end: end)
+            default:
+                throw loopCursor.fail("expected true, false or {\"start\": seconds, \"end\": seconds}")
+            }
+        }
+        return Music(clip: clip, loop: loop, fadeInFrames: try fade("fadeIn", 0), fadeOutFrames: try fade("fadeOut", defaultFadeOut))
     }
 
     /// A step's `"choices"`: 1 to `maxChoices` strings, each 1 to `maxChoiceLength` characters

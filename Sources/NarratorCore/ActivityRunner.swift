@@ -65,6 +65,41 @@ struct TimelineBuilder {
         }
     }
 
+    /// The activity's music bed from frame 0, ending `fadeOutFrames` after `end` (the
+    /// activity's last frame) with its fade-out, or where its clip ends if it does not loop
+    /// and is shorter; its `musicLoop` and `musicStop` in the trace. Returns the bed's end.
+    mutating func addBed(_ bed: ActivityRunner.Bed, activityEnd end: Int) -> Int {
+        channels = max(channels, bed.channels)
+        ducking = bed.ducking
+        var length = end + bed.fadeOutFrames
+        var fadeOut = bed.fadeOutFrames
+        var reason = "faded"
+        if bed.loop == nil && bed.audio.frames < length {
+            // A bed that plays once ends with its clip: during the fade-out (which then reaches
+            // silence there), or before the activity ends (no fade).
+            length = bed.audio.frames
+            fadeOut = max(0, length - end)
+            if fadeOut == 0 { reason = "clip ended" }
+        }
+        if length > 0 {
+            voices.append(
+                Voice(
+                    audio: bed.audio, startFrame: 0, bus: .music,
+                    shape: VoiceShape(frames: length, loop: bed.loop, fadeInFrames: min(bed.fadeInFrames, length), fadeOutFrames: fadeOut)))
+        }
+        if let loop = bed.loop {
+            var at = loop.upperBound
+            var count = 1
+            while at < length {
+                note(at, .musicLoop, ["clip": .string(bed.clip), "loop": .int(count)])
+                at += loop.count
+                count += 1
+            }
+        }
+        note(length, .musicStop, ["clip": .string(bed.clip), "reason": .string(reason)])
+        return length
+    }
+
     /// What an activity's transition produced, in its order.
     mutating func add(_ output: ActivityMachine.Output) {
         trace.append(contentsOf: output.cues)
@@ -121,6 +156,61 @@ public struct ActivityRunner {
     public let sampleRate: Int
     /// Lays out a chain of the lesson, from frame 0.
     public let schedule: (String) throws(NarratorError) -> Schedule
+    /// The activity's music bed (`Activity.music` with its clip), if it has one.
+    public var bed: Bed? = nil
+
+    /// An activity's music bed, its clip prepared: one voice on the music bus from the
+    /// activity's first frame until `fadeOutFrames` after its end, looped over `loop` (frames
+    /// of the clip), ducked under every voice like any music.
+    public struct Bed: Sendable {
+        public let clip: String
+        public let audio: ClipAudio
+        public let loop: Range<Int>?
+        public let fadeInFrames: Int
+        public let fadeOutFrames: Int
+        /// The lesson's channels, else the clip's.
+        public let channels: Int
+        public let ducking: Lesson.Ducking
+
+        /// `activity`'s bed with its clip from `bank` (which holds it), or nil when it has none.
+        /// A loop past the clip's end, or shorter than `Activity.Music.minLoopSeconds`, is an
+        /// error naming the key (`activities.ID.music.loop.end`).
+        public static func resolve(_ activity: Activity, bank: ClipBank) throws(NarratorError) -> Bed? {
+            guard let music = activity.music else { return nil }
+            let lesson = bank.lesson
+            let place = "activities.\(activity.id).music"
+            guard let audio = bank.clips[music.clip]?.audio else {
+                throw NarratorError(file: lesson.path, place: "\(place).clip", "clip '\(music.clip)' was not prepared")
+            }
+            guard case .memory = audio.source else {
+                throw NarratorError(file: lesson.path, place: "\(place).clip", "a music bed plays from memory: decode its clip whole")
+            }
+            let rate = lesson.sampleRate
+            let loop: Range<Int>?
+            switch music.loop {
+            case .none:
+                loop = nil
+            case .whole:
+                let shortest = Frames.from(seconds: Activity.Music.minLoopSeconds, rate: rate)!
+                guard audio.frames >= shortest else {
+                    throw NarratorError(
+                        file: lesson.path, place: place,
+                        "clip '\(music.clip)' lasts \(Frames.describe(audio.frames, rate: rate)): a loop lasts at least \(Frames.describe(shortest, rate: rate)) (loop a longer clip, or \"loop\": false)")
+                }
+                loop = 0..<audio.frames
+            case .region(let start, let end):
+                guard end <= audio.frames else {
+                    throw NarratorError(
+                        file: lesson.path, place: "\(place).loop.end",
+                        "the loop ends at \(Frames.describe(end, rate: rate)), past the end of clip '\(music.clip)' (\(Frames.describe(audio.frames, rate: rate)))")
+                }
+                loop = start..<end
+            }
+            return Bed(
+                clip: music.clip, audio: audio, loop: loop, fadeInFrames: music.fadeInFrames, fadeOutFrames: music.fadeOutFrames,
+                channels: lesson.channels ?? audio.channels, ducking: lesson.ducking)
+        }
+    }
 
     public init(activity: Activity, sampleRate: Int, schedule: @escaping (String) throws(NarratorError) -> Schedule) {
         self.activity = activity
@@ -143,6 +233,11 @@ public struct ActivityRunner {
         out.sampleRate = sampleRate
         var machine = ActivityMachine(activity: activity, layout: schedule)
         out.add(try machine.start(variant: state))
+        if let bed {
+            // Right after `activityStart`: the bed starts with the activity.
+            out.trace.insert(
+                Cue(frame: 0, kind: .activity(type: .musicStart, fields: ["clip": .string(bed.clip)])), at: min(1, out.trace.count))
+        }
         var next = 0
         run: while !machine.hasEnded {
             if next < taps.count, machine.takesFirst(taps[next]) {
@@ -159,6 +254,10 @@ public struct ActivityRunner {
             }
         }
         out.add(machine.stop(at: until))
-        return out.timeline(end: machine.endFrame ?? until)
+        let end = machine.endFrame ?? until
+        guard let bed else { return out.timeline(end: end) }
+        // (Added first: the builder is read as `timeline` is called.)
+        let bedEnd = out.addBed(bed, activityEnd: end)
+        return out.timeline(end: max(end, bedEnd))
     }
 }

@@ -142,7 +142,9 @@ public struct Lesson: Sendable {
         static let pool: Set<String> = ["clips", "noRepeat"]
         static let ducking: Set<String> = ["gain", "attack", "release"]
         static let item: Set<String> = ["clip", "pool", "silence", "pulse", "music"]
-        static let activity: Set<String> = ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony"]
+        static let activity: Set<String> = ["intro", "steps", "final", "taps", "idleSeconds", "sounds", "polyphony", "music"]
+        static let music: Set<String> = ["clip", "loop", "fadeIn", "fadeOut"]
+        static let loop: Set<String> = ["start", "end"]
         static let picture: Set<String> = ["file", "alt"]
         static let step: Set<String> = ["prompt", "answer", "choices", "idle", "idleSeconds", "correct", "wrong"]
         static let feedback: Set<String> = ["chain", "pulse"]
@@ -309,7 +311,9 @@ public struct Lesson: Sendable {
         var activities: [String: Activity] = [:]
         if let activitiesCursor = top["activities"] {
             for (id, entry) in try activitiesCursor.object() {
-                activities[id] = try Activity.parse(entry, id: id, rate: sampleRate)
+                let activity = try Activity.parse(entry, id: id, rate: sampleRate)
+                if let music = activity.music { musicItemClips.insert(music.clip) }
+                activities[id] = activity
             }
         }
 
@@ -406,6 +410,9 @@ public struct Lesson: Sendable {
         }
         if let (chain, place) = activity.firstChain(where: { chains[$0] == nil }) {
             throw NarratorError(file: path, place: "activities.\(id).\(place)", "unknown chain '\(chain)' \(known("chains", chains.keys))")
+        }
+        if let music = activity.music, clips[music.clip] == nil {
+            throw NarratorError(file: path, place: "activities.\(id).music.clip", "unknown clip '\(music.clip)' \(known("clips", clips.keys))")
         }
         return activity
     }

@@ -26,7 +26,22 @@ public final class Mixer {
         let ring: Unmanaged<SampleRing>?
         let lane: Int
         let bus: Lesson.Bus
+        /// A music bed's index in `shapes`, −1 for a plain voice (in the padding after `bus`:
+        /// a slot stays 56 bytes).
+        var shape: Int32 = -1
     }
+
+    /// A music bed's shape (`VoiceShape`) in frames of its clip (`loopStart..<loopEnd`, empty
+    /// for no loop; `clipFrames`) and of the timeline (the fades: `fadeInEnd`, `fadeOutStart`).
+    private struct Shape {
+        let clipFrames: Int
+        let loopStart: Int
+        let loopEnd: Int
+        let fadeInEnd: Int
+        let fadeOutStart: Int
+    }
+
+    private let shapes: UnsafeMutableBufferPointer<Shape>
 
     private let slots: UnsafeMutableBufferPointer<Slot>
     private var nextSlot = 0
@@ -64,6 +79,8 @@ public final class Mixer {
     /// The gains as they stand: voice, sfx, music, master.
     private var current: (Float, Float, Float, Float) = (1, 1, 1, 1)
     private let rampStep: Float
+    /// A shaped voice's frames while they fade, before their gains (allocated when one is).
+    private let fadeBlock: UnsafeMutableBufferPointer<Float>
 
     /// `maxBlockFrames` bounds `render`'s `frameCount` when the schedule ducks music or
     /// `gains` are given. The gains start where they stand, with no ramp.
@@ -80,6 +97,10 @@ public final class Mixer {
         let busScratch = gains == nil ? 1 : maxBlockFrames
         voiceBlock = .allocate(capacity: busScratch * schedule.channels)
         sfxBlock = .allocate(capacity: busScratch * schedule.channels)
+        let shaped = schedule.voices.count { $0.shape != nil }
+        fadeBlock = .allocate(capacity: (shaped > 0 ? maxBlockFrames : 1) * schedule.channels)
+        shapes = .allocate(capacity: max(shaped, 1))
+        var shapeCount = 0
         // 10 ms from silence to full level.
         rampStep = 1 / Float(max(1, schedule.sampleRate / 100))
         slots = .allocate(capacity: max(schedule.voices.count, 1))
@@ -112,8 +133,18 @@ public final class Mixer {
                 lane = lanes.laneOfVoice[index]
                 ring = Unmanaged.passUnretained(lanes.rings[lane])
             }
-            (slots.baseAddress! + index).initialize(
-                to: Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus))
+            var slot = Slot(start: voice.startFrame, end: voice.endFrame, channels: audio.channels, samples: samples, ring: ring, lane: lane, bus: voice.bus)
+            if let shape = voice.shape {
+                precondition(samples != nil, "a music bed plays from memory")
+                precondition((shape.loop?.upperBound ?? shape.frames) <= audio.frames, "a bed's loop lies within its clip")
+                (shapes.baseAddress! + shapeCount).initialize(
+                    to: Shape(
+                        clipFrames: audio.frames, loopStart: shape.loop?.lowerBound ?? 0, loopEnd: shape.loop?.upperBound ?? 0,
+                        fadeInEnd: voice.startFrame + shape.fadeInFrames, fadeOutStart: voice.endFrame - shape.fadeOutFrames))
+                slot.shape = Int32(shapeCount)
+                shapeCount += 1
+            }
+            (slots.baseAddress! + index).initialize(to: slot)
         }
         settleGains()
     }
@@ -130,6 +161,8 @@ public final class Mixer {
         voiced.deallocate()
         voiceBlock.deallocate()
         sfxBlock.deallocate()
+        fadeBlock.deallocate()
+        shapes.deallocate()
     }
 
     /// Moves to `frame` of the schedule: the voices playing there resume mid-way, and the music's
@@ -396,7 +429,9 @@ public final class Mixer {
                 if ducking != nil && slot.bus == .voice {
                     for f in (from - blockStart)..<(to - blockStart) { voiced[f] = true }
                 }
-                if let samples = slot.samples {
+                if slot.shape >= 0 {
+                    mixShaped(slot, shapes[Int(slot.shape)], from: from, to: to, into: out)
+                } else if let samples = slot.samples {
                     mix(samples + (from - slot.start) * slot.channels, channels: slot.channels, frames: to - from, into: out)
                 } else if let ring = slot.ring, streams, laneWaiting[slot.lane] == 0 {
                     // (A lane waiting for its refill plays silence.)
@@ -457,6 +492,46 @@ public final class Mixer {
             duck = voiced[f] ? min(full, duck + ducking.releaseFrames) : max(0, duck - ducking.attackFrames)
             let gain = 1 + Float(duck) * scale
             for c in 0..<channels { target[f * channels + c] += musicBlock[f * channels + c] * gain }
+        }
+    }
+
+    /// Adds a music bed's frames `from..<to` of the timeline: its clip read from where the
+    /// loop puts that frame (a run at a time, up to the loop's end), under its fades. Each
+    /// frame's value depends on its timeline frame only: the same whatever the block size.
+    private func mixShaped(_ slot: Slot, _ shape: Shape, from: Int, to: Int, into out: UnsafeMutablePointer<Float>) {
+        let samples = slot.samples!
+        var frame = from
+        while frame < to {
+            var offset = frame - slot.start
+            var run = to - frame
+            if shape.loopEnd > shape.loopStart {
+                if offset >= shape.loopEnd { offset = shape.loopStart + (offset - shape.loopStart) % (shape.loopEnd - shape.loopStart) }
+                run = min(run, shape.loopEnd - offset)
+            } else {
+                guard offset < shape.clipFrames else { return }
+                run = min(run, shape.clipFrames - offset)
+            }
+            let faded = frame < shape.fadeInEnd || frame + run > shape.fadeOutStart
+            if faded { run = min(run, maxBlockFrames) }
+            let source = samples + offset * slot.channels
+            let target = out + (frame - from) * channels
+            if !faded {
+                mix(source, channels: slot.channels, frames: run, into: target)
+            } else {
+                // Mixed apart, then added under each frame's gain: linear from 0 over the
+                // fade-in, down to 1 / fadeOut frames on the last frame of the fade-out.
+                let scratch = fadeBlock.baseAddress!
+                scratch.update(repeating: 0, count: run * channels)
+                mix(source, channels: slot.channels, frames: run, into: scratch)
+                for k in 0..<run {
+                    let at = frame + k
+                    var gain: Float = 1
+                    if at < shape.fadeInEnd { gain = Float(at - slot.start) / Float(shape.fadeInEnd - slot.start) }
+                    if at >= shape.fadeOutStart { gain *= Float(slot.end - at) / Float(slot.end - shape.fadeOutStart) }
+                    for c in 0..<channels { target[k * channels + c] += scratch[k * channels + c] * gain }
+                }
+            }
+            frame += run
         }
     }
 

@@ -79,7 +79,29 @@ public struct Voice: Sendable {
     public let audio: ClipAudio
     public let startFrame: Int
     public var bus: Lesson.Bus = .voice
-    public var endFrame: Int { startFrame + audio.frames }
+    /// How a music bed loops and fades; nil for a clip played once as it is.
+    public var shape: VoiceShape? = nil
+    public var endFrame: Int { startFrame + (shape?.frames ?? audio.frames) }
+}
+
+/// An activity's music bed on the timeline: its clip (`Voice.audio`) played from its start,
+/// looped sample-exactly (after the clip's frame `loop.upperBound − 1` comes `loop.lowerBound`),
+/// faded in over its first frames and out over its last. A class, so that a voice stays small.
+public final class VoiceShape: Sendable {
+    /// How long the voice lasts on the timeline, fades included.
+    public let frames: Int
+    /// Frames of the clip; nil: the clip plays once (`frames` is at most its length).
+    public let loop: Range<Int>?
+    public let fadeInFrames: Int
+    /// The fade-out: its last `fadeOutFrames` frames.
+    public let fadeOutFrames: Int
+
+    public init(frames: Int, loop: Range<Int>?, fadeInFrames: Int, fadeOutFrames: Int) {
+        self.frames = frames
+        self.loop = loop
+        self.fadeInFrames = fadeInFrames
+        self.fadeOutFrames = fadeOutFrames
+    }
 }
 
 /// What a chain turns into: audio placed at exact frames, and cues sorted by frame (ties in
@@ -114,15 +136,20 @@ extension Schedule {
             }
             return "\(voice.startFrame) \(source) \(voice.audio.offset) \(voice.bus)"
         }
-        var ends: [String: Int] = [:]
-        for voice in a.voices { ends[key(voice)] = voice.endFrame }
+        // Where a voice stops sounding as it would at full length: its end, or where a bed's
+        // fade-out begins (the same bed ending elsewhere differs from its fade-out on).
+        func fadeStart(_ voice: Voice) -> Int { voice.endFrame - (voice.shape?.fadeOutFrames ?? 0) }
+        var ends: [String: Voice] = [:]
+        for voice in a.voices { ends[key(voice)] = voice }
         var first = min(a.frames, b.frames)
         var seen: Set<String> = []
         for voice in b.voices {
             let k = key(voice)
             seen.insert(k)
-            if let end = ends[k] {
-                if end != voice.endFrame { first = min(first, min(end, voice.endFrame)) }
+            if let other = ends[k] {
+                if other.endFrame != voice.endFrame || fadeStart(other) != fadeStart(voice) {
+                    first = min(first, min(fadeStart(other), fadeStart(voice)))
+                }
             } else {
                 first = min(first, voice.startFrame)
             }

@@ -35,6 +35,13 @@ public enum TraceKind: String, Sendable, CaseIterable {
     /// The run stopped without ending (`reason`): the virtual clock's end, or a child who never
     /// answers.
     case stop
+    /// The activity's music bed starts (`clip`), at frame 0.
+    case musicStart
+    /// The bed goes back to its loop's start (`clip`, `loop`: how many times it has looped).
+    case musicLoop
+    /// The bed falls silent (`clip`, `reason`: `faded` after the activity's end, or `clip
+    /// ended` for a bed that does not loop).
+    case musicStop
 
     // An announcer's run (`Announcer`), each with `id` and `priority`.
     /// A request arrived (`chain`).

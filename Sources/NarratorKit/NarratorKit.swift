@@ -63,19 +63,20 @@ public struct NarratorLesson: Sendable {
             let untilFrame =
                 until ?? (live ? 86400 * rate : (taps!.map(\.frame).max() ?? 40 * rate) + 20 * rate)
             // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
+            let bank = try bank(for: activity.chainIDs, also: activity.music.map { [$0.clip] } ?? [], decoder: SndFileDecoder(streamAboveSeconds: nil))
             let planner = ActivityPlanner(
-                activity: activity, bank: try bank(for: activity.chainIDs, decoder: SndFileDecoder(streamAboveSeconds: nil)),
-                seed: seed, until: untilFrame, state: state)
+                activity: activity, bank: bank, bed: try ActivityRunner.Bed.resolve(activity, bank: bank), seed: seed, until: untilFrame, state: state)
             return PreparedProgram(schedule: try planner.plan(taps: taps ?? []), planner: live ? planner : nil)
         }
     }
 
     /// The clips every one of `chains` can play, decoded once.
-    private func bank(for chains: [String], decoder: SndFileDecoder = SndFileDecoder()) throws(NarratorError) -> ClipBank {
+    private func bank(for chains: [String], also more: [String] = [], decoder: SndFileDecoder = SndFileDecoder()) throws(NarratorError) -> ClipBank {
         var clipIDs: [String] = []
         for chain in chains {
             for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
         }
+        for id in more where !clipIDs.contains(id) { clipIDs.append(id) }
         return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: decoder)
     }
 }
@@ -85,6 +86,7 @@ public struct NarratorLesson: Sendable {
 struct ActivityPlanner: Sendable {
     let activity: Activity
     let bank: ClipBank
+    let bed: ActivityRunner.Bed?
     let seed: UInt64
     let until: Int
     let state: String?
@@ -92,9 +94,11 @@ struct ActivityPlanner: Sendable {
     func plan(taps: [Tap]) throws(NarratorError) -> Schedule {
         var draws = PoolDraws(seed: seed)
         let bank = bank
-        return try ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
+        var runner = ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
             try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-        }.run(taps: taps, until: until, state: state).schedule
+        }
+        runner.bed = bed
+        return try runner.run(taps: taps, until: until, state: state).schedule
     }
 }
 

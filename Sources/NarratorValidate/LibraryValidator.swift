@@ -491,6 +491,8 @@ public struct LibraryValidator: Sendable {
             }
         }
         for activity in lesson.activities.keys.sorted() {
+            // An activity's music bed plays its clip.
+            if let music = lesson.activities[activity]?.music { referenced.insert(music.clip) }
             do { _ = try lesson.activity(activity) } catch {
                 findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
             }

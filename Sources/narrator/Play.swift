@@ -217,7 +217,7 @@ final class EventSink: @unchecked Sendable {
     /// The view on a terminal, when stdout is one.
     let display: ReadAlong?
 
-    private let lastCue: Cue?
+    private var finalCue: FinalCue
     /// The errno of the first failed write of an event, or 0.
     private var writeFailure: Int32 = 0
     private var emptied = false
@@ -226,7 +226,7 @@ final class EventSink: @unchecked Sendable {
     /// the playback's from its first frame, for the terminal view's clock.
     init(path: String?, schedule: Schedule, live: Bool = false, speed: Double = 1) throws(NarratorError) {
         self.path = path
-        lastCue = schedule.cues.last
+        finalCue = FinalCue(lastCue: schedule.cues.last)
         let total = live ? nil : schedule.cues.last?.frame
         if let path {
             // Written as heard, line by line (not atomically: a reader follows it); a device
@@ -262,7 +262,7 @@ final class EventSink: @unchecked Sendable {
                 // A regular file's old lines go (a device or a FIFO has none to lose).
                 if path != nil { _ = ftruncate(handle.fileDescriptor, 0) }
             }
-            let final = Self.isFinal(event, lastCue: lastCue)
+            let final = finalCue.isFinal(event)
             // A failed write (a full disk, a reader gone) is said once, at the end; playback goes on.
             if writeFailure == 0 {
                 writeFailure = Output.write(Self.line(event, startTime: startTime, final: final) + "\n", to: handle.fileDescriptor)
@@ -277,10 +277,31 @@ final class EventSink: @unchecked Sendable {
         if writeFailure != 0 { printError(Output.failure(path ?? "stdout", writeFailure).description) }
     }
 
-    /// Whether `event` is the cue that ends playback: the schedule's last, or an activity's end.
-    static func isFinal(_ event: PlaybackEvent, lastCue: Cue?) -> Bool {
-        guard case .cue(let cue, _, _) = event else { return false }
-        return cue == lastCue || cue.traceKind?.endsActivity == true
+    /// Which cue ends playback: the schedule's last, or an activity's end — or, when its music
+    /// bed plays on past that end (fading out), the bed's `musicStop`. Fed every event in order.
+    struct FinalCue {
+        let lastCue: Cue?
+        private var bedPlaying = false
+        private var activityEnded = false
+
+        init(lastCue: Cue?) { self.lastCue = lastCue }
+
+        mutating func isFinal(_ event: PlaybackEvent) -> Bool {
+            guard case .cue(let cue, _, _) = event else { return false }
+            switch cue.traceKind {
+            case .musicStart?:
+                bedPlaying = true
+            case .musicStop?:
+                bedPlaying = false
+                if activityEnded { return true }
+            case let kind? where kind.endsActivity:
+                activityEnded = true
+                return !bedPlaying
+            default:
+                break
+            }
+            return cue == lastCue
+        }
     }
 
     /// The event's line with the CLI's envelope: `t`, seconds from `startTime` (when playback

@@ -51,14 +51,15 @@ struct Simulate: ParsableCommand {
             let clock = VirtualClock()
             let output = VirtualOutput(clock: clock, sampleRate: schedule.sampleRate, channels: schedule.channels, periodFrames: 480, bufferFrames: 1920)
             output.keepsSamples = false
-            let heard = Mutex<(origin: Int64?, lines: [String], paused: Bool)>((nil, [], false))
+            let heard = Mutex<(origin: Int64?, lines: [String], paused: Bool, final: EventSink.FinalCue)>(
+                (nil, [], false, EventSink.FinalCue(lastCue: schedule.cues.last)))
             let playback = prepared.play(on: output, clock: clock, onEvents: { events in
                 heard.withLock { heard in
                     for event in events {
                         if case .start(let info) = event { heard.origin = info.firstFrameHeardTime }
                         if case .paused = event { heard.paused = true } else { heard.paused = false }
                         heard.lines.append(
-                            EventSink.line(event, startTime: heard.origin ?? event.heard, final: EventSink.isFinal(event, lastCue: schedule.cues.last)))
+                            EventSink.line(event, startTime: heard.origin ?? event.heard, final: heard.final.isFinal(event)))
                     }
                 }
             })

@@ -56,6 +56,7 @@ struct EventSchemaTests {
         let kinds: Set<String> = [
             "clipStart", "clipEnd", "sentence", "word", "pulse", "chainEnd", "activityStart", "variant", "stepStart", "chainStart", "tap", "feedback",
             "feedbackEnd", "sound", "soundCut", "idlePrompt", "advance", "close", "activityEnd", "stop", "canceled", "request", "begin", "end",
+            "musicStart", "musicLoop", "musicStop",
         ]
         #expect(kinds.subtracting(seen).isEmpty, "not produced: \(kinds.subtracting(seen))")
         // A cue's kind is never the name of one of the other events: one switch on `type`.

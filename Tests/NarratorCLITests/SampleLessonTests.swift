@@ -25,10 +25,12 @@ struct SampleLessonTests {
         let back = try Self.simulate("homer-hat-shop", ["--activity", "hat-shop", "--state", "return-use"])
         #expect(first.contains { $0.type == "clipStart" && $0["clip"] == "welcome-first" })
         #expect(back.contains { $0.type == "clipStart" && $0["clip"] == "welcome-return" })
-        #expect(first.contains { $0.type == "clipStart" && $0["clip"] == "music" && $0.frame == 0 })
+        // The music is the activity's bed (MusicBedTests): it starts with it, fades out after it.
+        #expect(first.contains { $0.type == "musicStart" && $0["clip"] == "music" && $0.frame == 0 })
         let welcomeEnd = 24_000 + (try Self.clipFrames("welcome-first"))
         #expect(first.contains { $0.type == "pulse" && $0["target"] == "mirror" && $0.frame == welcomeEnd })
-        #expect(first.last?.type == "activityEnd" && first.last?.frame == welcomeEnd)
+        #expect(first.contains { $0.type == "activityEnd" && $0.frame == welcomeEnd })
+        #expect(first.last?.type == "musicStop" && first.last?.frame == welcomeEnd + 24_000)
 
         let noState = try run(Repo.narrator, ["simulate", Repo.path("Timings/lessons/homer-hat-shop.json"), "--activity", "hat-shop"])
         #expect(noState.status == 1 && noState.stderr == "narrator: --state: activity 'hat-shop' has an intro per state: choose one of first-use, return-use\n")
