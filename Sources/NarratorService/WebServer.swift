@@ -25,6 +25,9 @@ enum WebServer {
                 var headers = HTTPFields()
                 headers[.contentType] = file.contentType
                 headers[.cacheControl] = "no-store"
+                // The component is loaded by apps' own pages, from their origins (a module
+                // script needs CORS); it holds no secret, the WebSocket asks for the token.
+                if path == "/narrator-player.js" { headers[.accessControlAllowOrigin] = "*" }
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
             }
         }
@@ -124,7 +127,10 @@ struct Page: Sendable {
     let files: [String: File]
 
     static func load() throws -> Page {
-        let names = [("/", "index.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8")]
+        let names = [
+            ("/", "index.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8"),
+            ("/player.html", "player.html", "text/html; charset=utf-8"), ("/narrator-player.js", "narrator-player.js", "text/javascript; charset=utf-8"),
+        ]
         var files: [String: File] = [:]
         for (path, name, type) in names {
             guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Page"),
