@@ -33,13 +33,17 @@ struct NarratorPlayerTests {
     /// `heard` (the host page's listener's events, in order) against `cues`: the same types in the
     /// same order, every member of each cue equal, frames shifted by `offset`.
     static func expectSame(_ heard: [Event], _ cues: [Event], offset: Int = 0, _ what: String) {
-        #expect(heard.count == cues.count, "\(what): the host heard \(heard.count) cues, the sheet has \(cues.count): \(heard.map { $0["type"] ?? "" })")
-        for (got, cue) in zip(heard, cues) {
-            for (key, value) in cue {
-                let expected: Any = (key == "frame" || key == "endFrame") ? ((value as? Int) ?? 0) + offset : value
-                #expect("\(got[key] ?? "missing")" == "\(expected)", "\(what): \(key) of \(cue) is \(got[key] ?? "missing")")
-            }
+        func line(_ event: Event, _ keys: [String], shift: Int) -> String {
+            keys.map { key in
+                let value = event[key]
+                if key == "frame" || key == "endFrame", let frame = value as? Int { return "\(key)=\(frame + shift)" }
+                return "\(key)=\(value.map { "\($0)" } ?? "missing")"
+            }.joined(separator: " ")
         }
+        let expected = cues.map { line($0, $0.keys.sorted(), shift: offset) }
+        let got = zip(heard, cues).map { line($0, $1.keys.sorted(), shift: 0) } + heard.dropFirst(cues.count).map { line($0, $0.keys.sorted(), shift: 0) }
+        let first = Array(zip(got, expected)).firstIndex { $0.0 != $0.1 } ?? min(got.count, expected.count)
+        #expect(got == expected, "\(what): \(got.count) events heard, \(expected.count) in the sheet; first difference at \(first): heard \(first < got.count ? got[first] : "nothing"), sheet \(first < expected.count ? expected[first] : "nothing")")
     }
 
     static func drive(_ arguments: [String]) throws -> [String: Any] {
@@ -213,6 +217,9 @@ struct NarratorPlayerTests {
         let lessons = dir.file("lib")
         try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
         _ = try PlayerLesson.write(in: lessons)
+        // A lesson that cannot be read, with a long name: the menu lists its problem, and still
+        // leaves Start on screen.
+        _ = dir.write("lib/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"#)
         let server = try PulseTestServer()
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
@@ -236,6 +243,8 @@ struct NarratorPlayerTests {
             #expect(onScreen(start) && onScreen(toggle), "\(size): Start \(start), play \(toggle)")
             #expect(!tiles.isEmpty && tiles.allSatisfy(onScreen), "\(size): tiles \(tiles)")
             #expect((layout["scrollWidth"] as? Double ?? .infinity) <= width, "\(size): \(layout["scrollWidth"] ?? "")")
+            let options = layout["options"] as? [String] ?? []
+            #expect(options.contains("activity pick") && options.contains { $0.hasPrefix("cannot be read: a-lesson-with") }, "\(size): \(options)")
             for box in tiles + [toggle] {
                 #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(size): \(box)")
             }

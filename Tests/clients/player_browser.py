@@ -25,7 +25,8 @@ keeps its violations. --until ends the watch (default: the element's state is en
 It prints {"heard", "shots", "axe", "final", "timedOut", "pending"}.
 
 With --layout it opens URL in windows of each size and prints, for each, the boxes of the menu's
-Start button and of the element once its state is playing or ready.
+Start button, of the element, its play button, tiles and words once its state is ready or
+playing, the page's scroll width and the menu's options.
 """
 
 import argparse
@@ -276,7 +277,8 @@ async def layout(url, devtools_url, args):
                 " const P = document.querySelector('narrator-player'); const R = P.shadowRoot;"
                 " return {width: innerWidth, height: innerHeight, start: box(document.getElementById('start')), player: box(P),"
                 " toggle: box(R.querySelector('.toggle')), tiles: [...R.querySelectorAll('.tile')].map(box),"
-                " words: [...R.querySelectorAll('.word')].map(box), scrollWidth: document.documentElement.scrollWidth}; })()")
+                " words: [...R.querySelectorAll('.word')].map(box), scrollWidth: document.documentElement.scrollWidth,"
+                " options: [...document.getElementById('program').options].map(o => o.text)}; })()")
             shown["size"] = size
             results.append(shown)
     return {"layouts": results}
