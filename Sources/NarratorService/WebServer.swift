@@ -6,7 +6,7 @@ import NIOCore
 import NarratorKit
 
 /// The protocol over WebSocket (`/ws?token=…`, one request or event per text message), and the
-/// read-along page at `/`, served by Hummingbird.
+/// component's demo page at `/` (and the read-along page at `/read-along.html`), served by Hummingbird.
 enum WebServer {
     /// Messages up to this size are read whole (and then refused by the service when over its
     /// own limit, the connection staying up); a bigger one closes the connection (1009), and
@@ -128,8 +128,10 @@ struct Page: Sendable {
 
     static func load() throws -> Page {
         let names = [
-            ("/", "index.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8"),
-            ("/player.html", "player.html", "text/html; charset=utf-8"), ("/narrator-player.js", "narrator-player.js", "text/javascript; charset=utf-8"),
+            // `/`: the <narrator-player> component's demo page (docs/component.md); the
+            // read-along page of docs/read-along.md at /read-along.html.
+            ("/", "index.html", "text/html; charset=utf-8"), ("/narrator-player.js", "narrator-player.js", "text/javascript; charset=utf-8"),
+            ("/read-along.html", "read-along.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8"),
         ]
         var files: [String: File] = [:]
         for (path, name, type) in names {

@@ -113,7 +113,7 @@ struct NarratorPlayerTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
-        let url = "http://127.0.0.1:\(daemon.port)/player.html?lesson=player.json&activity=pick#token=\(daemon.token)"
+        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
         let types = ["start", "activityStart", "stepStart", "chainStart", "clipStart", "sentence", "word", "clipEnd", "pulse", "chainEnd",
                      "tap", "feedback", "feedbackEnd", "advance", "activityEnd", "finished", "stopped", "error", "idlePrompt"]
         let chainEnds = "heard.filter(h => h.type === 'chainEnd').length"
@@ -224,7 +224,7 @@ struct NarratorPlayerTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
-        let url = "http://127.0.0.1:\(daemon.port)/player.html?lesson=player.json&activity=pick#token=\(daemon.token)"
+        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
         let report = try Self.drive([url, dir.file("shots"), "--reduced-motion", "--record", "pulse", "--until", "heard.length > 0"])
         let pulse = try #require((report["heard"] as? [[String: Any]])?.first)
         let shown = (pulse["shown"] as? [String: Any])?["pulsing"] as? [[String: Any]] ?? []
