@@ -207,6 +207,45 @@ struct NarratorPlayerTests {
         }
     }
 
+    /// The element's methods, called by the host page: pause() pauses (a `paused` event), resume()
+    /// goes on, seek({clip, word}) jumps to the word's first frame (this file's timings: 1.05 s is
+    /// frame 50,400) and its cue comes next, tap("red") answers the step, stop() stops.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func theHostDrivesItWithItsMethods() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        _ = try PlayerLesson.write(in: lessons)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
+        let report = try Self.drive([
+            url, dir.file("shots"), "--record", "start,word,paused,resumed,seeked,chainEnd,tap,stepStart,stopped,finished,error",
+            "--call", "heard.some(h => h.type === 'word')::P.pause()",
+            "--call", "heard.some(h => h.type === 'paused')::P.resume()",
+            "--call", "heard.some(h => h.type === 'resumed')::P.seek({clip: 'ask', word: 3})",
+            "--call", "heard.some(h => h.type === 'chainEnd')::P.tap('red')",
+            "--call", "heard.some(h => h.type === 'stepStart' && h.detail.step === 1)::P.stop()",
+            "--until", "P.view.state === 'stopped'",
+        ])
+        let events = try #require(report["heard"] as? [[String: Any]]).map(Self.detail)
+        let types = events.map { $0["type"] as? String ?? "" }
+        let paused = try #require(types.firstIndex(of: "paused"), "\(types)")
+        let resumed = try #require(types.firstIndex(of: "resumed"), "\(types)")
+        let seeked = try #require(types.firstIndex(of: "seeked"), "\(types)")
+        #expect(paused < resumed && resumed < seeked, "\(types)")
+        #expect(events[seeked]["frame"] as? Int == 50_400, "\(events[seeked])")
+        let next = events[(seeked + 1)...].first { $0["type"] as? String == "word" }
+        #expect(next?["clip"] as? String == "ask" && next?["index"] as? Int == 3 && next?["frame"] as? Int == 50_400, "\(next ?? [:])")
+        let tap = try #require(events.first { $0["type"] as? String == "tap" })
+        #expect(tap["answer"] as? String == "red" && tap["result"] as? String == "correct", "\(tap)")
+        #expect(types.last == "stopped" && events.last?["reason"] as? String == "stopped", "\(events.last ?? [:])")
+        #expect((report["final"] as? [String: Any]).flatMap { ($0["view"] as? [String: Any])?["state"] as? String } == "stopped")
+    }
+
     /// Under prefers-reduced-motion a pulse is a static outline, not an animation; the demo page's
     /// menu, at 360×640 and 1280×800, leaves the player, its tiles and its controls on screen,
     /// nothing wider than the window, every tile and control at least 64 px each way.

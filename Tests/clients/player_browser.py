@@ -21,7 +21,8 @@ first time its expression holds, with the boxes (in the shot's pixels) of the li
 tile (its name and whether it pulses, is wrong or right) and of the end panel, and the count of
 pixels of each theme colour in each box and in the whole shot ("colors"); each --axe runs
 axe-core (bundled by the axe-selenium-python package) on the page when its expression holds and
-keeps its violations. --until ends the watch (default: the element's state is ended).
+keeps its violations. Each --call EXPRESSION::CODE runs CODE in the page (the host app calling
+the element's methods), in order, once its expression holds. --until ends the watch (default: the element's state is ended).
 It prints {"heard", "shots", "axe", "final", "timedOut", "pending"}.
 
 With --layout it opens URL in windows of each size and prints, for each, the boxes of the menu's
@@ -219,6 +220,7 @@ async def watch(url, out_dir, devtools_url, args):
         taps = [tuple(t.split(":", 1)) for t in args.tap]  # the same tile may be tapped again, later
         shots = [tuple(t.split(":", 1)) for t in args.shot]
         axes = [tuple(t.split(":", 1)) for t in args.axe]
+        calls = [tuple(t.split("::", 1)) for t in args.call]
         taken, checked, tapped = {}, {}, []
         prelude = "const P = document.querySelector('narrator-player'); const R = P.shadowRoot; const heard = window.__heard;"
         holds = lambda e: tools.evaluate("(() => { %s return !!(%s); })()" % (prelude, e))  # noqa: E731
@@ -236,6 +238,10 @@ async def watch(url, out_dir, devtools_url, args):
                     await click_at(tools, centre[0], centre[1])
                     tapped.append(name)
                     taps.remove((name, expression))
+            for expression, code in list(calls)[:1]:  # in order
+                if await holds(expression):
+                    await tools.evaluate("(() => { %s %s; })()" % (prelude, code))
+                    calls.remove((expression, code))
             for name, expression in list(shots):
                 if await holds(expression):
                     taken[name] = await shoot(tools, out_dir, name)
@@ -247,7 +253,7 @@ async def watch(url, out_dir, devtools_url, args):
                         "axe.run(document).then(r => r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
                         " nodes: v.nodes.map(n => n.target.join(' '))})))")
                     axes.remove((name, expression))
-            if not taps and not shots and not axes and await holds(done):
+            if not taps and not shots and not axes and not calls and await holds(done):
                 break
             await asyncio.sleep(0.01)
         timed_out = time.monotonic() >= deadline
@@ -260,7 +266,7 @@ async def watch(url, out_dir, devtools_url, args):
             " caption: document.getElementById('caption') ? document.getElementById('caption').textContent : null,"
             " hostPictures: [...document.querySelectorAll('[data-pulsed]')].map(e => e.id)}; })()" % SHOWN.strip())
     return {"heard": heard, "shots": taken, "axe": checked, "final": final, "tapped": tapped, "timedOut": timed_out,
-            "pending": {"taps": taps, "shots": shots, "axe": axes}}
+            "pending": {"taps": taps, "shots": shots, "axe": axes, "calls": calls}}
 
 
 async def layout(url, devtools_url, args):
@@ -295,6 +301,7 @@ def main():
     parser.add_argument("--tap", action="append", default=[])
     parser.add_argument("--shot", action="append", default=[])
     parser.add_argument("--axe", action="append", default=[])
+    parser.add_argument("--call", action="append", default=[], help="EXPRESSION::CODE")
     parser.add_argument("--until", default=None)
     parser.add_argument("--size", default="800x600")
     parser.add_argument("--reduced-motion", action="store_true")
