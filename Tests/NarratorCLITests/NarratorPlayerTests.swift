@@ -246,6 +246,28 @@ struct NarratorPlayerTests {
         #expect((report["final"] as? [String: Any]).flatMap { ($0["view"] as? [String: Any])?["state"] as? String } == "stopped")
     }
 
+    /// `locale="es"` (from the demo page's address): the words heard are the Spanish timing
+    /// file's, each as `narrator cues --locale es` schedules it, and the element lays out those.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func aLocalePlaysItsOwnWords() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        _ = try PlayerLesson.write(in: lessons)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let cues = try Self.cueSheet(lessons + "/player.json", ["--chain", "ask", "--locale", "es"])
+        #expect(cues.filter { $0["type"] as? String == "word" }.map { $0["text"] as? String ?? "" } == ["Toca", "la", "bola", "roja."])
+        let types = Set(cues.compactMap { $0["type"] as? String }).sorted()
+        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&chain=ask&locale=es#token=\(daemon.token)"
+        let report = try Self.drive([url, dir.file("shots"), "--record", types.joined(separator: ","), "--shot", "word:P.view.current === 'ask/2'"])
+        Self.expectSame(try #require(report["heard"] as? [[String: Any]]).map(Self.detail), cues, "locale es")
+        #expect((report["shots"] as? [String: [String: Any]])?["word"]?["litText"] as? String == "bola")
+    }
+
     /// Under prefers-reduced-motion a pulse is a static outline, not an animation; the demo page's
     /// menu, at 360×640 and 1280×800, leaves the player, its tiles and its controls on screen,
     /// nothing wider than the window, every tile and control at least 64 px each way.
@@ -308,6 +330,7 @@ enum PlayerLesson {
         try FileManager.default.removeItem(atPath: folder + "/made.json")
         let nope = try run("/usr/bin/env", ["sox", "-n", "-r", "48000", "-c", "2", "-b", "16", folder + "/nope.wav", "synth", "1.0", "sine", "220", "vol", "0.3"])
         try #require(nope.status == 0, "\(nope.stderr)")
+        try "0.200000\t0.600000\tToca\n0.700000\t0.900000\tla\n1.000000\t1.400000\tbola\n1.500000\t2.000000\troja.\n".write(toFile: folder + "/ask-es.txt", atomically: true, encoding: .utf8)
         try "0.100000\t0.400000\tNo,\n0.450000\t0.700000\ttry\n0.750000\t0.950000\tagain.\n".write(toFile: folder + "/nope.txt", atomically: true, encoding: .utf8)
         for name in ["red", "blue", "green"] {
             let svg = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><circle cx="5" cy="5" r="4" fill="#808080"/></svg>"##
@@ -319,7 +342,8 @@ enum PlayerLesson {
                 ? #", "pictures": {"# + ["red", "blue", "green"].map { #""\#($0)": {"file": "\#($0).svg", "alt": "a \#($0) ball"}"# }.joined(separator: ", ") + "}"
                 : ""
             return """
-                {"sampleRate": 48000, "channels": 2\(pictures),
+                {"sampleRate": 48000, "channels": 2\(pictures), "locale": "en",
+                 "locales": {"es": {"clips": {"ask": {"file": "ask.wav", "timings": "ask-es.txt"}}}},
                  "clips": {"ask": {"file": "ask.wav", "timings": "ask.txt"}, "yes": {"file": "yes.wav", "timings": "yes.txt"},
                            "nope": {"file": "nope.wav", "timings": "nope.txt"}},
                  "chains": {"ask": [{"pulse": ["red"]}, {"clip": "ask"}], "right": [{"clip": "yes"}], "nope": [{"clip": "nope"}]},

@@ -231,13 +231,19 @@ export class NarratorPlayer extends HTMLElement {
     this.prepare(program);
   }
 
-  request() {
-    const program = this.view.program;
-    const fields = { lesson: program.lesson };
+  // The seed and locale every request for the program carries (its book's too).
+  common(lesson) {
+    const fields = { lesson };
     const seed = this.getAttribute("seed");
     if (seed !== null && /^[0-9]{1,9}$/.test(seed)) fields.seed = Number(seed);
     const locale = this.getAttribute("locale");
     if (locale) fields.locale = locale;
+    return fields;
+  }
+
+  request() {
+    const program = this.view.program;
+    const fields = this.common(program.lesson);
     if (program.chain !== undefined) fields.chain = program.chain;
     else {
       fields.activity = program.activity;
@@ -267,7 +273,7 @@ export class NarratorPlayer extends HTMLElement {
     // schedules, asked one after another, fill the book of words.
     this.bookQueue = program.activity === undefined ? [] : this.view.library
       .filter((p) => p.lesson === program.lesson && p.chain !== undefined && p.problem === undefined)
-      .slice(0, 32).map((p) => ({ op: "cues", lesson: p.lesson, chain: p.chain }));
+      .slice(0, 32).map((p) => Object.assign({ op: "cues", chain: p.chain }, this.common(p.lesson)));
     this.bookIds = new Set();
     this.sheetReady = false;
     this.sheetId = this.send(Object.assign({ op: "cues" }, this.request()));
@@ -293,7 +299,8 @@ export class NarratorPlayer extends HTMLElement {
     const program = this.view.program;
     if (program.activity === undefined) return;
     const listed = this.steps && this.steps[step];
-    const names = listed ? (Array.isArray(listed.choices) && listed.choices.length ? listed.choices : [listed.answer]) : (this.steps ? [] : program.answers || []);
+    const listedNames = listed ? (Array.isArray(listed.choices) && listed.choices.length ? listed.choices : [listed.answer]) : (this.steps ? [] : program.answers || []);
+    const names = listedNames.filter((name) => typeof name === "string");
     for (const [name, element] of [...this.tileByName]) {
       if (element.dataset.kind === "choice" && !names.includes(name)) { element.remove(); this.tileByName.delete(name); }
     }
