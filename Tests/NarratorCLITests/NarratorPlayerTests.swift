@@ -316,7 +316,7 @@ struct NarratorPlayerTests {
 /// An activity written by these tests: a 2.4 s prompt whose words are this file's (it pulses
 /// "red" first), a wrong-answer feedback with three words, two steps answered "red" and "blue".
 /// When `narrator validate` takes step choices and pictures (docs/lessons.md), the first step
-/// offers red, blue and green, each with a grey picture, and the wrong tap is "green"; else the
+/// offers red, blue and green, each with a picture of a ball, and the wrong tap is "green"; else the
 /// tiles are the answers and the wrong tap is "blue".
 enum PlayerLesson {
     struct Made {
@@ -332,8 +332,9 @@ enum PlayerLesson {
         try #require(nope.status == 0, "\(nope.stderr)")
         try "0.200000\t0.600000\tToca\n0.700000\t0.900000\tla\n1.000000\t1.400000\tbola\n1.500000\t2.000000\troja.\n".write(toFile: folder + "/ask-es.txt", atomically: true, encoding: .utf8)
         try "0.100000\t0.400000\tNo,\n0.450000\t0.700000\ttry\n0.750000\t0.950000\tagain.\n".write(toFile: folder + "/nope.txt", atomically: true, encoding: .utf8)
-        for name in ["red", "blue", "green"] {
-            let svg = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><circle cx="5" cy="5" r="4" fill="#808080"/></svg>"##
+        // Balls in colours far from the theme's (more than 10 a channel), which the shots count.
+        for (name, fill) in [("red", "#e03131"), ("blue", "#3b5bdb"), ("green", "#40c057")] {
+            let svg = ##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 10"><circle cx="5" cy="5" r="4" fill=""## + fill + ##""/></svg>"##
             try svg.write(toFile: folder + "/\(name).svg", atomically: true, encoding: .utf8)
         }
         func lesson(_ extra: Bool) -> String {

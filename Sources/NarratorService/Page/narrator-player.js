@@ -545,8 +545,12 @@ export class NarratorPlayer extends HTMLElement {
       return;
     }
     this.view.log.push(event.type + (event.frame === null || event.frame === undefined ? "" : "@" + event.frame));
-    this.draw(event);
-    this.dispatchEvent(new CustomEvent(event.type, { detail: event }));
+    try {
+      this.draw(event);
+    } finally {
+      // The host hears every event, even one the element could not draw.
+      this.dispatchEvent(new CustomEvent(event.type, { detail: event }));
+    }
   }
 
   draw(event) {
