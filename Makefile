@@ -23,10 +23,12 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # libsqlite3-dev (public domain): the daemon's touch log (serve --touches, narrator touches;
 # docs/touches.md); sqlite3, its command-line tool, reads the log back in TouchesTests.
 # pocketsphinx (BSD-2-Clause, its en-US model inside the wheel): align's first stage for English.
+# axe-selenium-python: only for the axe.min.js (axe-core, MPL-2.0) it bundles, which
+# Tests/clients/player_browser.py injects over the DevTools protocol (NarratorPlayerTests).
 # flite: the second synthetic voice of the alignment tests and scripts/bench-align.sh.
-PIP_PACKAGES := websockets aeneas-ng pocketsphinx
+PIP_PACKAGES := websockets aeneas-ng pocketsphinx axe-selenium-python
 # What `deps` imports to tell that the pip packages are there (aeneas with its C extensions).
-PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc, pocketsphinx
+PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc, pocketsphinx, axe_selenium_python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # librsvg, eSpeak NG and libpulse are opened with dlopen by the commands that use them: every build
 # here finds headers-only pkg-config files first (scripts/headers-only-pkgconfig.sh writes them at
@@ -35,7 +37,7 @@ HEADERS_ONLY_PC := $(CURDIR)/.build-pkgconfig
 export PKG_CONFIG_PATH := $(HEADERS_ONLY_PC)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests|NarratorPlayerTests
 
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber

@@ -6,7 +6,7 @@ import NIOCore
 import NarratorKit
 
 /// The protocol over WebSocket (`/ws?token=…`, one request or event per text message), and the
-/// read-along page at `/`, served by Hummingbird.
+/// component's demo page at `/` (and the read-along page at `/read-along.html`), served by Hummingbird.
 enum WebServer {
     /// Messages up to this size are read whole (and then refused by the service when over its
     /// own limit, the connection staying up); a bigger one closes the connection (1009), and
@@ -25,6 +25,9 @@ enum WebServer {
                 var headers = HTTPFields()
                 headers[.contentType] = file.contentType
                 headers[.cacheControl] = "no-store"
+                // The component is loaded by apps' own pages, from their origins (a module
+                // script needs CORS); it holds no secret, the WebSocket asks for the token.
+                if path == "/narrator-player.js" { headers[.accessControlAllowOrigin] = "*" }
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
             }
         }
@@ -156,7 +159,12 @@ struct Page: Sendable {
     let files: [String: File]
 
     static func load() throws -> Page {
-        let names = [("/", "index.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8")]
+        let names = [
+            // `/`: the <narrator-player> component's demo page (docs/component.md); the
+            // read-along page of docs/read-along.md at /read-along.html.
+            ("/", "index.html", "text/html; charset=utf-8"), ("/narrator-player.js", "narrator-player.js", "text/javascript; charset=utf-8"),
+            ("/read-along.html", "read-along.html", "text/html; charset=utf-8"), ("/read-along.js", "read-along.js", "text/javascript; charset=utf-8"),
+        ]
         var files: [String: File] = [:]
         for (path, name, type) in names {
             guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Page"),

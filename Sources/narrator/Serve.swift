@@ -29,7 +29,7 @@ struct Serve: ParsableCommand {
     @Flag(help: "Do not listen on a Unix socket.")
     var noSocket = false
 
-    @Option(help: "Also serve WebSocket (/ws) and the read-along page (/) on HOST:PORT; port 0 picks a free one. Loopback unless told otherwise.")
+    @Option(help: "Also serve WebSocket (/ws) and the read-along pages (/, /read-along.html) on HOST:PORT; port 0 picks a free one. Loopback unless told otherwise.")
     var listen: String?
 
     @Option(help: "The token WebSocket clients must give (/ws?token=…). Default: a random one, printed on stdout.")

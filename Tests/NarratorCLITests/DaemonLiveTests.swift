@@ -456,7 +456,7 @@ struct DaemonLiveTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: library, server: server)
         defer { daemon.stop() }
-        let driven = try runTool("python3", [Clients.browser, "http://127.0.0.1:\(daemon.port)/?lesson=picture-dictionary.json&activity=word-popup#token=\(daemon.token)", dir.file("shots"), "--timeout", "30", "--controls"])
+        let driven = try runTool("python3", [Clients.browser, "http://127.0.0.1:\(daemon.port)/read-along.html?lesson=picture-dictionary.json&activity=word-popup#token=\(daemon.token)", dir.file("shots"), "--timeout", "30", "--controls"])
         try #require(driven.status == 0, "\(driven.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
         #expect(report["states"] as? [String] == ["paused", "paused", "playing", "ended"], "\(report)")
@@ -499,7 +499,7 @@ struct DaemonLiveTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: library, server: server)
         defer { daemon.stop() }
-        let driven = try runTool("python3", [Clients.browser, "http://127.0.0.1:\(daemon.port)/?lesson=picture-dictionary.json&activity=word-popup#token=\(daemon.token)", dir.file("shots"), "--timeout", "30"])
+        let driven = try runTool("python3", [Clients.browser, "http://127.0.0.1:\(daemon.port)/read-along.html?lesson=picture-dictionary.json&activity=word-popup#token=\(daemon.token)", dir.file("shots"), "--timeout", "30"])
         try #require(driven.status == 0, "\(driven.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
         let recording = try server.recording()

@@ -317,8 +317,11 @@ struct DaemonProtocolTests {
         #expect(terminal.count == 3)
         #expect(terminal.contains { $0.type == "error" && ($0.fields["message"] as? String ?? "").contains("65536-byte limit") })
         #expect(result.events.last?.id == "good" && result.events.last?.type == "finished")
-        // The page is served without the token (it holds none); the socket needs it.
-        let page = try runTool("python3", ["-c", "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())", "http://127.0.0.1:\(daemon.port)/"])
-        #expect(page.stdout.contains("read-along.js"))
+        // The pages are served without the token (they hold none); the socket needs it.
+        let fetch = "import urllib.request,sys; print(urllib.request.urlopen(sys.argv[1]).read().decode())"
+        let page = try runTool("python3", ["-c", fetch, "http://127.0.0.1:\(daemon.port)/"])
+        #expect(page.stdout.contains("narrator-player.js"))
+        let readAlong = try runTool("python3", ["-c", fetch, "http://127.0.0.1:\(daemon.port)/read-along.html"])
+        #expect(readAlong.stdout.contains("read-along.js"))
     }
 }

@@ -196,6 +196,9 @@ struct ReadAlongPageTests {
 
     // MARK: The page in Chromium
 
+    /// The read-along page's address with the daemon's token (`/` is the component's demo).
+    static func page(_ daemon: Daemon) -> String { "http://127.0.0.1:\(daemon.port)/read-along.html#token=\(daemon.token)" }
+
     /// One program watched on the page: each playback event as the page received it, with what
     /// the page showed once it had handled it.
     struct Watched {
@@ -214,7 +217,7 @@ struct ReadAlongPageTests {
     }
 
     static func watch(_ daemon: Daemon, query: String, shots: URL, _ options: [String]) throws -> Watched {
-        let url = "http://127.0.0.1:\(daemon.port)/?\(query)#token=\(daemon.token)"
+        let url = "http://127.0.0.1:\(daemon.port)/read-along.html?\(query)#token=\(daemon.token)"
         let driven = try runTool("python3", [Clients.browser, url, shots.path, "--timeout", "30", "--scenario"] + options)
         try #require(driven.status == 0, "\(driven.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
@@ -445,7 +448,7 @@ struct ReadAlongPageTests {
         #expect(programs.filter { $0.fields["lesson"] as? String == "lesson.json" }.count == 3)
         #expect(programs.filter { $0.fields["problem"] != nil }.count == 1)
         #expect(reply.events.last?.type == "finished" && reply.events.last?.fields["notLessons"] as? Int == 4, "\(reply.events.last?.fields ?? [:])")
-        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("menu"), "--timeout", "30", "--menu"])
+        let driven = try runTool("python3", [Clients.browser, Self.page(daemon), dir.file("menu"), "--timeout", "30", "--menu"])
         try #require(driven.status == 0, "\(driven.stderr)")
         let shown = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
         #expect(shown["state"] as? String == "choosing" && shown["playing"] is NSNull && shown["program"] is NSNull, "\(shown)")
@@ -468,7 +471,7 @@ struct ReadAlongPageTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: Self.library, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
-        let driven = try runTool("python3", [Clients.browser, daemon.page, dir.file("every"), "--timeout", "30", "--every"])
+        let driven = try runTool("python3", [Clients.browser, Self.page(daemon), dir.file("every"), "--timeout", "30", "--every"])
         try #require(driven.status == 0, "\(driven.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(driven.stdout.utf8)) as? [String: Any])
         let programs = try #require(report["programs"] as? [[String: Any]])

@@ -1,7 +1,7 @@
 // The read-along page: any chain or activity of the daemon's library, driven only by the
 // daemon's WebSocket events (docs/read-along.md).
 //
-// Address: /?lesson=L&chain=C (or &activity=A, [&state=S]) [&seed=N] #token=T. Without a lesson
+// Address: /read-along.html?lesson=L&chain=C (or &activity=A, [&state=S]) [&seed=N] #token=T. Without a lesson
 // it plays the library's picture-dictionary popup, else its first program; the menu at the top
 // (the daemon's "library" listing) picks another.
 //
