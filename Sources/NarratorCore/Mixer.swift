@@ -367,8 +367,6 @@ public final class Mixer {
     /// True once every frame of the schedule has been rendered.
     public var finished: Bool { position >= schedule.frames }
 
-    /// Fills `output` (interleaved, `frameCount × channels` samples) with the next
-    /// `frameCount` frames; frames past the schedule's end are silence.
     /// Whether every gain of `gains` is 1. (Written out: a generic tuple `!=` asks the runtime
     /// for the tuple's metadata, which allocates the first time, on the audio thread.)
     @inline(__always)
@@ -376,8 +374,16 @@ public final class Mixer {
         gains.0 == 1 && gains.1 == 1 && gains.2 == 1 && gains.3 == 1
     }
 
+    /// Fills `output` (interleaved, `frameCount × channels` samples) with the next
+    /// `frameCount` frames; frames past the schedule's end are silence.
     public func render(into output: UnsafeMutableBufferPointer<Float>, frameCount: Int) {
-        render(into: output, frameCount: frameCount, towards: gains.map { ($0.effective(.voice), $0.effective(.sfx), $0.effective(.music), $0.effective(.master)) })
+        // `if let`, not `Optional.map`: a generic call over the tuple asks the runtime for its
+        // metadata, which allocates the first time, on the audio thread.
+        if let gains {
+            render(into: output, frameCount: frameCount, towards: (gains.effective(.voice), gains.effective(.sfx), gains.effective(.music), gains.effective(.master)))
+        } else {
+            render(into: output, frameCount: frameCount, towards: nil)
+        }
     }
 
     /// `render`, with the gains stepping towards `targets` (a block rendered again after a
@@ -397,7 +403,9 @@ public final class Mixer {
         let target = output.baseAddress!
         target.update(repeating: 0, count: frameCount * channels)
         // Each bus apart, when a gain is not 1 or is on its way somewhere.
-        let separate = targets.map { !Self.allUnity($0) || !Self.allUnity(current) } ?? false
+        // (`if let`, not `targets.map`: see `render(into:frameCount:)`.)
+        var separate = false
+        if let targets { separate = !Self.allUnity(targets) || !Self.allUnity(current) }
         if ducking != nil || separate {
             precondition(frameCount <= maxBlockFrames, "block larger than the mixer's maxBlockFrames")
             musicBlock.baseAddress!.update(repeating: 0, count: frameCount * channels)

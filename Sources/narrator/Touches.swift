@@ -9,12 +9,13 @@ struct Touches: ParsableCommand {
         abstract: "Report a touch log: the most touched words and the answers most often wrong.",
         discussion: """
             Reads the SQLite file that `narrator serve --touches FILE` writes (read-only: a \
-            daemon may be writing it meanwhile). Words are counted as their clips' timings spell \
-            them; a wrong answer is counted per step of its activity, beside the answers that \
+            daemon may be writing it meanwhile). A word is counted as it is heard, whatever its \
+            timings spell it (lower case, without its punctuation); a wrong answer is counted per step of its activity, beside the answers that \
             step had in all. The schema, for an app's own queries, is in docs/touches.md.
 
-            Example:
-              narrator touches Timings/touches/picture-dictionary.sqlite --lesson picture-dictionary.json
+            Examples:
+              narrator touches Timings/touches/picture-dictionary.sqlite
+              narrator touches Timings/touches/picture-dictionary.sqlite --limit 3
             """)
 
     @Argument(help: "The touch log (an SQLite file written by narrator serve --touches).")
