@@ -18,14 +18,15 @@
 #   scripts/bench-render.sh
 # Environment:
 #   NARRATOR=path       use this narrator binary instead of building one
-#   BENCH_BUILD=plain   build with plain `swift build -c release` (what a package consumer gets)
-#                       instead of the shipped build (static Swift runtime, scripts/build-release.sh)
+#   BENCH_BUILD=plain   build with plain `swift build -c release` (what a SwiftPM user gets,
+#                       scratch path .build-bench-plain) instead of the shipped build
+#                       (scripts/build-release.sh); both link the Swift runtime statically
 #   BENCH_RUNS=N        runs per measurement (default 3; the best wall time is kept)
 #   BENCH_LONG=auto|1|0 the 60-minute chain: auto (default) runs it only when the
 #                       10-minute figures say it takes under a minute; 1 always; 0 never
 #
-# The release build goes to .build-bench (not .build), so it never clashes with a debug
-# `swift build`/`swift test` running in the same checkout.
+# The release builds go to .build-bench and .build-bench-plain (not .build), so they never clash
+# with a debug `swift build`/`swift test` running in the same checkout.
 
 set -euo pipefail
 export LC_ALL=C
@@ -47,23 +48,9 @@ done
 script_start=$EPOCHREALTIME
 
 # --- 1. The binary ------------------------------------------------------------------------
-if [[ -n ${NARRATOR:-} ]]; then
-    narrator=$NARRATOR
-    [[ -x $narrator ]] || die "NARRATOR=$narrator is not an executable"
-    say "using NARRATOR=$narrator"
-elif [[ ${BENCH_BUILD:-shipped} == plain ]]; then
-    # What a SwiftPM user or a package consumer gets: `swift build -c release`, dynamically
-    # linked against the Swift runtime and Foundation.
-    say "building narrator (plain swift build -c release, scratch path .build-bench-plain)..."
-    (cd "$repo" && swift build -c release --scratch-path .build-bench-plain --product narrator >&2) || die "release build failed"
-    narrator=$repo/.build-bench-plain/release/narrator
-    [[ -x $narrator ]] || die "no binary at $narrator after the build"
-else
-    say "building narrator (release as shipped, scripts/build-release.sh, scratch path .build-bench)..."
-    bin=$(bash "$repo/scripts/build-release.sh" narrator) || die "release build failed"
-    narrator=$bin/narrator
-    [[ -x $narrator ]] || die "no binary at $narrator after the build"
-fi
+# shellcheck source=scripts/bench-lib.sh
+source "$repo/scripts/bench-lib.sh"
+bench_narrator bench-render
 
 # --- 2. The fixtures and the lessons ---------------------------------------------------------
 clips=(
