@@ -118,7 +118,17 @@ let package = Package(
                 "CQuietMPG123",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ],
+            // A release build on Linux links the Swift runtime and Foundation into the binary,
+            // as `make release` (--static-swift-stdlib) does: a plain `swift build -c release`
+            // then starts in about 10 ms, not 50 (loading and relocating libswiftCore,
+            // libFoundation and ICU at each start; docs/benchmarks.md, Process start). Unsafe
+            // flags bar a product from use by other packages, so they are on this executable
+            // only: NarratorKit and the other library products carry none.
+            // The compile flag makes this module's objects name the static runtime's own
+            // libraries (Foundation's ICU, CoreFoundation, libxml2...) for the link.
+            swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]),
         // The executable's own mpg123_new, which makes libsndfile's libmpg123 handles quiet
         // (Sources/CQuietMPG123/quiet_mpg123.c says why only the executable has it).
         .target(name: "CQuietMPG123", linkerSettings: [.linkedLibrary("dl")]),

@@ -8,7 +8,8 @@
 # played back to back with no silence, and times each render against
 # `sox f1.wav f2.wav ... out.wav` over exactly the same files in the same order, in the
 # same run. Prints wall time (best of 3), peak memory (max RSS over the 3 runs), the speed
-# ratio (sox time / narrator time: above 1 means narrator is faster) and the real-time
+# ratio (sox time / narrator time: above 1 means narrator is faster; of the best runs, and of
+# the median runs, which load from other work on the machine moves less) and the real-time
 # factor, and checks that both outputs carry bit-identical samples.
 #
 # This is a benchmark, not a test: the figures are informational. The exit status is
@@ -18,14 +19,15 @@
 #   scripts/bench-render.sh
 # Environment:
 #   NARRATOR=path       use this narrator binary instead of building one
-#   BENCH_BUILD=plain   build with plain `swift build -c release` (what a package consumer gets)
-#                       instead of the shipped build (static Swift runtime, scripts/build-release.sh)
+#   BENCH_BUILD=plain   build with plain `swift build -c release` (what a SwiftPM user gets,
+#                       scratch path .build-bench-plain) instead of the shipped build
+#                       (scripts/build-release.sh); both link the Swift runtime statically
 #   BENCH_RUNS=N        runs per measurement (default 3; the best wall time is kept)
 #   BENCH_LONG=auto|1|0 the 60-minute chain: auto (default) runs it only when the
 #                       10-minute figures say it takes under a minute; 1 always; 0 never
 #
-# The release build goes to .build-bench (not .build), so it never clashes with a debug
-# `swift build`/`swift test` running in the same checkout.
+# The release builds go to .build-bench and .build-bench-plain (not .build), so they never clash
+# with a debug `swift build`/`swift test` running in the same checkout.
 
 set -euo pipefail
 export LC_ALL=C
@@ -47,23 +49,9 @@ done
 script_start=$EPOCHREALTIME
 
 # --- 1. The binary ------------------------------------------------------------------------
-if [[ -n ${NARRATOR:-} ]]; then
-    narrator=$NARRATOR
-    [[ -x $narrator ]] || die "NARRATOR=$narrator is not an executable"
-    say "using NARRATOR=$narrator"
-elif [[ ${BENCH_BUILD:-shipped} == plain ]]; then
-    # What a SwiftPM user or a package consumer gets: `swift build -c release`, dynamically
-    # linked against the Swift runtime and Foundation.
-    say "building narrator (plain swift build -c release, scratch path .build-bench-plain)..."
-    (cd "$repo" && swift build -c release --scratch-path .build-bench-plain --product narrator >&2) || die "release build failed"
-    narrator=$repo/.build-bench-plain/release/narrator
-    [[ -x $narrator ]] || die "no binary at $narrator after the build"
-else
-    say "building narrator (release as shipped, scripts/build-release.sh, scratch path .build-bench)..."
-    bin=$(bash "$repo/scripts/build-release.sh" narrator) || die "release build failed"
-    narrator=$bin/narrator
-    [[ -x $narrator ]] || die "no binary at $narrator after the build"
-fi
+# shellcheck source=scripts/bench-lib.sh
+source "$repo/scripts/bench-lib.sh"
+bench_narrator bench-render
 
 # --- 2. The fixtures and the lessons ---------------------------------------------------------
 clips=(
@@ -153,11 +141,14 @@ make_short_chain() {
 
 # --- 3. Measurements -------------------------------------------------------------------------
 # measure OUT_PREFIX cmd...: runs cmd $runs times under GNU time; sets
-# best_wall (seconds, from EPOCHREALTIME, best run) and peak_kib (max RSS over the runs).
+# best_wall (seconds, from EPOCHREALTIME, best run), median_wall (the median run) and peak_kib
+# (max RSS over the runs).
 measure() {
     local errfile=$work/cmd.err timefile=$work/time.txt
     best_wall=
+    median_wall=
     peak_kib=0
+    local -a walls=()
     for ((r = 1; r <= runs; r++)); do
         local t0=$EPOCHREALTIME
         if ! /usr/bin/time -f '%e %M' -o "$timefile" "$@" >/dev/null 2>"$errfile"; then
@@ -174,7 +165,9 @@ measure() {
             best_wall=$wall
         fi
         ((kib > peak_kib)) && peak_kib=$kib
+        walls+=("$wall")
     done
+    median_wall=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ w[NR] = $1 } END { printf "%.4f", NR % 2 ? w[(NR + 1) / 2] : (w[NR / 2] + w[NR / 2 + 1]) / 2 }')
     return 0
 }
 
@@ -196,7 +189,7 @@ raise_nofile() {
 }
 
 lengths=(1 10 60 short few)
-declare -A row_frames row_n_wall row_n_kib row_s_wall row_s_kib row_files row_same
+declare -A row_frames row_n_med row_s_med row_n_wall row_n_kib row_s_wall row_s_kib row_files row_same
 failed=0
 notes=()
 measured=()
@@ -239,6 +232,7 @@ for minutes in "${lengths[@]}"; do
         continue
     fi
     row_n_wall[$minutes]=$best_wall
+    row_n_med[$minutes]=$median_wall
     row_n_kib[$minutes]=$peak_kib
 
     say "[$minutes min] sox concatenation of the same ${#files[@]} files x$runs..."
@@ -252,6 +246,7 @@ for minutes in "${lengths[@]}"; do
         row_same[$minutes]="n/a"
     else
         row_s_wall[$minutes]=$best_wall
+        row_s_med[$minutes]=$median_wall
         row_s_kib[$minutes]=$peak_kib
     fi
 
@@ -286,10 +281,11 @@ echo "narrator render vs sox concatenation, 48 kHz mono s16, no gaps: fixtures c
 echo "short: 1,200 clips of 0.2-0.8 s (80 files); few: 1,300 clips of 0.2-0.8 s (6 files)"
 echo "binary: $narrator"
 echo "wall: best of $runs runs; RSS: peak over the runs; speed = sox wall / narrator wall"
-echo "(> 1: narrator faster); realtime = audio seconds per narrator wall second"
+echo "(> 1: narrator faster); median = the same over the median runs; realtime = audio seconds"
+echo "per narrator wall second"
 echo
-printf '%6s %6s %11s %10s %11s %10s %11s %7s %9s %10s\n' \
-    "min" "clips" "frames" "narr s" "narr MiB" "sox s" "sox MiB" "speed" "realtime" "identical"
+printf '%6s %6s %11s %10s %11s %10s %11s %7s %7s %9s %10s\n' \
+    "min" "clips" "frames" "narr s" "narr MiB" "sox s" "sox MiB" "speed" "median" "realtime" "identical"
 for minutes in "${measured[@]}"; do
     f=${row_frames[$minutes]}
     nw=${row_n_wall[$minutes]}
@@ -300,12 +296,13 @@ for minutes in "${measured[@]}"; do
         sw=${row_s_wall[$minutes]}
         skib=$(mib "${row_s_kib[$minutes]}")
         speed=$(awk -v s="$sw" -v n="$nw" 'BEGIN { printf "%.2f", s / n }')
+        median=$(awk -v s="${row_s_med[$minutes]}" -v n="${row_n_med[$minutes]}" 'BEGIN { printf "%.2f", s / n }')
     else
-        sw="-" skib="-" speed="-"
+        sw="-" skib="-" speed="-" median="-"
     fi
-    printf '%6s %6s %11s %10s %11s %10s %11s %7s %9s %10s\n' \
+    printf '%6s %6s %11s %10s %11s %10s %11s %7s %7s %9s %10s\n' \
         "$audio_min" "${row_files[$minutes]}" "$f" "$nw" "$(mib "${row_n_kib[$minutes]}")" \
-        "$sw" "$skib" "$speed" "$realtime" "${row_same[$minutes]}"
+        "$sw" "$skib" "$speed" "$median" "$realtime" "${row_same[$minutes]}"
 done
 echo
 for note in "${notes[@]+"${notes[@]}"}"; do echo "note: $note"; done

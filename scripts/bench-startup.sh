@@ -18,6 +18,8 @@
 #   scripts/bench-startup.sh
 # Environment:
 #   NARRATOR=path   use this narrator binary instead of building one (release, .build-bench)
+#   BENCH_BUILD=plain  build it with plain `swift build -c release` (.build-bench-plain), as a
+#                   SwiftPM user does, instead of scripts/build-release.sh
 #   RUNS=N          runs per command (default 50)
 
 set -euo pipefail
