@@ -31,9 +31,13 @@ public enum PocketSphinxStage {
             decoders = {}
             def decoder(level):
                 # lm=None: alignment needs no language model (loading en-us.lm.bin took more
-                # than half of the model's load).
+                # than half of the model's load). dither (seeded: the same answer every run):
+                # digital silence (exact zeros, as synthetic speech has between its words) made
+                # the search lose the text's end on whole 20 s pieces; half a bit of noise, as sox
+                # adds when it writes 16 bits, does not.
                 if level not in decoders:
-                    decoders[level] = Decoder(samprate=16000, bestpath=False, loglevel="FATAL", lm=None, **BEAMS[level])
+                    decoders[level] = Decoder(
+                        samprate=16000, bestpath=False, loglevel="FATAL", lm=None, dither=True, seed=1, **BEAMS[level])
                 return decoders[level]
             for line in sys.stdin:
                 if not line.strip():
