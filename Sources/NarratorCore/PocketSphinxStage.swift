@@ -21,11 +21,6 @@ public enum PocketSphinxStage {
             "default": {},
             "wide": dict(beam=1e-100, wbeam=1e-80, pbeam=1e-100, lpbeam=1e-80, lponlybeam=1e-80),
             "unpruned": dict(beam=1e-200, wbeam=1e-200, pbeam=1e-200, lpbeam=1e-200, lponlybeam=1e-200),
-            # Last: wide beams over half a bit of seeded noise (the same answer every run).
-            # Digital silence (exact zeros, synthetic speech's gaps) made every search above lose
-            # the text's end on whole 20 s pieces; with the noise sox adds when it writes 16 bits,
-            # it does not. Not first: it moves boundaries on clips that align without it.
-            "dithered": dict(beam=1e-100, wbeam=1e-80, pbeam=1e-100, lpbeam=1e-80, lponlybeam=1e-80, dither=True, seed=1),
         }
         def main():
             try:
@@ -58,7 +53,7 @@ public enum PocketSphinxStage {
             if missing:
                 return {"error": "not in PocketSphinx's dictionary: " + ", ".join(missing[:5])}
             said = "no alignment"
-            for level in ("default", "wide", "unpruned", "dithered"):
+            for level in ("default", "wide", "unpruned"):
                 try:
                     result = align(decoder(level), data, clean)
                 except AlignError as e:
