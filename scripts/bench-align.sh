@@ -15,7 +15,8 @@
 #   SYSTEMS        default aeneas,ps,ps+deep+bias5+edges,narrator-stage,narrator,narrator-aeneas
 #                  (narrator-stage: narrator align's first stage alone, its aligner frames;
 #                  narrator-aeneas: narrator align --first-stage aeneas, the other languages' path).
-#                  narrator runs are pinned to one core (taskset -c 0) and timed: the speed table.
+#                  narrator runs are pinned to one core (taskset -c 0) and timed: the speed table,
+#                  one `align` a clip and every clip in one manifest (one PocketSphinx worker).
 # needs: python3 with pocketsphinx, aeneas-ng, tgt, soundfile, numpy; sox, espeak-ng, flite.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
