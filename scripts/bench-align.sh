@@ -59,6 +59,11 @@ if ls "$work/real"/*.json >/dev/null 2>&1; then
     echo "## stop-initial words: closure or burst (real speech)"
     python3 "$here/align-eval/stops.py" --sets "$work/real" --cache "$work/cache-1"
 fi
+if [[ -n "$narrator" ]]; then
+    echo "## a long recording (3 minutes), clean and with 10 s of noise in the middle"
+    python3 "$here/align-eval/long.py" "$narrator" "$work/long-clean"
+    python3 "$here/align-eval/long.py" "$narrator" "$work/long-noise" --noise
+fi
 echo "## confidence predictors (words > 50 ms off)"
 (cd "$work" && python3 "$here/align-eval/confidence.py" --sets real synth/clean synth/bed20 \
     --system ps+deep+bias5+edges --cache "$work/cache-1" 2>/dev/null | tail -n +1) || true
