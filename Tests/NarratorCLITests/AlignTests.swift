@@ -288,6 +288,26 @@ struct AlignFailureTests {
         #expect(Date().timeIntervalSince(began) < 20)
     }
 
+    /// A batch starts one worker for all its items (its model loads once): the stand-in counts
+    /// its starts and answers each job with a piece it could not align.
+    @Test func aBatchStartsOneWorker() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = dir.write("clip.wav", data: WAVFile.pcm16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        let bin = dir.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let starts = dir.file("starts")
+        let script = dir.write(
+            "bin/python3", "#!/bin/sh\necho start >> \(starts)\nwhile read job; do echo '{\"pieces\": [{\"error\": \"stand-in\"}]}'; done\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let manifest = dir.write(
+            "batch.jsonl", (1...3).map { #"{"audio": "clip.wav", "text": "one two", "timings": "t\#($0).json"}"# }.joined(separator: "\n") + "\n")
+        let result = try run("/usr/bin/env", ["PATH=\(bin)", Repo.narrator, "align", "--manifest", manifest, "--first-stage", "pocketsphinx"])
+        #expect(result.status == 1)
+        #expect(result.stderr.components(separatedBy: "PocketSphinx could not align it: stand-in").count - 1 == 3, "\(result.stderr)")
+        #expect(try String(contentsOfFile: starts, encoding: .utf8) == "start\n", "one worker for the three items")
+    }
+
     /// In a batch, the item whose worker died fails (its own line) and the next item gets a new
     /// worker: here the stand-in dies on its first job and answers nothing that is JSON on the
     /// second, so both items fail, each with its own reason, and nothing is written.
