@@ -15,7 +15,8 @@
 #   SYSTEMS        default aeneas,ps,ps+deep+bias5+edges,narrator-stage,narrator,narrator-aeneas
 #                  (narrator-stage: narrator align's first stage alone, its aligner frames;
 #                  narrator-aeneas: narrator align --first-stage aeneas, the other languages' path).
-#                  narrator runs are pinned to one core (taskset -c 0) and timed: the speed table.
+#                  narrator runs are pinned to one core (taskset -c 0) and timed: the speed table,
+#                  one `align` a clip and every clip in one manifest (one PocketSphinx worker).
 # needs: python3 with pocketsphinx, aeneas-ng, tgt, soundfile, numpy; sox, espeak-ng, flite.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -57,6 +58,11 @@ done
 if ls "$work/real"/*.json >/dev/null 2>&1; then
     echo "## stop-initial words: closure or burst (real speech)"
     python3 "$here/align-eval/stops.py" --sets "$work/real" --cache "$work/cache-1"
+fi
+if [[ -n "$narrator" ]]; then
+    echo "## a long recording (3 minutes), clean and with 10 s of noise in the middle"
+    python3 "$here/align-eval/long.py" "$narrator" "$work/long-clean"
+    python3 "$here/align-eval/long.py" "$narrator" "$work/long-noise" --noise
 fi
 echo "## confidence predictors (words > 50 ms off)"
 (cd "$work" && python3 "$here/align-eval/confidence.py" --sets real synth/clean synth/bed20 \

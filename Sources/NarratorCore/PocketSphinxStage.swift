@@ -1,15 +1,16 @@
 import Foundation
 
 /// PocketSphinx 5 (PyPI `pocketsphinx`, BSD-2-Clause, its en-US model and CMUdict inside the
-/// wheel) as `narrator align`'s first stage for English: the program run as
-/// `python3 -c PROGRAM JOB.json`, and the strict reader of what it prints.
+/// wheel) as `narrator align`'s first stage for English: the program run once per `align`
+/// run (or manifest batch) as `python3 -c PROGRAM`, a worker fed one job a line on its standard
+/// input, answering one line each on its standard output; and the strict reader of what it prints.
 ///
-/// The job names a file of raw 16-bit little-endian mono samples at 16 kHz and its pieces (frames at 16 kHz and the words
+/// A job names a file of raw 16-bit little-endian mono samples at 16 kHz and its pieces (frames at 16 kHz and the words
 /// of each). For each piece the program aligns the words with `set_align_text` (the decoder
 /// puts optional silences between them), then aligns again with `set_alignment` for the
 /// phones; when the search loses the grammar's final state ("Final result does not match the
 /// grammar") it retries with wide beams, then unpruned. One decoder a beam setting, reused from
-/// piece to piece (its model loads once). It prints one JSON object:
+/// piece to piece and job to job (its model loads once a worker). It answers one JSON object a line:
 /// `{"pieces": [{"beams", "words": [{"word", "start", "end", "score", "phones": [[name, start,
 /// end, score]]}], "silences": [[start, end]]} | {"error": "…"}]}`, seconds from the piece's
 /// start. Exit status 3: PocketSphinx is not installed.
@@ -27,37 +28,40 @@ public enum PocketSphinxStage {
             except ImportError as e:
                 sys.stderr.write("pocketsphinx is not installed (%s)\n" % e)
                 sys.exit(3)
-            with open(sys.argv[1], encoding="utf-8") as f:
-                job = json.load(f)
-            audio = open(job["audio"], "rb")
             decoders = {}
             def decoder(level):
+                # lm=None: alignment needs no language model (loading en-us.lm.bin took more
+                # than half of the model's load).
                 if level not in decoders:
-                    decoders[level] = Decoder(samprate=16000, bestpath=False, loglevel="FATAL", **BEAMS[level])
+                    decoders[level] = Decoder(samprate=16000, bestpath=False, loglevel="FATAL", lm=None, **BEAMS[level])
                 return decoders[level]
-            out = []
-            for piece in job["pieces"]:
-                audio.seek(2 * piece["start"])
-                data = audio.read(2 * (piece["end"] - piece["start"]))
-                clean = [re.sub(r"[^a-z0-9']", "", w.lower()) for w in piece["words"]]
-                missing = [w for w, c in zip(piece["words"], clean) if not c or decoder("default").lookup_word(c) is None]
-                if missing:
-                    out.append({"error": "not in PocketSphinx's dictionary: " + ", ".join(missing[:5])})
+            for line in sys.stdin:
+                if not line.strip():
                     continue
-                said = "no alignment"
-                for level in ("default", "wide", "unpruned"):
-                    try:
-                        result = align(decoder(level), data, clean)
-                    except AlignError as e:
-                        said = str(e)
-                        continue
-                    result["beams"] = level
-                    out.append(result)
-                    break
-                else:
-                    out.append({"error": said})
-            json.dump({"pieces": out}, sys.stdout)
-            sys.stdout.write("\n")
+                job = json.loads(line)
+                out = []
+                with open(job["audio"], "rb") as audio:
+                    for piece in job["pieces"]:
+                        out.append(run(decoder, audio, piece))
+                sys.stdout.write(json.dumps({"pieces": out}) + "\n")
+                sys.stdout.flush()
+        def run(decoder, audio, piece):
+            audio.seek(2 * piece["start"])
+            data = audio.read(2 * (piece["end"] - piece["start"]))
+            clean = [re.sub(r"[^a-z0-9']", "", w.lower()) for w in piece["words"]]
+            missing = [w for w, c in zip(piece["words"], clean) if not c or decoder("default").lookup_word(c) is None]
+            if missing:
+                return {"error": "not in PocketSphinx's dictionary: " + ", ".join(missing[:5])}
+            said = "no alignment"
+            for level in ("default", "wide", "unpruned"):
+                try:
+                    result = align(decoder(level), data, clean)
+                except AlignError as e:
+                    said = str(e)
+                    continue
+                result["beams"] = level
+                return result
+            return {"error": said}
         class AlignError(Exception):
             pass
         def align(d, data, clean):
@@ -102,7 +106,7 @@ public enum PocketSphinxStage {
         }
     }
 
-    /// The job file the program reads.
+    /// A job, one line the worker reads.
     public static func job(audio: String, pieces: [Piece]) -> String {
         let items = pieces.map { piece in
             "{\"start\": \(piece.start), \"end\": \(piece.end), \"words\": [\(piece.words.map { EventEncoder.quoted($0) }.joined(separator: ", "))]}"

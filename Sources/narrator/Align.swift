@@ -109,7 +109,10 @@ struct Align: ParsableCommand {
             let source = transcript ?? "--text"
             let words = try Self.words(text: text, transcript: transcript)
             var timing = PocketSphinx.Timing()
-            let refined = try align(audio: audio, words: words, source: source, timings: timings, language: language, timing: &timing)
+            let worker = PocketSphinxWorker(timeout: timeout)
+            defer { worker.close() }
+            let refined = try align(
+                audio: audio, words: words, source: source, timings: timings, language: language, worker: worker, timing: &timing)
             if json {
                 print(Self.report(refined, rate: rate, audio: audio, timings: timings, timing: timing), terminator: "")
             } else {
@@ -148,22 +151,20 @@ struct Align: ParsableCommand {
     }
 
     /// Aligns one recording, refines its boundaries and writes its timings.
-    func align(audio: String, words: [String], source: String, timings: String, language: String) throws(NarratorError) -> [BoundaryRefinement.Word] {
-        var timing = PocketSphinx.Timing()
-        return try align(audio: audio, words: words, source: source, timings: timings, language: language, timing: &timing)
-    }
-
     func align(
-        audio: String, words: [String], source: String, timings: String, language: String, timing: inout PocketSphinx.Timing
+        audio: String, words: [String], source: String, timings: String, language: String, worker: PocketSphinxWorker,
+        timing: inout PocketSphinx.Timing
     ) throws(NarratorError) -> [BoundaryRefinement.Word] {
+        let decoding = Date()
         let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
+        timing.decode += Date().timeIntervalSince(decoding)
         var refined: [BoundaryRefinement.Word]? = nil
         var sphinxFailure: NarratorError? = nil
         if firstStage == "pocketsphinx" || (firstStage == "auto" && Self.isEnglish(language)) {
             do throws(NarratorError) {
                 refined = try PocketSphinx.align(
                     audio: audio, buffer: audioBuffer, words: words, rate: rate, timeout: timeout, source: source, aeneasChunk: piece,
-                    timing: &timing)
+                    worker: worker, timing: &timing)
             } catch {
                 guard firstStage == "auto" else { throw error }
                 sphinxFailure = error
@@ -212,6 +213,10 @@ struct Align: ParsableCommand {
             let batch = try AlignManifest.read(path: manifestPath, defaultLanguage: language, outputFolder: to)
             for item in batch.items { try Self.checkWritable(item.timings) }
             var lines: [String] = []
+            // One PocketSphinx worker for the batch: its model loads once.
+            let worker = PocketSphinxWorker(timeout: timeout)
+            defer { worker.close() }
+            var timing = PocketSphinx.Timing()
             for item in batch.items where part.contains(item.ordinal) {
                 var fields = "\"audio\": \(EventEncoder.quoted(item.written.audio)), \"timings\": \(EventEncoder.quoted(item.written.timings))"
                 do throws(NarratorError) {
@@ -224,7 +229,7 @@ struct Align: ParsableCommand {
                     }
                     let refined = try align(
                         audio: item.audio, words: words, source: item.transcript ?? "\(manifestPath): line \(item.line): text", timings: item.timings,
-                        language: item.language)
+                        language: item.language, worker: worker, timing: &timing)
                     print(Self.summary(refined, audio: item.audio, timings: item.timings))
                     fields += ", " + Self.itemFields(refined)
                 } catch {
@@ -257,7 +262,7 @@ struct Align: ParsableCommand {
             + "\"lowConfidence\": [\(low.joined(separator: ", "))]"
     }
 
-    /// `{"audio", "timings", "rate", "seconds": {"anchors", "pocketsphinx", "refinement"},
+    /// `{"audio", "timings", "rate", "seconds": {"decode", "anchors", "pocketsphinx", "refinement"},
     /// "words": [{text, start, end, startFrame, endFrame, stage, alignerStartFrame,
     /// alignerEndFrame, stageShiftMs, acousticScore, squeezedPhones, agreement, voiced,
     /// confidence}]}` (acousticScore and squeezedPhones null for aeneas's words).
@@ -273,7 +278,7 @@ struct Align: ParsableCommand {
                 + "\"squeezedPhones\": \(optional(word.squeezedPhones, 3)), "
                 + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), \"confidence\": \(fixed(word.confidence, 3))}"
         }
-        let seconds = "{\"anchors\": \(fixed(timing.anchors, 3)), \"pocketsphinx\": \(fixed(timing.pocketsphinx, 3)), \"refinement\": \(fixed(timing.refinement, 3))}"
+        let seconds = "{\"decode\": \(fixed(timing.decode, 3)), \"anchors\": \(fixed(timing.anchors, 3)), \"pocketsphinx\": \(fixed(timing.pocketsphinx, 3)), \"refinement\": \(fixed(timing.refinement, 3))}"
         return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"seconds\": \(seconds), \"words\": [\n  "
             + lines.joined(separator: ",\n  ") + "\n]}\n"
     }
@@ -307,19 +312,7 @@ enum Aeneas {
                     throw NarratorError(file: scratch.path, "cannot create a scratch directory: \(error.localizedDescription)")
                 }
                 path = scratch.appendingPathComponent("piece\(cursor).wav").path
-                let writer = try SoundFileWriter(path: path, sampleRate: rate, channels: buffer.channels, format: .s16)
-                do throws(NarratorError) {
-                    var offset = cursor
-                    while offset < buffer.frames {
-                        let count = min(8192, buffer.frames - offset)
-                        try writer.write(UnsafeBufferPointer(rebasing: buffer.storage[(offset * buffer.channels)..<((offset + count) * buffer.channels)]), frames: count)
-                        offset += count
-                    }
-                    try writer.finish()
-                } catch {
-                    writer.abandon()
-                    throw error
-                }
+                try writePiece(buffer, frames: cursor..<buffer.frames, rate: rate, to: path)
             }
             // In frames of the whole file; aeneas's last word may end a few milliseconds past
             // the decoded audio.
@@ -358,6 +351,24 @@ enum Aeneas {
             let end = max(start, word.endFrame)
             previousEnd = end
             return WordTiming(index: position, text: words[position], startFrame: start, endFrame: end)
+        }
+    }
+
+    /// Writes `frames` of `buffer` as a 16-bit WAV file (a piece for aeneas), in blocks the
+    /// writer takes.
+    static func writePiece(_ buffer: AudioBuffer, frames: Range<Int>, rate: Int, to path: String) throws(NarratorError) {
+        let writer = try SoundFileWriter(path: path, sampleRate: rate, channels: buffer.channels, format: .s16)
+        do throws(NarratorError) {
+            var offset = frames.lowerBound
+            while offset < frames.upperBound {
+                let count = min(8192, frames.upperBound - offset)
+                try writer.write(UnsafeBufferPointer(rebasing: buffer.storage[(offset * buffer.channels)..<((offset + count) * buffer.channels)]), frames: count)
+                offset += count
+            }
+            try writer.finish()
+        } catch {
+            writer.abandon()
+            throw error
         }
     }
 

@@ -3,8 +3,8 @@ import NarratorAudioFile
 import NarratorCore
 
 /// PocketSphinx as `align`'s first stage for English (docs/align.md): the recording at 16 kHz
-/// mono in a scratch directory, the program of `PocketSphinxStage` run on it as a bounded
-/// subprocess, its JSON read strictly.
+/// mono in a scratch directory, aligned by a `PocketSphinxWorker` (one for the whole run), its
+/// JSON read strictly.
 enum PocketSphinx {
     /// Seconds a recording may last to be aligned in one piece; longer ones are cut at
     /// sentence anchors into pieces of about `pieceSeconds`.
@@ -15,6 +15,8 @@ enum PocketSphinx {
 
     /// How long each stage took, in seconds (for --json and the benchmark).
     struct Timing {
+        /// Reading the recording at the lesson rate, and again at 16 kHz for PocketSphinx.
+        var decode = 0.0
         var anchors = 0.0
         var pocketsphinx = 0.0
         var refinement = 0.0
@@ -50,7 +52,8 @@ enum PocketSphinx {
     /// piece PocketSphinx cannot align is aligned by aeneas (a whole recording that is one
     /// piece: the error is thrown, and the caller falls back).
     static func align(
-        audio: String, buffer: AudioBuffer, words: [String], rate: Int, timeout: Int, source: String, aeneasChunk: Int, timing: inout Timing
+        audio: String, buffer: AudioBuffer, words: [String], rate: Int, timeout: Int, source: String, aeneasChunk: Int,
+        worker: PocketSphinxWorker, timing: inout Timing
     ) throws(NarratorError) -> [BoundaryRefinement.Word] {
         let scratch = try Scratch.make("narrator-pocketsphinx")
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -123,31 +126,12 @@ enum PocketSphinx {
             PocketSphinxStage.Piece(
                 start: min(mono.frames, piece.start * 16000 / rate), end: min(mono.frames, piece.end * 16000 / rate), words: Array(words[piece.words]))
         }
-        let jobPath = scratch.appendingPathComponent("job.json").path
-        guard FileManager.default.createFile(atPath: jobPath, contents: Data(PocketSphinxStage.job(audio: raw, pieces: asked).utf8)) else {
-            throw NarratorError(file: scratch.path, "cannot write PocketSphinx's job")
-        }
-        let output = scratch.appendingPathComponent("out.json").path
-        let ended = try Subprocess.run(
-            name: "PocketSphinx", arguments: ["python3", "-c", PocketSphinxStage.program, jobPath], stdout: output,
-            log: scratch.appendingPathComponent("log").path, timeout: timeout, audio: audio)
-        guard ended.status == 0 else {
-            let detail = ended.said.last ?? "it said nothing"
-            throw NarratorError(
-                file: audio,
-                ended.status == 3 || ended.status == 127
-                    ? "PocketSphinx is not installed (\(detail)); `make deps` installs it (pip: pocketsphinx)"
-                    : "PocketSphinx failed (\(ended.reason)): \(detail)")
-        }
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: output))
-        } catch {
-            throw NarratorError(file: output, "cannot read PocketSphinx's output: \(error.localizedDescription)")
-        }
+        timing.decode += Date().timeIntervalSince(began)
+        let asking = Date()
+        let data = try worker.ask(PocketSphinxStage.job(audio: raw, pieces: asked), audio: audio)
         let results = try PocketSphinxStage.read(
             data, pieces: asked, words: asked.map(\.words), rate: rate, file: "\(audio): PocketSphinx's output")
-        timing.pocketsphinx += Date().timeIntervalSince(began)
+        timing.pocketsphinx += Date().timeIntervalSince(asking)
 
         var refined: [BoundaryRefinement.Word] = []
         for (piece, result) in zip(pieces, results) {
@@ -172,14 +156,8 @@ enum PocketSphinx {
                 guard pieces.count > 1 else { throw NarratorError(file: audio, "PocketSphinx could not align it: \(reason)") }
                 // This piece by aeneas, as a file of its own.
                 let path = scratch.appendingPathComponent("piece\(piece.start).wav").path
-                let pieceWriter = try SoundFileWriter(path: path, sampleRate: rate, channels: buffer.channels, format: .s16)
-                do throws(NarratorError) {
-                    try pieceWriter.write(region, frames: piece.end - piece.start)
-                    try pieceWriter.finish()
-                } catch {
-                    pieceWriter.abandon()
-                    throw error
-                }
+                // (In blocks: one write of a whole 20 s piece tripped the writer's precondition.)
+                try Aeneas.writePiece(buffer, frames: piece.start..<piece.end, rate: rate, to: path)
                 let aligned = try Aeneas.align(
                     audio: path, words: Array(words[piece.words]), language: "eng", rate: rate, timeout: timeout, source: source)
                 refined += BoundaryRefinement.refine(aligned, samples: region, channels: buffer.channels, rate: rate).map {
@@ -200,5 +178,146 @@ enum PocketSphinx {
         moved.aligned.endFrame += frames
         moved.aligned.index += index
         return moved
+    }
+}
+
+/// PocketSphinx's program (`PocketSphinxStage.program`) as one long-lived worker for a whole
+/// `align` run or manifest batch, so its model loads once: a job a line on its standard input,
+/// one line back on its standard output. Bounded: each answer within `timeout` seconds (then its
+/// process group is stopped) and `replyLimit` bytes; a worker that ends before it answers is one
+/// error naming how it ended and what it last said, and the next job starts a new one.
+final class PocketSphinxWorker {
+    /// An answer is at most this long (a 10-minute recording's words and phones are ~1 MB).
+    static let replyLimit = 64 << 20
+
+    private let timeout: Int
+    private var process: Process?
+    private var input: FileHandle?
+    private var output: FileHandle?
+    private var finished: DispatchSemaphore?
+    private let logPath: String
+
+    init(timeout: Int) {
+        self.timeout = timeout
+        logPath = FileManager.default.temporaryDirectory.appendingPathComponent("narrator-pocketsphinx-\(UUID().uuidString).log").path
+    }
+
+    deinit { close() }
+
+    /// Sends `job` (one line) and returns the worker's answer (one line, without its newline).
+    func ask(_ job: String, audio: String) throws(NarratorError) -> Data {
+        if process == nil { try start(audio: audio) }
+        guard let input, let output else { throw NarratorError(file: audio, "PocketSphinx's worker did not start") }
+        let line = Array((job.hasSuffix("\n") ? job : job + "\n").utf8)
+        if Output.write(line, to: input.fileDescriptor) != 0 {
+            throw ended(audio: audio)
+        }
+        var reply = Data()
+        let deadline = Date().addingTimeInterval(Double(timeout))
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                stop()
+                throw NarratorError(file: audio, "PocketSphinx did not finish within \(timeout) s (--timeout)")
+            }
+            var poller = pollfd(fd: output.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, Int32(min(remaining * 1000, 1000)))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = read(output.fileDescriptor, &buffer, buffer.count)
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw ended(audio: audio) }
+            if let newline = buffer[0..<count].firstIndex(of: UInt8(ascii: "\n")) {
+                reply.append(contentsOf: buffer[0..<newline])
+                return reply
+            }
+            reply.append(contentsOf: buffer[0..<count])
+            guard reply.count <= Self.replyLimit else {
+                stop()
+                throw NarratorError(file: audio, "PocketSphinx answered more than \(Self.replyLimit >> 20) MiB without ending its line")
+            }
+        }
+    }
+
+    /// Ends the worker: its input closed (it leaves its loop), then stopped if it lingers.
+    func close() {
+        try? input?.close()
+        input = nil
+        if let finished, finished.wait(timeout: .now() + .seconds(5)) == .timedOut { stop() }
+        forget()
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
+
+    private func start(audio: String) throws(NarratorError) {
+        // A worker that dies makes our write fail with EPIPE, not end us.
+        signal(SIGPIPE, SIG_IGN)
+        guard FileManager.default.createFile(atPath: logPath, contents: nil), let log = FileHandle(forWritingAtPath: logPath) else {
+            throw NarratorError(file: logPath, "cannot write PocketSphinx's log")
+        }
+        let toWorker = Pipe(), fromWorker = Pipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", PocketSphinxStage.program]
+        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
+        process.standardInput = toWorker
+        process.standardOutput = fromWorker
+        process.standardError = log
+        let finished = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in finished.signal() }
+        do {
+            try process.run()
+        } catch {
+            try? log.close()
+            throw NarratorError(file: audio, "cannot start PocketSphinx (python3): \(error.localizedDescription); `make deps` installs it")
+        }
+        try? log.close()
+        try? toWorker.fileHandleForReading.close()
+        try? fromWorker.fileHandleForWriting.close()
+        self.process = process
+        self.finished = finished
+        input = toWorker.fileHandleForWriting
+        output = fromWorker.fileHandleForReading
+    }
+
+    /// Stops the worker's process group (what it started too): SIGTERM, SIGKILL 5 s later.
+    private func stop() {
+        if let process, let finished {
+            let pid = process.processIdentifier
+            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
+            kill(target, SIGTERM)
+            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
+        }
+        forget()
+    }
+
+    /// Lets go of the worker's pipes and process (the next job starts a new one).
+    private func forget() {
+        try? input?.close()
+        try? output?.close()
+        input = nil
+        output = nil
+        process = nil
+        finished = nil
+    }
+
+    /// The error for a worker that ended before it answered (it is then forgotten).
+    private func ended(audio: String) -> NarratorError {
+        guard let process, let finished else { return NarratorError(file: audio, "PocketSphinx's worker ended before it answered") }
+        guard finished.wait(timeout: .now() + .seconds(5)) == .success else {
+            // It closed its output but goes on: stopped.
+            stop()
+            return NarratorError(file: audio, "PocketSphinx's worker closed its output before it answered")
+        }
+        forget()
+        let exited = process.terminationReason == .exit
+        let reason = exited ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
+        let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+            .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let detail = said.last ?? "it said nothing"
+        if exited && (process.terminationStatus == 3 || process.terminationStatus == 127) {
+            return NarratorError(file: audio, "PocketSphinx is not installed (\(detail)); `make deps` installs it (pip: pocketsphinx)")
+        }
+        return NarratorError(file: audio, "PocketSphinx's worker ended (\(reason)) before it answered: \(detail)")
     }
 }

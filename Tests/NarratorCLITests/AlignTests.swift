@@ -269,6 +269,70 @@ struct AlignFailureTests {
         #expect(!alive, "the stand-in's child \(child) outlived the timeout")
     }
 
+    /// PocketSphinx runs as one worker for the run: one that dies before it answers is one line
+    /// saying how it ended and what it said last, exit 1, and nothing written.
+    @Test func thePocketSphinxWorkerDies() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let result = try Self.attempt(dir, python: "read job; echo 'worker crashed' >&2; kill -9 $$", ["--first-stage", "pocketsphinx"])
+        Self.expectOneLine(result, dir, saying: "clip.wav: PocketSphinx's worker ended (signal 9) before it answered: worker crashed")
+    }
+
+    /// A worker that never answers is stopped after --timeout, whatever it started with it.
+    @Test func thePocketSphinxWorkerHangs() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let began = Date()
+        let result = try Self.attempt(dir, python: "read job; exec /bin/sleep 60", ["--first-stage", "pocketsphinx", "--timeout", "1"])
+        Self.expectOneLine(result, dir, saying: "clip.wav: PocketSphinx did not finish within 1 s (--timeout)")
+        #expect(Date().timeIntervalSince(began) < 20)
+    }
+
+    /// A batch starts one worker for all its items (its model loads once): the stand-in counts
+    /// its starts and answers each job with a piece it could not align.
+    @Test func aBatchStartsOneWorker() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = dir.write("clip.wav", data: WAVFile.pcm16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        let bin = dir.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        let starts = dir.file("starts")
+        let script = dir.write(
+            "bin/python3", "#!/bin/sh\necho start >> \(starts)\nwhile read job; do echo '{\"pieces\": [{\"error\": \"stand-in\"}]}'; done\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let manifest = dir.write(
+            "batch.jsonl", (1...3).map { #"{"audio": "clip.wav", "text": "one two", "timings": "t\#($0).json"}"# }.joined(separator: "\n") + "\n")
+        let result = try run("/usr/bin/env", ["PATH=\(bin)", Repo.narrator, "align", "--manifest", manifest, "--first-stage", "pocketsphinx"])
+        #expect(result.status == 1)
+        #expect(result.stderr.components(separatedBy: "PocketSphinx could not align it: stand-in").count - 1 == 3, "\(result.stderr)")
+        #expect(try String(contentsOfFile: starts, encoding: .utf8) == "start\n", "one worker for the three items")
+    }
+
+    /// In a batch, the item whose worker died fails (its own line) and the next item gets a new
+    /// worker: here the stand-in dies on its first job and answers nothing that is JSON on the
+    /// second, so both items fail, each with its own reason, and nothing is written.
+    @Test func aBatchStartsANewWorkerAfterOneDies() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = dir.write("clip.wav", data: WAVFile.pcm16([Int16](repeating: 1000, count: 8000), rate: 16000))
+        let bin = dir.file("bin")
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        // The first worker dies; the second (a marker file says one ran) answers a line that is not JSON.
+        let marker = dir.file("started")
+        let script = dir.write(
+            "bin/python3", "#!/bin/sh\nif [ -e \(marker) ]; then read job; echo 'not json'; read job; exit 0; fi\nread job; : > \(marker); kill -9 $$\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        let manifest = dir.write(
+            "batch.jsonl", #"{"audio": "clip.wav", "text": "one two", "timings": "a.json"}"# + "\n" + #"{"audio": "clip.wav", "text": "one two", "timings": "b.json"}"# + "\n")
+        let result = try run("/usr/bin/env", ["PATH=\(bin)", Repo.narrator, "align", "--manifest", manifest, "--first-stage", "pocketsphinx"])
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 3, "\(result.stderr)")
+        #expect(lines.first.map { $0.contains("line 1: ") && $0.contains("clip.wav: PocketSphinx's worker ended (signal 9) before it answered") } == true)
+        #expect(lines.dropFirst().first.map { $0.contains("line 2: ") && $0.contains("clip.wav: PocketSphinx's output") } == true, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("a.json")) && !FileManager.default.fileExists(atPath: dir.file("b.json")))
+    }
+
     @Test func aeneasWritesSomethingElse() throws {
         let dir = TempDir()
         defer { dir.remove() }
