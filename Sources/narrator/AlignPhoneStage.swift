@@ -209,11 +209,9 @@ final class PocketSphinxWorker {
         if process == nil { try start(audio: audio) }
         guard let input, let output else { throw NarratorError(file: audio, "PocketSphinx's worker did not start") }
         let line = Array((job.hasSuffix("\n") ? job : job + "\n").utf8)
-        if Output.write(line, to: input.fileDescriptor) != 0 {
-            throw ended(audio: audio)
-        }
-        var reply = Data()
         let deadline = Date().addingTimeInterval(Double(timeout))
+        try send(line, to: input.fileDescriptor, before: deadline, audio: audio)
+        var reply = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let remaining = deadline.timeIntervalSinceNow
@@ -237,6 +235,30 @@ final class PocketSphinxWorker {
                 stop()
                 throw NarratorError(file: audio, "PocketSphinx answered more than \(Self.replyLimit >> 20) MiB without ending its line")
             }
+        }
+    }
+
+    /// Writes `bytes` to the worker's input within the job's `deadline`: a job longer than the
+    /// pipe's buffer (a long transcript) to a worker that has stopped reading must not block
+    /// `align` for ever.
+    private func send(_ bytes: [UInt8], to descriptor: Int32, before deadline: Date, audio: String) throws(NarratorError) {
+        let flags = fcntl(descriptor, F_GETFL)
+        if flags >= 0 && flags & O_NONBLOCK == 0 { _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, bytes.count - offset) }
+            if written > 0 {
+                offset += written
+                continue
+            }
+            guard written < 0, errno == EAGAIN || errno == EINTR else { throw ended(audio: audio) }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                stop()
+                throw NarratorError(file: audio, "PocketSphinx did not take its job within \(timeout) s (--timeout)")
+            }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&poller, 1, Int32(min(remaining * 1000, 1000)))
         }
     }
 

@@ -288,6 +288,18 @@ struct AlignFailureTests {
         #expect(Date().timeIntervalSince(began) < 20)
     }
 
+    /// A worker that never reads its job, with a job longer than a pipe holds (a 20,000-word
+    /// text: about 95 KB of text, more as a job): `align` gives up at `--timeout` instead of blocking on the write.
+    @Test func aWorkerThatDoesNotReadALongJob() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let words = (0..<20_000).map { ["one", "two", "three"][$0 % 3] }.joined(separator: " ")
+        let began = Date()
+        let result = try Self.attempt(dir, python: "exec /bin/sleep 60", ["--first-stage", "pocketsphinx", "--timeout", "1"], text: ["--text", words])
+        Self.expectOneLine(result, dir, saying: "clip.wav: PocketSphinx did not take its job within 1 s (--timeout)")
+        #expect(Date().timeIntervalSince(began) < 20)
+    }
+
     /// A batch starts one worker for all its items (its model loads once): the stand-in counts
     /// its starts and answers each job with a piece it could not align.
     @Test func aBatchStartsOneWorker() throws {
