@@ -169,6 +169,7 @@ let package = Package(
                 "narrator", "NarratorAudioFile", "NarratorCore", "NarratorKit", "NarratorOutputs", "NarratorTestSupport", "NarratorTouches",
                 "NarratorTestTraits", "NarratorService", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
     ]
 )

@@ -157,6 +157,10 @@ public struct PreparedProgram: Sendable {
     ///   to this function on the cue thread the moment they are delivered, those of one moment
     ///   (the cues of one frame) in one call: the shortest way out, for a caller that forwards
     ///   events elsewhere (the daemon). It must return quickly.
+    /// - Parameter onUpcoming: called on the cue thread, ahead of each moment, with the time
+    ///   (monotonic ns) it will be delivered at, as soon as that is known: a notice that a
+    ///   pause, seek or stop can still take back (`PlaybackEngine.start`). It must return
+    ///   quickly. The daemon wakes its event loops with it.
     /// - Parameter onFinished: called on the cue thread once playback has ended (after the
     ///   last event), with how: a caller that must not keep a thread waiting in
     ///   `waitUntilFinished()` (the daemon) is told instead.
@@ -171,6 +175,7 @@ public struct PreparedProgram: Sendable {
         on output: any AudioOutput, threads: PlaybackEngine.Threads = .normal, clock: any PlaybackClock = SystemClock(),
         gains: MixGains = MixGains(), speed: Double = 1, releaseDeviceAfterPause: Duration? = .seconds(10),
         onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
+        onUpcoming: (@Sendable (Int64) -> Void)? = nil,
         onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) -> Playback {
         let engine = PlaybackEngine(schedule: schedule, output: output, clock: clock, threads: threads, gains: gains)
@@ -182,7 +187,7 @@ public struct PreparedProgram: Sendable {
                 preconditionFailure("Program.play: \(error.message)")
             }
         }
-        return Playback(engine: engine, planner: planner, initial: schedule, onEvents: onEvents, onFinished: onFinished)
+        return Playback(engine: engine, planner: planner, initial: schedule, onEvents: onEvents, onUpcoming: onUpcoming, onFinished: onFinished)
     }
 }
 
@@ -214,7 +219,7 @@ public final class Playback: Sendable {
 
     fileprivate init(
         engine: PlaybackEngine, planner: ActivityPlanner?, initial: Schedule, onEvents: (@Sendable ([PlaybackEvent]) -> Void)? = nil,
-        onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
+        onUpcoming: (@Sendable (Int64) -> Void)? = nil, onFinished: (@Sendable (PlaybackOutcome) -> Void)? = nil
     ) {
         self.engine = engine
         takesTaps = planner != nil
@@ -238,7 +243,7 @@ public final class Playback: Sendable {
             finished.signal()
             onFinished?(outcome)
         }
-        engine.start(replanner: replanner, onEvents: deliver, onFinished: finish)
+        engine.start(replanner: replanner, onEvents: deliver, onFinished: finish, onUpcoming: onUpcoming)
     }
 
     /// The taps heard so far, oldest first, taken one at a time by the engine's cue thread.

@@ -234,9 +234,17 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// events of each moment (the cues of one frame come in one call, so that a caller
     /// forwarding them, the daemon, can send them in one write); then `onFinished` with how it
     /// ended, after the one terminal event (the final cue, `canceled` or `error`).
+    ///
+    /// `onUpcoming`, if given, is called on the cue thread with the time (monotonic ns) at which
+    /// the next moment will be delivered, as soon as the cue thread knows it (its mark is
+    /// rendered and the clock settled), once per moment (again if the clock moves it by more
+    /// than `upcomingTolerance`). It is a notice, not a promise: a pause, seek, plan switch or
+    /// cancel in between can take the moment back, and then it never comes. The daemon uses it
+    /// to have its event loops awake at that time (`ChannelOutlet`'s wake-ahead).
     public func start(
         replanner: Replanner? = nil, onEvents: @escaping @Sendable ([PlaybackEvent]) -> Void,
-        onFinished: @escaping @Sendable (PlaybackOutcome) -> Void = { _ in }
+        onFinished: @escaping @Sendable (PlaybackOutcome) -> Void = { _ in },
+        onUpcoming: (@Sendable (Int64) -> Void)? = nil
     ) {
         precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "an engine plays once")
         let startTime = clock.now()
@@ -270,7 +278,7 @@ public final class PlaybackEngine: @unchecked Sendable {
         }
         clock.enter()
         threads.cues.startThread(named: "narrator-cues") { [self] _ in
-            let outcome = deliverCues(startTime: startTime, replanner: replanner, onEvents: onEvents)
+            let outcome = deliverCues(startTime: startTime, replanner: replanner, onEvents: onEvents, onUpcoming: onUpcoming)
             feed.end(.finished)
             // A device stuck in a call (a hung sound server) must not hold the caller: the
             // audio thread keeps what it needs alive and ends on its own.
@@ -297,8 +305,14 @@ public final class PlaybackEngine: @unchecked Sendable {
 
     // MARK: Cue thread
 
-    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvents: ([PlaybackEvent]) -> Void) -> PlaybackOutcome {
+    /// How far the clock may move a moment already announced (`onUpcoming`) before it is
+    /// announced again.
+    public static let upcomingTolerance: Int64 = 50_000
+
+    private func deliverCues(startTime: Int64, replanner: Replanner?, onEvents: ([PlaybackEvent]) -> Void, onUpcoming: ((Int64) -> Void)?) -> PlaybackOutcome {
         func onEvent(_ event: PlaybackEvent) { onEvents([event]) }
+        /// The moment last announced to `onUpcoming`: its mark's output frame and due time.
+        var announced: (outputFrame: Int, due: Int64)?
         let rate = schedule.sampleRate
         let device = negotiated.device
         var started = false
@@ -437,6 +451,10 @@ public final class PlaybackEngine: @unchecked Sendable {
                 continue
             }
             let due = anchor.time(ofFrame: marks[waiting].outputFrame, rate: rate)
+            if let onUpcoming, now < due, announced.map({ $0.outputFrame != marks[waiting].outputFrame || abs($0.due - due) > Self.upcomingTolerance }) ?? true {
+                announced = (marks[waiting].outputFrame, due)
+                onUpcoming(due)
+            }
             if now < due {
                 // Wake at the deadline, or sooner to notice a cancel, a moved anchor or (every
                 // millisecond when the plan can change) a tap.

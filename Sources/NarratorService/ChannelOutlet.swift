@@ -1,5 +1,6 @@
 import NIOCore
 import NIOWebSocket
+import NarratorCore
 import Synchronization
 
 /// An outlet that hands a NIO channel its writes from the thread that delivers the event (a
@@ -52,6 +53,12 @@ struct ChannelOutlet: EventOutlet {
     }
 
     func flush() { batch.wake() }
+
+    func expect(at time: Int64, _ wakeAhead: WakeAhead) { batch.expect(at: time, wakeAhead) }
+
+    /// Moments this outlet's loop woke ahead for: met (their lines came while it spun) and
+    /// missed (they never came, or came after its grace).
+    var wakeAheads: (met: Int, missed: Int) { (batch.met.load(ordering: .relaxed), batch.missed.load(ordering: .relaxed)) }
 
     func finish() {
         onFinish()
@@ -116,8 +123,17 @@ private final class Batch: Sendable {
 
     private let loop: any EventLoop
     /// Items queued; whether a task is on its way to the loop or writing; whether items have
-    /// been queued since the last `wake` (a moment being queued).
-    private let pending = Mutex<(items: [Item], woken: Bool, queuing: Bool)>(([], false, false))
+    /// been queued since the last `wake` (a moment being queued); whether the loop is spinning
+    /// for a moment it expects (`meet`), and will take what comes; the moments it is to be
+    /// awake for (`expect`).
+    private let pending = Mutex<(items: [Item], woken: Bool, queuing: Bool, spinning: Bool, expected: [Int64])>(([], false, false, false, []))
+    /// Whether `items` holds anything: what the loop watches while it spins, without the lock
+    /// the cue thread takes to queue.
+    private let queued = Atomic<Bool>(false)
+    /// Moments met: how many the loop was spinning for when their first lines came (or found
+    /// them queued), and how many it gave up on (taken back, or later than `grace`).
+    let met = Atomic<Int>(0)
+    let missed = Atomic<Int>(0)
 
     private init(loop: any EventLoop) { self.loop = loop }
 
@@ -140,8 +156,9 @@ private final class Batch: Sendable {
         item.backlog.bytes.add(item.size, ordering: .relaxed)
         let wake = pending.withLock { pending in
             pending.items.append(item)
+            queued.store(true, ordering: .releasing)
             defer { pending.queuing = true }
-            guard !pending.woken, !pending.queuing else { return false }
+            guard !pending.woken, !pending.queuing, !pending.spinning else { return false }
             pending.woken = true
             return true
         }
@@ -153,11 +170,59 @@ private final class Batch: Sendable {
     func wake() {
         let wake = pending.withLock { pending in
             pending.queuing = false
-            guard !pending.woken, !pending.items.isEmpty else { return false }
+            guard !pending.woken, !pending.spinning, !pending.items.isEmpty else { return false }
             pending.woken = true
             return true
         }
         if wake { loop.execute { self.drain() } }
+    }
+
+    /// A moment is announced for `time`: the loop wakes `wakeAhead.wake` before it (so that it
+    /// is not woken late from idle by the moment's first lines), sleeps again until
+    /// `wakeAhead.spin` before it, and then spins until the moment's lines are queued or
+    /// `wakeAhead.grace` after it (`meet`). Moments within `spin` of one already expected
+    /// share its wake-up. Nothing is handed ahead: the lines are queued by the cue thread when
+    /// they are heard, as always, so none can be written earlier, and a moment taken back
+    /// (paused, seeked past, stopped) only costs the loop its spin.
+    func expect(at time: Int64, _ wakeAhead: WakeAhead) {
+        let now = MonotonicClock.now()
+        guard time > now else { return }
+        let expecting = pending.withLock { pending in
+            // (Each entry is removed by its `meet`; one whose task never ran, a loop shutting
+            // down, is forgotten a second later.)
+            pending.expected.removeAll { $0 < now - 1_000_000_000 }
+            guard pending.expected.count < WakeAhead.maxExpected, !pending.expected.contains(where: { abs($0 - time) <= wakeAhead.spin }) else { return false }
+            pending.expected.append(time)
+            return true
+        }
+        guard expecting else { return }
+        loop.scheduleTask(in: .nanoseconds(max(0, time - wakeAhead.wake - now))) {
+            let now = MonotonicClock.now()
+            // Awake: asleep again until the spin, unless that is already near.
+            if time - wakeAhead.spin - now > WakeAhead.minimumSleep {
+                self.loop.scheduleTask(in: .nanoseconds(time - wakeAhead.spin - now)) { self.meet(time, wakeAhead) }
+            } else {
+                self.meet(time, wakeAhead)
+            }
+        }
+    }
+
+    /// Spins on the loop until the moment due at `time` is queued (then writes it at once), or
+    /// until `wakeAhead.grace` after it.
+    private func meet(_ time: Int64, _ wakeAhead: WakeAhead) {
+        pending.withLock { $0.spinning = true }
+        let giveUp = time + wakeAhead.grace
+        while !queued.load(ordering: .acquiring), MonotonicClock.now() < giveUp {}
+        let (arrived, take) = pending.withLock { pending in
+            pending.spinning = false
+            if let index = pending.expected.firstIndex(of: time) { pending.expected.remove(at: index) }
+            guard !pending.items.isEmpty else { return (false, false) }
+            guard !pending.woken else { return (true, false) }
+            pending.woken = true
+            return (true, true)
+        }
+        if arrived { met.add(1, ordering: .relaxed) } else { missed.add(1, ordering: .relaxed) }
+        if take { drain() }
     }
 
     /// Writes what is queued until nothing is, then lets the next `add` wake the loop again.
@@ -166,6 +231,7 @@ private final class Batch: Sendable {
             var items: [Item] = []
             pending.withLock { pending in
                 swap(&items, &pending.items)
+                queued.store(false, ordering: .relaxed)
                 if items.isEmpty { pending.woken = false }
             }
             if items.isEmpty { return }
@@ -220,6 +286,36 @@ private final class Batch: Sendable {
             }
             guardian.value.writeEvents(buffer, promise: promise)
         }
+    }
+}
+
+/// How the event loops are woken ahead of a moment (`NarratorService.Configuration.wakeAhead`,
+/// `serve --wake-ahead`). A loop that sleeps until a moment's first lines wake it is woken by
+/// another thread, and from an idle CPU that takes a millisecond or more on some machines
+/// (a virtual CPU stays halted until its host runs it); a thread's own timer is kept far
+/// better. So a loop is woken by its own timer `wake` before the moment, sleeps again until
+/// `spin` before it, and spins until the cue thread queues the moment's lines, at most until
+/// `grace` after it: at most `spin + grace` of busy CPU a moment, none between moments.
+public struct WakeAhead: Sendable, Equatable {
+    /// How long before the moment the loop first wakes (ns).
+    public var wake: Int64
+    /// How long before the moment it starts to spin (ns).
+    public var spin: Int64
+    /// How long after the moment it spins at most, waiting for the cue thread, which delivers
+    /// a moment a little after its time (ns).
+    public var grace: Int64
+
+    public static let defaultWake: Int64 = 1_000_000
+    public static let maxWake: Int64 = 20_000_000
+    /// Moments a loop is to be awake for at once, at most (several playbacks).
+    static let maxExpected = 64
+    /// A second sleep shorter than this is spun instead.
+    static let minimumSleep: Int64 = 20_000
+
+    public init(wake: Int64 = WakeAhead.defaultWake, spin: Int64 = 100_000, grace: Int64 = 150_000) {
+        self.wake = max(wake, spin)
+        self.spin = spin
+        self.grace = grace
     }
 }
 

@@ -31,10 +31,14 @@ public final class NarratorService: Sendable {
         /// Where every touch heard goes (`serve --touches`): a `say`, and each tap as its
         /// activity hears it; nil: kept nowhere.
         public var touches: TouchLog?
+        /// How the event loops are woken ahead of each moment a playback announces; nil: they
+        /// are woken by the moment's events, when the cue thread queues them.
+        public var wakeAhead: WakeAhead?
 
         public init(library: String, output: OutputKind = Outputs.defaultKind, device: String? = nil, latencyMs: Int = 50,
                     realtime: Bool = false, maxMessageBytes: Int = 65536, loaderExecutable: String? = nil,
-                    idleTimeout: Duration? = NarratorService.defaultIdleTimeout, touches: TouchLog? = nil) {
+                    idleTimeout: Duration? = NarratorService.defaultIdleTimeout, touches: TouchLog? = nil,
+                    wakeAhead: WakeAhead? = WakeAhead()) {
             self.library = library
             self.output = output
             self.device = device
@@ -44,6 +48,7 @@ public final class NarratorService: Sendable {
             self.loaderExecutable = loaderExecutable ?? LessonLoader.currentExecutable
             self.idleTimeout = idleTimeout
             self.touches = touches
+            self.wakeAhead = wakeAhead
         }
     }
 
@@ -687,7 +692,8 @@ public final class NarratorService: Sendable {
             let gains = state.withLock { $0.connections[owner.connection]?.gains } ?? MixGains()
             playback = prepared.play(
                 on: output, threads: configuration.realtime ? .realtime : .normal, gains: gains,
-                onEvents: forwarder.forward, onFinished: { [self] _ in ended(forwarder) })
+                onEvents: forwarder.forward, onUpcoming: configuration.wakeAhead == nil ? nil : forwarder.upcoming,
+                onFinished: { [self] _ in ended(forwarder) })
         } catch {
             release()
             let line: EventLine =
@@ -804,6 +810,13 @@ public final class NarratorService: Sendable {
             }
             if !lines.isEmpty { service.publish(lines, from: name) }
         }
+
+        /// The next moment will be delivered at `time`: the event loops of its clients are to
+        /// be awake then.
+        func upcoming(_ time: Int64) {
+            waitUntilNamed()
+            service.expect(at: time, from: name)
+        }
     }
 
     private func cancelReason(of name: String) -> String {
@@ -827,6 +840,18 @@ public final class NarratorService: Sendable {
         state.withLock { state in
             guard let entry = state.playbacks[name] else { return }
             send(bodies, to: [entry.owner] + entry.subscribers, in: &state)
+        }
+    }
+
+    /// Has the outlets of a playback's owner and subscribers wake their event loops ahead of
+    /// a moment heard at `time` (once per loop: `ChannelOutlet`).
+    private func expect(at time: Int64, from name: String) {
+        guard let wakeAhead = configuration.wakeAhead else { return }
+        state.withLock { state in
+            guard let entry = state.playbacks[name] else { return }
+            for recipient in [entry.owner] + entry.subscribers {
+                state.connections[recipient.connection]?.outlet.expect(at: time, wakeAhead)
+            }
         }
     }
 
@@ -947,6 +972,10 @@ public protocol EventOutlet: Sendable {
     /// Starts writing what `send` queued: called once the lines of one moment are queued for
     /// every client, so that no client's write waits on another's queuing.
     func flush()
+    /// Lines are expected at `time` (monotonic ns), a moment a playback announced: whatever
+    /// writes them is to be awake and ready then (`wakeAhead`), not woken by them. Nothing is
+    /// written because of it; the moment may never come (a pause, seek or stop took it back).
+    func expect(at time: Int64, _ wakeAhead: WakeAhead)
     /// Bytes queued and not yet written.
     var backlog: Int { get }
     /// Calls `action` once, as soon as at most `threshold` bytes are unwritten (at once if that

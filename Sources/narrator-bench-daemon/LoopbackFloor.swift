@@ -17,26 +17,32 @@ import Synchronization
 ///     narrator-bench-daemon loopback [CLIENTS]
 ///
 /// Per transport it prints the writer's wall-clock and CPU time per write, the time to write
-/// all N, and when the last of them was read, from the moment's first write.
+/// all N, and when the last of them was read, from the moment's first write; it returns the
+/// last read's p99 (nearest rank, of 100 moments), per transport ("unix", "tcp"): the daemon
+/// bench's goal for its last client is measured against it (issue 28.8).
 enum LoopbackFloor {
-    static let moments = 32
+    static let moments = 102
     static let warmUp = 2
-    static let gap: useconds_t = 300_000
+    static let gap: useconds_t = 150_000
     static let message = [UInt8](repeating: UInt8(ascii: "x"), count: 120)
 
-    static func main(clients: Int) {
+    @discardableResult
+    static func main(clients: Int) -> [String: Double] {
         Bench.report("Loopback floor: \(clients) sockets written one after the other by one thread (write(2), \(message.count) bytes), read by another in one poll loop, \(moments - warmUp) moments \(gap / 1000) ms apart")
+        var floors: [String: Double] = [:]
         for transport in ["unix", "tcp"] {
             guard let pairs = connect(clients, tcp: transport == "tcp") else { Bench.fail("loopback: cannot connect \(clients) \(transport) sockets (errno \(errno))") }
-            measure(transport, pairs)
+            floors[transport] = measure(transport, pairs)
             for pair in pairs {
                 close(pair.writer)
                 close(pair.reader)
             }
         }
+        return floors
     }
 
-    private static func measure(_ transport: String, _ pairs: [(writer: Int32, reader: Int32)]) {
+    /// The last read's p99 (ms from the moment's first write).
+    private static func measure(_ transport: String, _ pairs: [(writer: Int32, reader: Int32)]) -> Double {
         let starts = UnsafeMutablePointer<Int64>.allocate(capacity: moments)
         defer { starts.deallocate() }
         let lastArrival = Mutex<[Int64]>(Array(repeating: 0, count: moments))
@@ -82,6 +88,7 @@ enum LoopbackFloor {
             String(
                 format: "  %@: a write %.1f µs (wall, median), %.1f µs of the writer's CPU; all %d: %@; the last read: %@", transport == "tcp" ? "loopback TCP" : "Unix socket ",
                 median(wall), median(cpu), pairs.count, Bench.percentiles(fanOut), Bench.percentiles(received)))
+        return received.isEmpty ? .nan : Percentile.nearestRank(99, sorted: received.sorted())
     }
 
     /// `count` connected pairs of stream sockets: a `socketpair`, or loopback TCP through a

@@ -49,6 +49,9 @@ struct Serve: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Run the threads that write events to clients (the event loops) with real-time priority (SCHED_FIFO 18) when permitted; playbacks' own threads keep their own policy (--realtime).")
     var realtimeDelivery = true
 
+    @Option(help: "Microseconds before each cue is heard at which the threads that write events to clients wake (then sleep again and spin briefly until it is heard, so that they are not woken late from idle); 0: woken by the events (docs/daemon.md).")
+    var wakeAhead: Int = Int(WakeAhead.defaultWake / 1000)
+
     /// The daemon's own child: prepares one request's lesson and writes its events (see
     /// `LessonLoader`). Not for people.
     @Option(help: .hidden)
@@ -59,6 +62,7 @@ struct Serve: ParsableCommand {
         if let listen, Self.address(listen) == nil { throw ValidationError("--listen takes HOST:PORT, e.g. 127.0.0.1:8700") }
         if let token, token.count < 8 { throw ValidationError("--token must be at least 8 characters") }
         guard (1...65536).contains(maxConnections) else { throw ValidationError("--max-connections must be between 1 and 65536, got \(maxConnections)") }
+        guard (0...Int(WakeAhead.maxWake / 1000)).contains(wakeAhead) else { throw ValidationError("--wake-ahead must be between 0 and \(WakeAhead.maxWake / 1000) microseconds, got \(wakeAhead)") }
         guard idleTimeout.isFinite, (0...86400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be between 0 and 86400 seconds, got \(idleTimeout)") }
     }
 
@@ -102,7 +106,8 @@ struct Serve: ParsableCommand {
             configuration: .init(
                 library: library, output: outputOptions.kind, device: outputOptions.device, latencyMs: outputOptions.latency,
                 realtime: outputOptions.usesRealtime,
-                idleTimeout: idleTimeout > 0 ? .milliseconds(Int64((idleTimeout * 1000).rounded())) : nil),
+                idleTimeout: idleTimeout > 0 ? .milliseconds(Int64((idleTimeout * 1000).rounded())) : nil,
+                wakeAhead: wakeAhead > 0 ? WakeAhead(wake: Int64(wakeAhead) * 1000) : nil),
             socket: noSocket ? nil : (socket ?? Self.defaultSocket), listen: listen, token: token ?? NarratorDaemon.makeToken(),
             realtimeDelivery: realtimeDelivery, maxConnections: maxConnections, touches: touches)
         let failure = Mutex<String?>(nil)

@@ -43,6 +43,7 @@ import Testing
             (["cues"], "Missing expected argument '<lesson>'", "narrator cues --help"),
             (["simulate", lesson, "--chain", "correct", "--until", "3"], "--until goes with --activity", "narrator simulate --help"),
             (["serve", "--latency", "1"], "--latency must be between 5 and 2000 ms, got 1", "narrator serve --help"),
+            (["serve", "--wake-ahead", "20001"], "--wake-ahead must be between 0 and 20000 microseconds, got 20001", "narrator serve --help"),
             (["timings", "convert", "in.txt"], "Missing expected argument '<output>'", "narrator timings convert --help"),
             (["validate"], "Missing expected argument '<paths> ...'", "narrator validate --help"),
             (["plot", lesson, "--chain", "correct", "--output", "x.svg", "--frobnicate"], "Unknown option '--frobnicate'", "narrator plot --help"),

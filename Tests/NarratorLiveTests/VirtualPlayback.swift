@@ -93,8 +93,12 @@ struct VirtualPlayback {
         engine = PlaybackEngine(schedule: schedule, output: output, clock: clock)
     }
 
-    /// Starts playing; `onEvent` runs on the cue thread after each event is logged.
-    func start(replanner: PlaybackEngine.Replanner? = nil, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil) {
+    /// Starts playing; `onEvent` runs on the cue thread after each event is logged, and
+    /// `onUpcoming` with each moment the engine announces.
+    func start(
+        replanner: PlaybackEngine.Replanner? = nil, onEvent: (@Sendable (PlaybackEvent) -> Void)? = nil,
+        onUpcoming: (@Sendable (Int64) -> Void)? = nil
+    ) {
         let log = log
         engine.start(
             replanner: replanner,
@@ -104,7 +108,7 @@ struct VirtualPlayback {
                     onEvent?(event)
                 }
             },
-            onFinished: { log.outcome = $0 })
+            onFinished: { log.outcome = $0 }, onUpcoming: onUpcoming)
     }
 
     /// Plays to the end and returns how it ended.
