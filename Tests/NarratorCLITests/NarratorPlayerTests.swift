@@ -207,6 +207,48 @@ struct NarratorPlayerTests {
         }
     }
 
+    /// Every activity of the sample library, as the daemon's listing gives them, on the demo
+    /// page: it starts; once a step has started, its tiles are that step's `choices` in their
+    /// order; every tile the listing gives a picture for shows it, loaded, with its alt text.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func everySampleActivityShowsItsChoicesAndPictures() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: ReadAlongPageTests.library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let listing = try Clients.run(daemon, unix: true, [#"{"id": 1, "op": "library"}"#])
+        let activities = listing.events.filter { $0.type == "program" && $0.fields["activity"] is String }
+        #expect(activities.count >= 10, "\(activities.count) activities listed")
+        for program in activities {
+            let lesson = try #require(program.fields["lesson"] as? String)
+            let activity = try #require(program.fields["activity"] as? String)
+            let steps = program.fields["steps"] as? [[String: Any]] ?? []
+            let pictures = program.fields["pictures"] as? [String: [String: String]] ?? [:]
+            let state = (program.fields["states"] as? [String])?.first.map { "&state=" + $0 } ?? ""
+            let query = "lesson=\(lesson)&activity=\(activity)\(state)".addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""
+            let url = "http://127.0.0.1:\(daemon.port)/?\(query)#token=\(daemon.token)"
+            let started = steps.isEmpty ? "heard.some(h => h.type === 'start')" : "heard.some(h => h.type === 'stepStart')"
+            let report = try Self.drive([url, dir.file("shots"), "--record", "start,stepStart,error", "--until", started, "--timeout", "20"])
+            let final = try #require(report["final"] as? [String: Any])
+            let shown = final["shown"] as? [String: Any] ?? [:]
+            let what = "\(lesson) \(activity)"
+            #expect((final["view"] as? [String: Any])?["error"] is NSNull, "\(what): \(final)")
+            if let first = steps.first {
+                #expect(shown["tiles"] as? [String] == first["choices"] as? [String], "\(what): tiles \(shown["tiles"] ?? "none"), choices \(first["choices"] ?? "none")")
+            }
+            let tiles = shown["tiles"] as? [String] ?? []
+            let drawn = Dictionary((shown["pictures"] as? [[String: Any]] ?? []).map { ($0["target"] as? String ?? "", $0) }) { first, _ in first }
+            for tile in tiles {
+                guard let picture = pictures[tile] else { continue }
+                let image = drawn[tile]
+                #expect(image?["alt"] as? String == picture["alt"] && image?["loaded"] as? Bool == true, "\(what): tile \(tile): \(image ?? [:]), listed \(picture)")
+            }
+            print("\(what): tiles \(tiles), \(drawn.count) with pictures")
+        }
+    }
+
     /// The element's methods, called by the host page: pause() pauses (a `paused` event), resume()
     /// goes on, seek({clip, word}) jumps to the word's first frame (this file's timings: 1.05 s is
     /// frame 50,400) and its cue comes next, tap("red") answers the step, stop() stops.

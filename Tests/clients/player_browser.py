@@ -71,6 +71,10 @@ SHOWN = r"""
     wrong: [...R.querySelectorAll(".tile.wrong")].map((t) => t.dataset.target),
     correct: [...R.querySelectorAll(".tile.correct")].map((t) => t.dataset.target),
     tiles: [...R.querySelectorAll(".tile")].map((t) => t.dataset.target),
+    pictures: [...R.querySelectorAll(".tile")].filter((t) => t.querySelector("img")).map((t) => {
+      const image = t.querySelector("img");
+      return { target: t.dataset.target, alt: image.alt, loaded: image.complete && image.naturalWidth > 0 };
+    }),
   };
 })()
 """
