@@ -432,37 +432,56 @@ enum Subprocess {
         var said: [String]
     }
 
-    static func run(name: String, arguments: [String], stdout: String, log logPath: String, timeout: Int, audio: String) throws(NarratorError) -> Ended {
-        guard FileManager.default.createFile(atPath: logPath, contents: nil), FileManager.default.createFile(atPath: stdout, contents: nil),
-            let log = FileHandle(forWritingAtPath: logPath), let out = stdout == logPath ? log : FileHandle(forWritingAtPath: stdout)
-        else {
-            throw NarratorError(file: logPath, "cannot write \(name)'s output")
-        }
+    /// Starts `/usr/bin/env arguments` (a Python program: UTF-8 on its pipes) with the given
+    /// standard streams; `finished` is signalled when it ends.
+    static func start(
+        name: String, arguments: [String], input: Any, output: Any, log: FileHandle, audio: String
+    ) throws(NarratorError) -> (process: Process, finished: DispatchSemaphore) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
+        process.standardInput = input
+        process.standardOutput = output
         process.standardError = log
         let finished = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in finished.signal() }
         do {
             try process.run()
         } catch {
-            try? log.close()
-            if out !== log { try? out.close() }
             throw NarratorError(file: audio, "cannot start \(name) (python3): \(error.localizedDescription); `make deps` installs it")
         }
+        return (process, finished)
+    }
+
+    /// Stops `process`'s group: SIGTERM, then SIGKILL 5 s later. Foundation starts the child in
+    /// a process group of its own, so this stops what it started too (ffmpeg); never our own group.
+    static func stop(_ process: Process, _ finished: DispatchSemaphore) {
+        let pid = process.processIdentifier
+        let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
+        kill(target, SIGTERM)
+        if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
+    }
+
+    static func run(name: String, arguments: [String], stdout: String, log logPath: String, timeout: Int, audio: String) throws(NarratorError) -> Ended {
+        guard FileManager.default.createFile(atPath: logPath, contents: nil), FileManager.default.createFile(atPath: stdout, contents: nil),
+            let log = FileHandle(forWritingAtPath: logPath), let out = stdout == logPath ? log : FileHandle(forWritingAtPath: stdout)
+        else {
+            throw NarratorError(file: logPath, "cannot write \(name)'s output")
+        }
+        let started: (process: Process, finished: DispatchSemaphore)
+        do throws(NarratorError) {
+            started = try start(name: name, arguments: arguments, input: FileHandle.nullDevice, output: out, log: log, audio: audio)
+        } catch {
+            try? log.close()
+            if out !== log { try? out.close() }
+            throw error
+        }
+        let (process, finished) = started
         try? log.close()
         if out !== log { try? out.close() }
         if finished.wait(timeout: .now() + .seconds(timeout)) == .timedOut {
-            // Foundation starts the child in a process group of its own: stopping the group
-            // stops what it started too (ffmpeg). Never our own group.
-            let pid = process.processIdentifier
-            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
-            kill(target, SIGTERM)
-            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
+            stop(process, finished)
             throw NarratorError(file: audio, "\(name) did not finish within \(timeout) s (--timeout)")
         }
         let said = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")

@@ -278,21 +278,15 @@ final class PocketSphinxWorker {
             throw NarratorError(file: logPath, "cannot write PocketSphinx's log")
         }
         let toWorker = Pipe(), fromWorker = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", PocketSphinxStage.program]
-        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONIOENCODING": "UTF-8"]) { $1 }
-        process.standardInput = toWorker
-        process.standardOutput = fromWorker
-        process.standardError = log
-        let finished = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in finished.signal() }
-        do {
-            try process.run()
+        let started: (process: Process, finished: DispatchSemaphore)
+        do throws(NarratorError) {
+            started = try Subprocess.start(
+                name: "PocketSphinx", arguments: ["python3", "-c", PocketSphinxStage.program], input: toWorker, output: fromWorker, log: log, audio: audio)
         } catch {
             try? log.close()
-            throw NarratorError(file: audio, "cannot start PocketSphinx (python3): \(error.localizedDescription); `make deps` installs it")
+            throw error
         }
+        let (process, finished) = started
         try? log.close()
         try? toWorker.fileHandleForReading.close()
         try? fromWorker.fileHandleForWriting.close()
@@ -304,12 +298,7 @@ final class PocketSphinxWorker {
 
     /// Stops the worker's process group (what it started too): SIGTERM, SIGKILL 5 s later.
     private func stop() {
-        if let process, let finished {
-            let pid = process.processIdentifier
-            let target = getpgid(pid) == pid && pid != getpgrp() ? -pid : pid
-            kill(target, SIGTERM)
-            if finished.wait(timeout: .now() + .seconds(5)) == .timedOut { kill(target, SIGKILL) }
-        }
+        if let process, let finished { Subprocess.stop(process, finished) }
         forget()
     }
 
