@@ -44,7 +44,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from read_along_browser import DevTools, decode_png, headless_chromium  # noqa: E402
+from read_along_browser import DevTools, decode_png, headless_chromium, new_tab  # noqa: E402
 
 import websockets  # noqa: E402
 
@@ -151,20 +151,6 @@ def serve(path):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, "http://127.0.0.1:%d/%s" % (server.server_address[1], name)
-
-
-async def new_tab(socket, width, height, reduced_motion, hook=None):
-    tools = DevTools(socket)
-    target = await tools.call("Target.createTarget", session=False, url="about:blank")
-    attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
-    tools.session = attached["sessionId"]
-    await tools.call("Page.enable")
-    await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
-    if reduced_motion:
-        await tools.call("Emulation.setEmulatedMedia", features=[{"name": "prefers-reduced-motion", "value": "reduce"}])
-    if hook:
-        await tools.call("Page.addScriptToEvaluateOnNewDocument", source=hook)
-    return tools
 
 
 async def click_at(tools, x, y):
@@ -278,7 +264,7 @@ async def layout(url, devtools_url, args):
     async with websockets.connect(devtools_url, max_size=1 << 26) as socket:
         for size in args.layout:
             width, height = (int(v) for v in size.split("x"))
-            tools = await new_tab(socket, width, height, False)
+            tools = await new_tab(socket, width, height, False, hook="")
             await tools.call("Page.navigate", url=url)
             await tools.wait_for("(() => { const P = document.querySelector('narrator-player');"
                                  " return !!(P && P.view && ['ready', 'playing', 'ended'].includes(P.view.state)); })()", args.timeout)

@@ -300,7 +300,9 @@ HOOK = r"""
 """
 
 
-async def new_tab(socket, width=800, height=480, reduced_motion=False):
+async def new_tab(socket, width=800, height=480, reduced_motion=False, hook=HOOK):
+    """A new tab of its own size and media, with `hook` (this page's HOOK by default; none when
+    empty) run before each document loads."""
     tools = DevTools(socket)
     target = await tools.call("Target.createTarget", session=False, url="about:blank")
     attached = await tools.call("Target.attachToTarget", session=False, targetId=target["targetId"], flatten=True)
@@ -309,7 +311,8 @@ async def new_tab(socket, width=800, height=480, reduced_motion=False):
     await tools.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
     if reduced_motion:
         await tools.call("Emulation.setEmulatedMedia", features=[{"name": "prefers-reduced-motion", "value": "reduce"}])
-    await tools.call("Page.addScriptToEvaluateOnNewDocument", source=HOOK)
+    if hook:
+        await tools.call("Page.addScriptToEvaluateOnNewDocument", source=hook)
     return tools
 
 
