@@ -56,6 +56,25 @@ struct NarratorPlayerTests {
 
     static func detail(_ heard: [String: Any]) -> Event { heard["detail"] as? Event ?? [:] }
 
+    /// The player's lesson (`PlayerLesson`) written into a library of its own (`also` adds to
+    /// it), a daemon playing it through the private sound server, then `body`.
+    static func withPlayerLesson(
+        also: (TempDir) -> Void = { _ in },
+        _ body: (_ dir: TempDir, _ lessons: String, _ made: PlayerLesson.Made, _ daemon: Daemon) throws -> Void
+    ) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lessons = dir.file("lib")
+        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
+        let made = try PlayerLesson.write(in: lessons)
+        also(dir)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        try body(dir, lessons, made, daemon)
+    }
+
     /// The docs' copy-paste example, taken from docs/component.md with the daemon's address and
     /// token put in, served from another origin (as an app's own page): its listener hears every
     /// cue of the chain in order, each as the CLI's cue sheet has it, between `start` and
@@ -104,106 +123,99 @@ struct NarratorPlayerTests {
     /// CLI's; axe-core finds no serious or critical violation while it plays and at its end.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func anActivityAtNamedMomentsAWrongTapAndAxe() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let lessons = dir.file("lib")
-        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
-        let made = try PlayerLesson.write(in: lessons)
-        let server = try PulseTestServer()
-        defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
-        defer { daemon.stop() }
-        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
-        let types = ["start", "activityStart", "stepStart", "chainStart", "clipStart", "sentence", "word", "clipEnd", "pulse", "chainEnd",
-                     "tap", "feedback", "feedbackEnd", "advance", "activityEnd", "finished", "stopped", "error", "idlePrompt"]
-        let chainEnds = "heard.filter(h => h.type === 'chainEnd').length"
-        let report = try Self.drive([
-            url, dir.file("shots"), "--record", types.joined(separator: ","),
-            "--shot", "word:P.view.current === 'ask/2'", "--shot", "pulse:R.querySelector('.tile.pulsing')",
-            "--tap", "\(made.wrong):\(chainEnds) >= 1", "--shot", "wrong:R.querySelector('.tile.wrong')",
-            "--tap", "red:heard.some(h => h.type === 'feedbackEnd')", "--tap", "blue:\(chainEnds) >= 4",
-            "--shot", "end:P.view.state === 'ended'",
-            "--axe", "playing:P.view.current !== null", "--axe", "end:P.view.state === 'ended'",
-        ])
-        let heard = try #require(report["heard"] as? [[String: Any]])
-        let shots = try #require(report["shots"] as? [String: [String: Any]])
-        func colors(_ shot: [String: Any], _ box: String) -> [String: Int] { (shot["colors"] as? [String: [String: Int]])?[box] ?? [:] }
-        func area(_ box: Any?) -> Int {
-            guard let b = box as? [Double], b.count == 4 else { return 0 }
-            return Int((b[2] - b[0]) * (b[3] - b[1]))
-        }
-        for (name, shot) in shots {
-            #expect(shot["steady"] as? Bool == true, "\(name): the element changed while it was shot")
-            #expect((shot["bytes"] as? Int ?? .max) < 100_000, "\(name): \(shot["bytes"] ?? 0) bytes")
-            for tile in shot["tiles"] as? [[String: Any]] ?? [] {
-                let box = tile["box"] as? [Double] ?? [0, 0, 0, 0]
-                #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(name): tile \(tile["name"] ?? "") is \(box)")
+        try Self.withPlayerLesson { dir, lessons, made, daemon in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
+            let types = ["start", "activityStart", "stepStart", "chainStart", "clipStart", "sentence", "word", "clipEnd", "pulse", "chainEnd",
+                         "tap", "feedback", "feedbackEnd", "advance", "activityEnd", "finished", "stopped", "error", "idlePrompt"]
+            let chainEnds = "heard.filter(h => h.type === 'chainEnd').length"
+            let report = try Self.drive([
+                url, dir.file("shots"), "--record", types.joined(separator: ","),
+                "--shot", "word:P.view.current === 'ask/2'", "--shot", "pulse:R.querySelector('.tile.pulsing')",
+                "--tap", "\(made.wrong):\(chainEnds) >= 1", "--shot", "wrong:R.querySelector('.tile.wrong')",
+                "--tap", "red:heard.some(h => h.type === 'feedbackEnd')", "--tap", "blue:\(chainEnds) >= 4",
+                "--shot", "end:P.view.state === 'ended'",
+                "--axe", "playing:P.view.current !== null", "--axe", "end:P.view.state === 'ended'",
+            ])
+            let heard = try #require(report["heard"] as? [[String: Any]])
+            let shots = try #require(report["shots"] as? [String: [String: Any]])
+            func colors(_ shot: [String: Any], _ box: String) -> [String: Int] { (shot["colors"] as? [String: [String: Int]])?[box] ?? [:] }
+            func area(_ box: Any?) -> Int {
+                guard let b = box as? [Double], b.count == 4 else { return 0 }
+                return Int((b[2] - b[0]) * (b[3] - b[1]))
             }
-        }
-        // A word lit: "red", the highlight over most of its box and nowhere but round it.
-        let word = try #require(shots["word"])
-        #expect(word["litText"] as? String == "red")
-        #expect(colors(word, "lit")["highlight", default: 0] * 2 >= area(word["lit"]), "\(colors(word, "lit")) in \(area(word["lit"])) px")
-        #expect(colors(word, "litRing")["highlight"] == colors(word, "all")["highlight"], "highlight outside the lit word: \(colors(word, "all"))")
-        // A tile pulsing: the pulse colour round that tile only.
-        let pulse = try #require(shots["pulse"])
-        let pulsing = try #require((pulse["tiles"] as? [[String: Any]])?.first { $0["pulsing"] as? Bool == true }?["name"] as? String)
-        #expect(pulsing == "red")
-        #expect(colors(pulse, "ring:red")["pulse", default: 0] >= 400 && colors(pulse, "ring:red")["pulse"] == colors(pulse, "all")["pulse"], "\(colors(pulse, "all"))")
-        // The wrong tap: that tile in the wrong colour, no other.
-        let wrong = try #require(shots["wrong"])
-        #expect(colors(wrong, "tile:" + made.wrong)["wrong", default: 0] * 2 >= area((wrong["tiles"] as? [[String: Any]])?.first { $0["name"] as? String == made.wrong }?["box"]))
-        // (round it: the tile shakes)
-        #expect(colors(wrong, "ring:" + made.wrong)["wrong"] == colors(wrong, "all")["wrong"], "\(colors(wrong, "all"))")
-        // The end: the end panel, no word lit.
-        let end = try #require(shots["end"])
-        #expect(colors(end, "end")["end", default: 0] * 2 >= area(end["end"]), "\(colors(end, "end")) in \(area(end["end"]))")
-        #expect(colors(end, "all")["highlight"] == 0)
-        // The tiles: the step's choices (its answers when the lesson cannot give choices), with pictures when it has them.
-        let tiles = (word["tiles"] as? [[String: Any]] ?? []).map { $0["name"] as? String ?? "" }
-        #expect(tiles == made.firstTiles, "\(tiles)")
-        if made.pictures {
-            let alts = (word["tiles"] as? [[String: Any]] ?? []).map { $0["picture"] as? String ?? "" }
-            #expect(alts == made.firstTiles.map { "a \($0) ball" }, "\(alts)")
-        }
+            for (name, shot) in shots {
+                #expect(shot["steady"] as? Bool == true, "\(name): the element changed while it was shot")
+                #expect((shot["bytes"] as? Int ?? .max) < 100_000, "\(name): \(shot["bytes"] ?? 0) bytes")
+                for tile in shot["tiles"] as? [[String: Any]] ?? [] {
+                    let box = tile["box"] as? [Double] ?? [0, 0, 0, 0]
+                    #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(name): tile \(tile["name"] ?? "") is \(box)")
+                }
+            }
+            // A word lit: "red", the highlight over most of its box and nowhere but round it.
+            let word = try #require(shots["word"])
+            #expect(word["litText"] as? String == "red")
+            #expect(colors(word, "lit")["highlight", default: 0] * 2 >= area(word["lit"]), "\(colors(word, "lit")) in \(area(word["lit"])) px")
+            #expect(colors(word, "litRing")["highlight"] == colors(word, "all")["highlight"], "highlight outside the lit word: \(colors(word, "all"))")
+            // A tile pulsing: the pulse colour round that tile only.
+            let pulse = try #require(shots["pulse"])
+            let pulsing = try #require((pulse["tiles"] as? [[String: Any]])?.first { $0["pulsing"] as? Bool == true }?["name"] as? String)
+            #expect(pulsing == "red")
+            #expect(colors(pulse, "ring:red")["pulse", default: 0] >= 400 && colors(pulse, "ring:red")["pulse"] == colors(pulse, "all")["pulse"], "\(colors(pulse, "all"))")
+            // The wrong tap: that tile in the wrong colour, no other.
+            let wrong = try #require(shots["wrong"])
+            #expect(colors(wrong, "tile:" + made.wrong)["wrong", default: 0] * 2 >= area((wrong["tiles"] as? [[String: Any]])?.first { $0["name"] as? String == made.wrong }?["box"]))
+            // (round it: the tile shakes)
+            #expect(colors(wrong, "ring:" + made.wrong)["wrong"] == colors(wrong, "all")["wrong"], "\(colors(wrong, "all"))")
+            // The end: the end panel, no word lit.
+            let end = try #require(shots["end"])
+            #expect(colors(end, "end")["end", default: 0] * 2 >= area(end["end"]), "\(colors(end, "end")) in \(area(end["end"]))")
+            #expect(colors(end, "all")["highlight"] == 0)
+            // The tiles: the step's choices (its answers when the lesson cannot give choices), with pictures when it has them.
+            let tiles = (word["tiles"] as? [[String: Any]] ?? []).map { $0["name"] as? String ?? "" }
+            #expect(tiles == made.firstTiles, "\(tiles)")
+            if made.pictures {
+                let alts = (word["tiles"] as? [[String: Any]] ?? []).map { $0["picture"] as? String ?? "" }
+                #expect(alts == made.firstTiles.map { "a \($0) ball" }, "\(alts)")
+            }
 
-        // The prompt chain as the CLI schedules it, from the activity's chainStart.
-        let events = heard.map(Self.detail)
-        let promptStart = try #require(events.firstIndex { $0["type"] as? String == "chainStart" && $0["chain"] as? String == "ask" })
-        let promptEnd = try #require(events.firstIndex { $0["type"] as? String == "chainEnd" && $0["chain"] as? String == "ask" })
-        let offset = events[promptStart]["frame"] as? Int ?? -1
-        Self.expectSame(Array(events[(promptStart + 1)...promptEnd]), try Self.cueSheet(lessons + "/player.json", ["--chain", "ask"]), offset: offset, "prompt")
-        // The wrong tap, then its feedback, as `narrator cues --taps` computes them.
-        let tap = try #require(events.firstIndex { $0["type"] as? String == "tap" })
-        #expect(events[tap]["answer"] as? String == made.wrong && events[tap]["result"] as? String == "wrong", "\(events[tap])")
-        #expect((heard[tap]["shown"] as? [String: Any])?["wrong"] as? [String] == [made.wrong], "\(heard[tap])")
-        let feedbackEnd = try #require(events[tap...].firstIndex { $0["type"] as? String == "feedbackEnd" })
-        let sheet = try Self.cueSheet(lessons + "/player.json", ["--activity", "pick", "--taps", "3:" + made.wrong])
-        let sheetTap = try #require(sheet.firstIndex { $0["type"] as? String == "tap" })
-        let sheetEnd = try #require(sheet[sheetTap...].firstIndex { $0["type"] as? String == "feedbackEnd" })
-        let tapFrame = events[tap]["frame"] as? Int ?? -1
-        Self.expectSame(
-            Array(events[tap...feedbackEnd]), Array(sheet[sheetTap...sheetEnd]).map { cue in
-                var shifted = cue
-                for key in ["frame", "endFrame"] { if let f = cue[key] as? Int { shifted[key] = f - (sheet[sheetTap]["frame"] as? Int ?? 0) } }
-                return shifted
-            }, offset: tapFrame, "wrong feedback")
-        #expect(events[tap...feedbackEnd].contains { $0["type"] as? String == "word" && $0["clip"] as? String == "nope" }, "the feedback chain's words")
-        // After it the wrong mark goes; the right answers end the activity.
-        #expect(((heard[feedbackEnd]["shown"] as? [String: Any])?["wrong"] as? [String])?.isEmpty == true)
-        let taps = events.filter { $0["type"] as? String == "tap" }.map { "\($0["answer"] ?? ""):\($0["result"] ?? "")" }
-        #expect(taps == ["\(made.wrong):wrong", "red:correct", "blue:correct"], "\(taps)")
-        #expect(events.last?["type"] as? String == "finished")
+            // The prompt chain as the CLI schedules it, from the activity's chainStart.
+            let events = heard.map(Self.detail)
+            let promptStart = try #require(events.firstIndex { $0["type"] as? String == "chainStart" && $0["chain"] as? String == "ask" })
+            let promptEnd = try #require(events.firstIndex { $0["type"] as? String == "chainEnd" && $0["chain"] as? String == "ask" })
+            let offset = events[promptStart]["frame"] as? Int ?? -1
+            Self.expectSame(Array(events[(promptStart + 1)...promptEnd]), try Self.cueSheet(lessons + "/player.json", ["--chain", "ask"]), offset: offset, "prompt")
+            // The wrong tap, then its feedback, as `narrator cues --taps` computes them.
+            let tap = try #require(events.firstIndex { $0["type"] as? String == "tap" })
+            #expect(events[tap]["answer"] as? String == made.wrong && events[tap]["result"] as? String == "wrong", "\(events[tap])")
+            #expect((heard[tap]["shown"] as? [String: Any])?["wrong"] as? [String] == [made.wrong], "\(heard[tap])")
+            let feedbackEnd = try #require(events[tap...].firstIndex { $0["type"] as? String == "feedbackEnd" })
+            let sheet = try Self.cueSheet(lessons + "/player.json", ["--activity", "pick", "--taps", "3:" + made.wrong])
+            let sheetTap = try #require(sheet.firstIndex { $0["type"] as? String == "tap" })
+            let sheetEnd = try #require(sheet[sheetTap...].firstIndex { $0["type"] as? String == "feedbackEnd" })
+            let tapFrame = events[tap]["frame"] as? Int ?? -1
+            Self.expectSame(
+                Array(events[tap...feedbackEnd]), Array(sheet[sheetTap...sheetEnd]).map { cue in
+                    var shifted = cue
+                    for key in ["frame", "endFrame"] { if let f = cue[key] as? Int { shifted[key] = f - (sheet[sheetTap]["frame"] as? Int ?? 0) } }
+                    return shifted
+                }, offset: tapFrame, "wrong feedback")
+            #expect(events[tap...feedbackEnd].contains { $0["type"] as? String == "word" && $0["clip"] as? String == "nope" }, "the feedback chain's words")
+            // After it the wrong mark goes; the right answers end the activity.
+            #expect(((heard[feedbackEnd]["shown"] as? [String: Any])?["wrong"] as? [String])?.isEmpty == true)
+            let taps = events.filter { $0["type"] as? String == "tap" }.map { "\($0["answer"] ?? ""):\($0["result"] ?? "")" }
+            #expect(taps == ["\(made.wrong):wrong", "red:correct", "blue:correct"], "\(taps)")
+            #expect(events.last?["type"] as? String == "finished")
 
-        let axe = try #require(report["axe"] as? [String: [[String: Any]]])
-        #expect(Set(axe.keys) == ["playing", "end"])
-        for (moment, violations) in axe {
-            print("axe at \(moment): \(violations.map { "\($0["id"] ?? "") (\($0["impact"] ?? ""))" })")
-            let bad = violations.filter { ["serious", "critical"].contains($0["impact"] as? String ?? "") }
-            #expect(bad.isEmpty, "\(moment): \(bad)")
-        }
-        for name in ["word", "pulse", "wrong", "end"] {
-            if let shot = shots[name] { try ReadAlongPageTests.keepForDocs(shot, as: "player-\(name).png") }
+            let axe = try #require(report["axe"] as? [String: [[String: Any]]])
+            #expect(Set(axe.keys) == ["playing", "end"])
+            for (moment, violations) in axe {
+                print("axe at \(moment): \(violations.map { "\($0["id"] ?? "") (\($0["impact"] ?? ""))" })")
+                let bad = violations.filter { ["serious", "critical"].contains($0["impact"] as? String ?? "") }
+                #expect(bad.isEmpty, "\(moment): \(bad)")
+            }
+            for name in ["word", "pulse", "wrong", "end"] {
+                if let shot = shots[name] { try ReadAlongPageTests.keepForDocs(shot, as: "player-\(name).png") }
+            }
         }
     }
 
@@ -254,60 +266,46 @@ struct NarratorPlayerTests {
     /// frame 50,400) and its cue comes next, tap("red") answers the step, stop() stops.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func theHostDrivesItWithItsMethods() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let lessons = dir.file("lib")
-        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
-        _ = try PlayerLesson.write(in: lessons)
-        let server = try PulseTestServer()
-        defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
-        defer { daemon.stop() }
-        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
-        let report = try Self.drive([
-            url, dir.file("shots"), "--record", "start,word,paused,resumed,seeked,chainEnd,tap,stepStart,stopped,finished,error",
-            "--call", "heard.some(h => h.type === 'word')::P.pause()",
-            "--call", "heard.some(h => h.type === 'paused')::P.resume()",
-            "--call", "heard.some(h => h.type === 'resumed')::P.seek({clip: 'ask', word: 3})",
-            "--call", "heard.some(h => h.type === 'chainEnd')::P.tap('red')",
-            "--call", "heard.some(h => h.type === 'stepStart' && h.detail.step === 1)::P.stop()",
-            "--until", "P.view.state === 'stopped'",
-        ])
-        let events = try #require(report["heard"] as? [[String: Any]]).map(Self.detail)
-        let types = events.map { $0["type"] as? String ?? "" }
-        let paused = try #require(types.firstIndex(of: "paused"), "\(types)")
-        let resumed = try #require(types.firstIndex(of: "resumed"), "\(types)")
-        let seeked = try #require(types.firstIndex(of: "seeked"), "\(types)")
-        #expect(paused < resumed && resumed < seeked, "\(types)")
-        #expect(events[seeked]["frame"] as? Int == 50_400, "\(events[seeked])")
-        let next = events[(seeked + 1)...].first { $0["type"] as? String == "word" }
-        #expect(next?["clip"] as? String == "ask" && next?["index"] as? Int == 3 && next?["frame"] as? Int == 50_400, "\(next ?? [:])")
-        let tap = try #require(events.first { $0["type"] as? String == "tap" })
-        #expect(tap["answer"] as? String == "red" && tap["result"] as? String == "correct", "\(tap)")
-        #expect(types.last == "stopped" && events.last?["reason"] as? String == "stopped", "\(events.last ?? [:])")
-        #expect((report["final"] as? [String: Any]).flatMap { ($0["view"] as? [String: Any])?["state"] as? String } == "stopped")
+        try Self.withPlayerLesson { dir, lessons, made, daemon in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
+            let report = try Self.drive([
+                url, dir.file("shots"), "--record", "start,word,paused,resumed,seeked,chainEnd,tap,stepStart,stopped,finished,error",
+                "--call", "heard.some(h => h.type === 'word')::P.pause()",
+                "--call", "heard.some(h => h.type === 'paused')::P.resume()",
+                "--call", "heard.some(h => h.type === 'resumed')::P.seek({clip: 'ask', word: 3})",
+                "--call", "heard.some(h => h.type === 'chainEnd')::P.tap('red')",
+                "--call", "heard.some(h => h.type === 'stepStart' && h.detail.step === 1)::P.stop()",
+                "--until", "P.view.state === 'stopped'",
+            ])
+            let events = try #require(report["heard"] as? [[String: Any]]).map(Self.detail)
+            let types = events.map { $0["type"] as? String ?? "" }
+            let paused = try #require(types.firstIndex(of: "paused"), "\(types)")
+            let resumed = try #require(types.firstIndex(of: "resumed"), "\(types)")
+            let seeked = try #require(types.firstIndex(of: "seeked"), "\(types)")
+            #expect(paused < resumed && resumed < seeked, "\(types)")
+            #expect(events[seeked]["frame"] as? Int == 50_400, "\(events[seeked])")
+            let next = events[(seeked + 1)...].first { $0["type"] as? String == "word" }
+            #expect(next?["clip"] as? String == "ask" && next?["index"] as? Int == 3 && next?["frame"] as? Int == 50_400, "\(next ?? [:])")
+            let tap = try #require(events.first { $0["type"] as? String == "tap" })
+            #expect(tap["answer"] as? String == "red" && tap["result"] as? String == "correct", "\(tap)")
+            #expect(types.last == "stopped" && events.last?["reason"] as? String == "stopped", "\(events.last ?? [:])")
+            #expect((report["final"] as? [String: Any]).flatMap { ($0["view"] as? [String: Any])?["state"] as? String } == "stopped")
+        }
     }
 
     /// `locale="es"` (from the demo page's address): the words heard are the Spanish timing
     /// file's, each as `narrator cues --locale es` schedules it, and the element lays out those.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func aLocalePlaysItsOwnWords() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let lessons = dir.file("lib")
-        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
-        _ = try PlayerLesson.write(in: lessons)
-        let server = try PulseTestServer()
-        defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
-        defer { daemon.stop() }
-        let cues = try Self.cueSheet(lessons + "/player.json", ["--chain", "ask", "--locale", "es"])
-        #expect(cues.filter { $0["type"] as? String == "word" }.map { $0["text"] as? String ?? "" } == ["Toca", "la", "bola", "roja."])
-        let types = Set(cues.compactMap { $0["type"] as? String }).sorted()
-        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&chain=ask&locale=es#token=\(daemon.token)"
-        let report = try Self.drive([url, dir.file("shots"), "--record", types.joined(separator: ","), "--shot", "word:P.view.current === 'ask/2'"])
-        Self.expectSame(try #require(report["heard"] as? [[String: Any]]).map(Self.detail), cues, "locale es")
-        #expect((report["shots"] as? [String: [String: Any]])?["word"]?["litText"] as? String == "bola")
+        try Self.withPlayerLesson { dir, lessons, made, daemon in
+            let cues = try Self.cueSheet(lessons + "/player.json", ["--chain", "ask", "--locale", "es"])
+            #expect(cues.filter { $0["type"] as? String == "word" }.map { $0["text"] as? String ?? "" } == ["Toca", "la", "bola", "roja."])
+            let types = Set(cues.compactMap { $0["type"] as? String }).sorted()
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&chain=ask&locale=es#token=\(daemon.token)"
+            let report = try Self.drive([url, dir.file("shots"), "--record", types.joined(separator: ","), "--shot", "word:P.view.current === 'ask/2'"])
+            Self.expectSame(try #require(report["heard"] as? [[String: Any]]).map(Self.detail), cues, "locale es")
+            #expect((report["shots"] as? [String: [String: Any]])?["word"]?["litText"] as? String == "bola")
+        }
     }
 
     /// Under prefers-reduced-motion a pulse is a static outline, not an animation; the demo page's
@@ -315,41 +313,33 @@ struct NarratorPlayerTests {
     /// nothing wider than the window, every tile and control at least 64 px each way.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func reducedMotionAndTheDemoLayout() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let lessons = dir.file("lib")
-        try FileManager.default.createDirectory(atPath: lessons, withIntermediateDirectories: true)
-        _ = try PlayerLesson.write(in: lessons)
         // A lesson that cannot be read, with a long name: the menu lists its problem, and still
         // leaves Start on screen.
-        _ = dir.write("lib/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"#)
-        let server = try PulseTestServer()
-        defer { server.stop() }
-        let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
-        defer { daemon.stop() }
-        let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
-        let report = try Self.drive([url, dir.file("shots"), "--reduced-motion", "--record", "pulse", "--until", "heard.length > 0"])
-        let pulse = try #require((report["heard"] as? [[String: Any]])?.first)
-        let shown = (pulse["shown"] as? [String: Any])?["pulsing"] as? [[String: Any]] ?? []
-        #expect(shown.count == 1 && shown.first?["animation"] as? String == "none" && shown.first?["outline"] as? String == "solid", "\(shown)")
+        try Self.withPlayerLesson(also: { _ = $0.write("lib/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"#) }) { dir, lessons, made, daemon in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
+            let report = try Self.drive([url, dir.file("shots"), "--reduced-motion", "--record", "pulse", "--until", "heard.length > 0"])
+            let pulse = try #require((report["heard"] as? [[String: Any]])?.first)
+            let shown = (pulse["shown"] as? [String: Any])?["pulsing"] as? [[String: Any]] ?? []
+            #expect(shown.count == 1 && shown.first?["animation"] as? String == "none" && shown.first?["outline"] as? String == "solid", "\(shown)")
 
-        let layouts = try #require(try Self.drive([url, dir.file("layout"), "--layout", "360x640", "--layout", "1280x800"])["layouts"] as? [[String: Any]])
-        #expect(layouts.count == 2)
-        for layout in layouts {
-            let size = layout["size"] as? String ?? ""
-            let width = layout["width"] as? Double ?? 0
-            let height = layout["height"] as? Double ?? 0
-            func onScreen(_ box: [Double]) -> Bool { box[0] >= 0 && box[1] >= 0 && box[2] <= width && box[3] <= height }
-            let start = layout["start"] as? [Double] ?? [0, 0, .infinity, .infinity]
-            let toggle = layout["toggle"] as? [Double] ?? [0, 0, .infinity, .infinity]
-            let tiles = layout["tiles"] as? [[Double]] ?? []
-            #expect(onScreen(start) && onScreen(toggle), "\(size): Start \(start), play \(toggle)")
-            #expect(!tiles.isEmpty && tiles.allSatisfy(onScreen), "\(size): tiles \(tiles)")
-            #expect((layout["scrollWidth"] as? Double ?? .infinity) <= width, "\(size): \(layout["scrollWidth"] ?? "")")
-            let options = layout["options"] as? [String] ?? []
-            #expect(options.contains("activity pick") && options.contains { $0.hasPrefix("cannot be read: a-lesson-with") }, "\(size): \(options)")
-            for box in tiles + [toggle] {
-                #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(size): \(box)")
+            let layouts = try #require(try Self.drive([url, dir.file("layout"), "--layout", "360x640", "--layout", "1280x800"])["layouts"] as? [[String: Any]])
+            #expect(layouts.count == 2)
+            for layout in layouts {
+                let size = layout["size"] as? String ?? ""
+                let width = layout["width"] as? Double ?? 0
+                let height = layout["height"] as? Double ?? 0
+                func onScreen(_ box: [Double]) -> Bool { box[0] >= 0 && box[1] >= 0 && box[2] <= width && box[3] <= height }
+                let start = layout["start"] as? [Double] ?? [0, 0, .infinity, .infinity]
+                let toggle = layout["toggle"] as? [Double] ?? [0, 0, .infinity, .infinity]
+                let tiles = layout["tiles"] as? [[Double]] ?? []
+                #expect(onScreen(start) && onScreen(toggle), "\(size): Start \(start), play \(toggle)")
+                #expect(!tiles.isEmpty && tiles.allSatisfy(onScreen), "\(size): tiles \(tiles)")
+                #expect((layout["scrollWidth"] as? Double ?? .infinity) <= width, "\(size): \(layout["scrollWidth"] ?? "")")
+                let options = layout["options"] as? [String] ?? []
+                #expect(options.contains("activity pick") && options.contains { $0.hasPrefix("cannot be read: a-lesson-with") }, "\(size): \(options)")
+                for box in tiles + [toggle] {
+                    #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(size): \(box)")
+                }
             }
         }
     }
