@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11)],
     products: [
         .library(name: "NarratorCore", targets: ["NarratorCore"]),
+        .library(name: "NarratorEngine", targets: ["NarratorEngine"]),
         .library(name: "NarratorAudioFile", targets: ["NarratorAudioFile"]),
         .library(name: "NarratorLive", targets: ["NarratorLive"]),
         .library(name: "NarratorOutputs", targets: ["NarratorOutputs"]),
@@ -66,7 +67,10 @@ let package = Package(
         .target(name: "CPulseLoader", dependencies: ["CPulse", "CLazyLibrary"], path: "Sources/NarratorOutputs/Pulse/CPulseLoader"),
 
         // Model, timings, scheduler, mixer: pure Swift, no C module.
-        .target(name: "NarratorCore"),
+        // The Foundation-free core that also builds with Embedded Swift for WebAssembly
+        // (scripts/build-wasm.sh): the lesson parser, scheduler, activity machine and mixer.
+        .target(name: "NarratorEngine"),
+        .target(name: "NarratorCore", dependencies: ["NarratorEngine"]),
         // Clip decoding, resampling, time stretching (pitch kept), loudness and file output.
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic", "CEbur128"]),
         // Live playback: the engine (plan, mixer, audio clock, cue delivery when heard), the

@@ -19,8 +19,8 @@ public enum InputFile {
     /// Timing files, and the pages a SMIL file names: a long-format TextGrid of a ten-hour
     /// audiobook with its phones tier is about 100 MB.
     public static let timingLimit = 256 << 20
-    /// Lesson files and sprite maps: JSON that names audio, never holds it.
-    public static let documentLimit = 16 << 20
+    /// Lesson files and sprite maps (`JSONValue.documentLimit`).
+    public static let documentLimit = JSONValue.documentLimit
 
     /// An open regular file: its descriptor (close-on-exec, blocking) and size. The caller owns
     /// the descriptor.

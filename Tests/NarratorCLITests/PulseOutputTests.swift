@@ -1,6 +1,7 @@
 import Foundation
 import NarratorAudioFile
 @testable import NarratorCore
+@testable import NarratorEngine
 import NarratorLive
 import NarratorOutputs
 import NarratorTestSupport

@@ -3,6 +3,7 @@ import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 /// The activity state machine, one transition at a time: each test puts the machine in a
 /// state, feeds it one input and checks the next state and what it produced. Expected frames

@@ -3,6 +3,7 @@ import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 /// Words with markup characters through every format Narrator writes and back; what the SRT
 /// reader takes for markup and what it keeps.

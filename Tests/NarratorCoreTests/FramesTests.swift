@@ -1,6 +1,7 @@
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 @Suite struct FramesTests {
     @Test func secondsRoundToNearestFrame() {

@@ -4,6 +4,7 @@ import Testing
 import CAllocationCounter
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 /// What reading `text` as the timing file `name` throws, if anything.
 enum TimingParse {

@@ -3,6 +3,7 @@ import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 /// SMIL files and the XHTML pages they name, with the bytes that killed Foundation's
 /// XMLParser on Linux (invalid UTF-8 in a name) and the other ways XML can hurt a reader:

@@ -2,6 +2,7 @@ import Foundation
 import NarratorTestSupport
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 // Lessons on audio made in memory, shared by the scheduler's, the sentences' and the activity
 // state machine's suites.

@@ -3,6 +3,7 @@ import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 @Suite struct LessonTests {
     /// The lesson of the issue, verbatim: it parses, and playing its chain names the first

@@ -3,6 +3,7 @@ import NarratorTestSupport
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 /// Sentences from every timing format, what a region keeps of them, their cues' place in the
 /// schedule, and the lookups seek and resume use. Fixtures are written here with times that

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import NarratorCore
+@testable import NarratorEngine
 
 private func parse(_ text: String, _ name: String, rate: Int = 48000) throws(NarratorError) -> [WordTiming] {
     try WordTimings.parse(Data(text.utf8), path: name, rate: rate)

@@ -2,6 +2,7 @@ import CAllocationCounter
 import Foundation
 import NarratorAudioFile
 @testable import NarratorCore
+@testable import NarratorEngine
 @_spi(Testing) import NarratorLive
 import NarratorTestSupport
 import Synchronization

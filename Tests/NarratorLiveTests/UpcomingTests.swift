@@ -1,5 +1,6 @@
 import Foundation
 @testable import NarratorCore
+@testable import NarratorEngine
 @_spi(Testing) import NarratorLive
 import NarratorTestSupport
 import Synchronization

@@ -1,6 +1,7 @@
 import Foundation
 import NarratorAudioFile
 @testable import NarratorCore
+@testable import NarratorEngine
 @_spi(Testing) import NarratorLive
 import NarratorTestSupport
 import Synchronization

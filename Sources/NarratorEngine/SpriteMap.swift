@@ -1,5 +1,3 @@
-import Foundation
-
 /// A howler.js audio sprite map: one audio file and named regions of it, in milliseconds.
 ///
 /// ```json
@@ -24,12 +22,12 @@ public struct SpriteMap: Sendable, Equatable {
     /// By name.
     public let sprites: [Sprite]
 
-    public static func load(path: String) throws(NarratorError) -> SpriteMap {
-        try parse(try InputFile.read(path: path, limit: InputFile.documentLimit), path: path)
+    public static func load(path: String, files: some LessonFiles) throws(NarratorError) -> SpriteMap {
+        try parse(try files.read(path: path, limit: JSONValue.documentLimit), path: path)
     }
 
-    public static func parse(_ data: Data, path: String) throws(NarratorError) -> SpriteMap {
-        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+    public static func parse(_ bytes: [UInt8], path: String) throws(NarratorError) -> SpriteMap {
+        let root = JSONCursor(try JSONValue.parse(bytes, file: path), file: path)
         let top = try root.object()
         guard let srcCursor = top["src"] ?? top["urls"] else {
             throw NarratorError(file: path, place: "src", "missing key (the sprite's audio file)")
@@ -41,8 +39,8 @@ public struct SpriteMap: Sendable, Equatable {
             names = try srcCursor.array().map { c throws(NarratorError) in try c.string() }
         }
         if names.isEmpty { throw srcCursor.fail("names no audio file") }
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-        let sources = names.map { $0.hasPrefix("/") ? $0 : folder.appendingPathComponent($0).path }
+        let folder = Paths.folder(of: path)
+        let sources = names.map { Paths.join(folder, $0) }
 
         var sprites: [Sprite] = []
         for (name, entry) in try top.required("sprite", in: root).object().sorted(by: { $0.key < $1.key }) {
@@ -73,8 +71,8 @@ public struct SpriteMap: Sendable, Equatable {
 
     /// The first source that exists and that Narrator can decode: a web sprite usually lists a
     /// WebM or M4A first, for browsers.
-    public func audioFile() throws(NarratorError) -> String {
-        for source in sources where AudioMarker.isAudioFile(source) && FileManager.default.fileExists(atPath: source) {
+    public func audioFile(files: some LessonFiles) throws(NarratorError) -> String {
+        for source in sources where AudioMarker.isAudioFile(source) && files.exists(path: source) {
             return source
         }
         throw NarratorError(

@@ -1,12 +1,11 @@
-import Foundation
-
 /// A lesson file: the clips it names, the pools that draw among them and the chains that
 /// play them back to back. Parsed and validated as a whole before any audio is touched.
 public struct Lesson: Sendable {
     /// The lesson file's path, as given: the name used in error messages.
     public let path: String
-    /// The folder that clip and timing paths are relative to.
-    public let directory: URL
+    /// The folder that clip and timing paths are relative to (absolute when the lesson was
+    /// loaded from disk).
+    public let folder: String
     public let sampleRate: Int
     /// Output channels; nil means "the largest channel count among the chain's clips".
     public let channels: Int?
@@ -97,7 +96,7 @@ public struct Lesson: Sendable {
 
         /// −12 dB, 50 ms down, 300 ms back up.
         public static func standard(rate: Int) -> Ducking {
-            Ducking(gain: Float(pow(10, -12.0 / 20)), attackFrames: Frames.from(seconds: 0.05, rate: rate)!,
+            Ducking(gain: Float(Decibels.factor(-12)), attackFrames: Frames.from(seconds: 0.05, rate: rate)!,
                     releaseFrames: Frames.from(seconds: 0.3, rate: rate)!)
         }
 
@@ -159,16 +158,6 @@ public struct Lesson: Sendable {
     /// took 12 s and 847 MiB, so their number is capped instead (docs/limits.md).
     public static let maxClips = 100_000
 
-    /// Reads and validates the lesson file at `path`; with `locale`, its clips are that
-    /// locale's (`localized(to:)`).
-    public static func load(path: String, locale: String? = nil) throws(NarratorError) -> Lesson {
-        let url = URL(fileURLWithPath: path)
-        let data = try InputFile.read(path: path, limit: InputFile.documentLimit)
-        let lesson = try parse(data, path: path, directory: url.deletingLastPathComponent())
-        guard let locale else { return lesson }
-        return try lesson.localized(to: locale)
-    }
-
     /// The lowest rate a lesson may have: 8000 Hz, telephone speech, the lowest rate of every
     /// format narration is recorded or packed in (Opus and MP3 have none lower). A rate under
     /// it is a digit dropped (4800 for 48000), never meant: refused with that said, rather than
@@ -183,9 +172,10 @@ public struct Lesson: Sendable {
         return "\(rate) Hz is under \(minimumSampleRate) Hz, the lowest rate narration is made at: almost certainly a typo\(meant)"
     }
 
-    /// Parses lesson JSON; `directory` is where relative paths start.
-    public static func parse(_ data: Data, path: String, directory: URL) throws(NarratorError) -> Lesson {
-        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
+    /// Parses lesson JSON; `folder` is where relative paths start, `files` where sprite maps
+    /// are read from.
+    public static func parse(_ bytes: [UInt8], path: String, folder: String, files: some LessonFiles) throws(NarratorError) -> Lesson {
+        let root = JSONCursor(try JSONValue.parse(bytes, file: path), file: path)
         let top = try root.object(allowing: Keys.lesson)
         let sampleRate = try top.required("sampleRate", in: root).integer(in: 1000...768_000)
         guard sampleRate >= minimumSampleRate else {
@@ -198,7 +188,7 @@ public struct Lesson: Sendable {
         func resolve(_ relative: String) -> String {
             if relative.hasPrefix("/") { return relative }
             if let path = resolved[relative] { return path }
-            let path = directory.appendingPathComponent(relative).path
+            let path = Paths.join(folder, relative)
             resolved[relative] = path
             return path
         }
@@ -235,9 +225,9 @@ public struct Lesson: Sendable {
             for (prefix, entry) in try spritesCursor.object() {
                 let fields = try entry.object(allowing: Keys.sprites)
                 let mapCursor = try fields.required("map", in: entry)
-                let map = try SpriteMap.load(path: resolve(try mapCursor.string()))
+                let map = try SpriteMap.load(path: resolve(try mapCursor.string()), files: files)
                 let file: String
-                if let fileCursor = fields["file"] { file = resolve(try fileCursor.string()) } else { file = try map.audioFile() }
+                if let fileCursor = fields["file"] { file = resolve(try fileCursor.string()) } else { file = try map.audioFile(files: files) }
                 let bus = try fields["bus"].map { c throws(NarratorError) in try parseBus(c) } ?? .sfx
                 for sprite in map.sprites {
                     let id = "\(prefix).\(sprite.name)"
@@ -298,7 +288,7 @@ public struct Lesson: Sendable {
             if let gainCursor = fields["gain"] {
                 let decibels = try gainCursor.number()
                 guard decibels <= 0, decibels >= -96 else { throw gainCursor.fail("gain in dB between -96 and 0") }
-                gain = Float(pow(10, decibels / 20))
+                gain = Float(Decibels.factor(decibels))
             }
             ducking = Ducking(
                 gain: gain, attackFrames: try seconds("attack", standard.attackFrames),
@@ -320,7 +310,7 @@ public struct Lesson: Sendable {
         let pictures = try top["pictures"].map { c throws(NarratorError) in try Picture.parse(c, resolve: resolve) } ?? [:]
 
         return Lesson(
-            path: path, directory: directory, sampleRate: sampleRate, channels: channels,
+            path: path, folder: folder, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
             musicItemClips: musicItemClips, locale: locale, locales: locales, localeTags: localeTags, pictures: pictures)
     }
@@ -355,7 +345,7 @@ public struct Lesson: Sendable {
             throw cursor.fail("expected a target in LUFS, or an object of targets by bus (voice, sfx, music)")
         }
         var targets: [Bus: Double] = [:]
-        for (name, value) in try cursor.object(allowing: Set(Bus.allCases.map(\.rawValue))) {
+        for (name, value) in try cursor.object(allowing: Set(Bus.allCases.map { $0.rawValue })) {
             targets[Bus(rawValue: name)!] = try target(value)
         }
         return targets
@@ -463,43 +453,5 @@ public struct Lesson: Sendable {
             }
         }
         return ids
-    }
-}
-
-/// Why a file cannot be read, in words for the one-line error: what stat(2) and access(2)
-/// say, each errno in its own words (a link loop is not "no such file").
-public enum FileProblem {
-    /// What is wrong with `path` as an input file, or nil when it looks readable.
-    public static func check(path: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let code = errno
-            var link = stat()
-            if code == ENOENT, lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK {
-                return "a symbolic link to nothing (its target does not exist)"
-            }
-            return describe(errno: code)
-        }
-        if info.st_mode & S_IFMT == S_IFDIR { return "is a folder, not a file" }
-        if info.st_mode & S_IFMT != S_IFREG { return "not a regular file (a device, pipe or socket)" }
-        if access(path, R_OK) != 0 { return describe(errno: errno) }
-        if info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 { return "empty file" }
-        return nil
-    }
-
-    /// Why reading `path` failed.
-    public static func describe(path: String) -> String { check(path: path) ?? "cannot be read" }
-
-    /// An errno of opening or reading a file, in words.
-    public static func describe(errno code: Int32) -> String {
-        switch code {
-        case ENOENT: "no such file"
-        case ELOOP: "a loop of symbolic links (too many levels to follow)"
-        case EACCES, EPERM: "permission denied"
-        case EISDIR: "is a folder, not a file"
-        case ENOTDIR: "a part of its path is not a folder"
-        case ENAMETOOLONG: "the path or one of its names is too long"
-        default: String(cString: strerror(code))
-        }
     }
 }

@@ -121,7 +121,7 @@ public struct Announcer {
     /// Plays `unsorted` by the priority rules; `interruptions` says what an interrupt does to
     /// what it interrupts.
     public func run(_ unsorted: [AnnouncementRequest], interruptions: InterruptionPolicy = .cancel) throws(NarratorError) -> Timeline {
-        let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+        let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
         var out = TimelineBuilder()
         var playing: Playing?
         var waiting: [Waiting] = []
@@ -130,7 +130,7 @@ public struct Announcer {
 
         func note(_ frame: Int, _ type: TraceKind, _ request: AnnouncementRequest, _ extra: [String: Cue.Field] = [:]) {
             var fields: [String: Cue.Field] = ["id": .string(request.id), "priority": .string(request.priority.rawValue)]
-            fields.merge(extra) { $1 }
+            for (key, value) in extra { fields[key] = value }
             out.note(frame, type, fields)
         }
 

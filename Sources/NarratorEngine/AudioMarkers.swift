@@ -1,5 +1,3 @@
-import Foundation
-
 /// A labelled point in an audio file: a WAV `cue ` point with its `LIST`/`adtl`/`labl` label,
 /// as Audacity, Sound Forge or Wavosaur write them. `frame` is at the rate the file is read at.
 public struct AudioMarker: Sendable, Equatable {
@@ -22,7 +20,7 @@ public struct AudioMarker: Sendable, Equatable {
 
     /// Whether `path` names an audio file by its extension.
     public static func isAudioFile(_ path: String) -> Bool {
-        audioExtensions.contains(URL(fileURLWithPath: path).pathExtension.lowercased())
+        audioExtensions.contains(Paths.fileExtension(path))
     }
 }
 
@@ -35,7 +33,7 @@ extension WordTimings {
     ) throws(NarratorError) -> [WordTiming] {
         let ordered = markers.enumerated().sorted { a, b in
             a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
-        }.map(\.element)
+        }.map { $0.element }
         if let late = ordered.last, late.frame > audioFrames {
             throw NarratorError(
                 file: path, place: "marker '\(late.label)'",

@@ -43,7 +43,7 @@ public struct Cue: Sendable, Equatable {
         if inOrder { return cues }
         return cues.enumerated().sorted { a, b in
             a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
-        }.map(\.element)
+        }.map { $0.element }
     }
 
     /// The same cue `frames` later (a word's or a sentence's end too).

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A child's tap (or an app request) at a frame of the activity's timeline, as heard.
 public struct Tap: Sendable, Equatable {
     /// Where the tap takes effect: where its answer's audio starts.
@@ -107,8 +105,8 @@ struct TimelineBuilder {
     }
 
     func timeline(end: Int) -> Timeline {
-        let ordered = trace.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
-        let sortedVoices = voices.enumerated().sorted { ($0.element.startFrame, $0.offset) < ($1.element.startFrame, $1.offset) }.map(\.element)
+        let ordered = trace.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
+        let sortedVoices = voices.enumerated().sorted { ($0.element.startFrame, $0.offset) < ($1.element.startFrame, $1.offset) }.map { $0.element }
         return Timeline(
             schedule: Schedule(
                 sampleRate: sampleRate, channels: channels, frames: end, voices: sortedVoices, cues: ordered, ducking: ducking))
@@ -228,7 +226,7 @@ public struct ActivityRunner {
     /// deadline, otherwise the deadline (a narration's end, the idle prompt), until the run
     /// ends or the next input is past `until`, where the clock stops.
     public func run(taps unsorted: [Tap], until: Int, state: String? = nil) throws(NarratorError) -> Timeline {
-        let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map(\.element)
+        let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
         var out = TimelineBuilder()
         out.sampleRate = sampleRate
         var machine = ActivityMachine(activity: activity, layout: schedule)

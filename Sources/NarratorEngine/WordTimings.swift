@@ -1,5 +1,3 @@
-import Foundation
-
 /// One word of a timing file, in frames from the start of its audio file.
 public struct WordTiming: Sendable, Equatable {
     /// 0-based position in the timing file.
@@ -20,23 +18,21 @@ public struct WordTiming: Sendable, Equatable {
 /// Word-timing files: the formats authors bring, read into frames at one rate.
 public enum WordTimings {
     /// A word as a parser found it: still in seconds, with the place it came from.
-    struct Entry {
-        var text: String
-        var start: Double
-        var end: Double
-        var place: String
+    package struct Entry {
+        package var text: String
+        package var start: Double
+        package var end: Double
+        package var place: String
         /// The file's group of the word (its WebVTT cue, SMIL sentence), when it has one.
-        var group: Int? = nil
-    }
+        package var group: Int? = nil
 
-    /// Reads `path` (any format `read` knows) and returns its words in frames at `rate`,
-    /// checked for order and overlap.
-    public static func load(path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
-        try read(path: path, rate: rate).words
-    }
-
-    public static func parse(_ data: Data, path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
-        try read(data, path: path, rate: rate).words
+        package init(text: String, start: Double, end: Double, place: String, group: Int? = nil) {
+            self.text = text
+            self.start = start
+            self.end = end
+            self.place = place
+            self.group = group
+        }
     }
 
     /// For words that run past the end of their audio (`audioFrames` long): a hint when the
@@ -44,7 +40,7 @@ public enum WordTimings {
     /// ten times the audio's length as written, and within it once divided by 1000 (a word a
     /// little past the end is a timing slip, not a unit).
     public static func millisecondsHint(_ words: [WordTiming], audioFrames: Int, rate: Int) -> String {
-        guard audioFrames > 0, let last = words.map(\.endFrame).max(), last / 10 > audioFrames, last / 1000 <= audioFrames else {
+        guard audioFrames > 0, let last = words.map({ $0.endFrame }).max(), last / 10 > audioFrames, last / 1000 <= audioFrames else {
             return ""
         }
         return "; the times look like milliseconds (\(Frames.describe(last, rate: rate)) would be \(Frames.describe(last / 1000, rate: rate))): timing files give seconds"
@@ -52,7 +48,7 @@ public enum WordTimings {
 
     /// Converts to frames and checks: each word ends at or after its start, starts at or after
     /// the previous word's start, and does not overlap it.
-    static func frames(_ entries: [Entry], path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
+    package static func frames(_ entries: [Entry], path: String, rate: Int) throws(NarratorError) -> [WordTiming] {
         if entries.isEmpty { throw NarratorError(file: path, "holds no words") }
         var words: [WordTiming] = []
         words.reserveCapacity(entries.count)
@@ -84,7 +80,7 @@ public enum WordTimings {
 
     /// A time of `entry` in frames: finite, not before 0, and within what a frame count holds;
     /// else an error naming the word and the value as the file gave it.
-    static func frame(_ seconds: Double, _ verb: String, _ entry: Entry, path: String, rate: Int) throws(NarratorError) -> Int {
+    package static func frame(_ seconds: Double, _ verb: String, _ entry: Entry, path: String, rate: Int) throws(NarratorError) -> Int {
         guard seconds.isFinite else {
             throw NarratorError(file: path, place: entry.place, "\(verb) at \(seconds), not a time")
         }
@@ -100,7 +96,7 @@ public enum WordTimings {
     /// A plain decimal number as subtitle and SMIL clocks write their fields: ASCII digits
     /// with at most one decimal point, no sign, exponent, "nan" or hex (which `Double(_:)`
     /// would take). Nil for anything else.
-    static func plainNumber(_ text: Substring) -> Double? {
+    package static func plainNumber(_ text: Substring) -> Double? {
         var digits = 0
         var points = 0
         for byte in text.utf8 {
@@ -118,58 +114,18 @@ public enum WordTimings {
 
     /// A field of ASCII digits only (at most `maxDigits`, so that it cannot overflow what it
     /// is multiplied by), as an integer.
-    static func digits(_ text: Substring, count allowed: ClosedRange<Int>) -> Int? {
+    package static func digits(_ text: Substring, count allowed: ClosedRange<Int>) -> Int? {
         guard allowed.contains(text.utf8.count), text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
         return Int(text)
     }
 
-    /// `{"words": [{"text": "A", "start": 1.005, "end": 1.326}, ...]}`
-    static func parseJSON(_ data: Data, path: String) throws(NarratorError) -> [Entry] {
-        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let words = try root.object().required("words", in: root).array()
-        var entries: [Entry] = []
-        for word in words {
-            let fields = try word.object(allowing: ["text", "start", "end"])
-            let text = try fields.required("text", in: word).string()
-            entries.append(
-                Entry(
-                    text: text,
-                    start: try fields.required("start", in: word).number(),
-                    end: try fields.required("end", in: word).number(),
-                    place: "\(word.path) \(shown(text))"))
-        }
-        return entries
-    }
-
-    /// An Audacity label track: `start<TAB>end<TAB>text` per line. Lines that start with a
-    /// backslash carry a label's frequency range (spectral selection) and are skipped.
-    static func parseAudacity(_ text: String, path: String) throws(NarratorError) -> [Entry] {
-        var entries: [Entry] = []
-        for (number, line) in lines(of: text).enumerated() {
-            if line.allSatisfy(\.isWhitespace) || line.hasPrefix("\\") { continue }
-            let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
-            let place = "line \(number + 1)"
-            guard fields.count >= 2 else {
-                throw NarratorError(file: path, place: place, "expected start<TAB>end<TAB>text")
-            }
-            guard let start = Double(fields[0].trimmingCharacters(in: .whitespaces)),
-                let end = Double(fields[1].trimmingCharacters(in: .whitespaces))
-            else {
-                throw NarratorError(file: path, place: place, "start and end must be numbers of seconds")
-            }
-            let word = fields.count == 3 ? String(fields[2]).trimmingCharacters(in: .whitespaces) : ""
-            entries.append(Entry(text: word, start: start, end: end, place: "\(place) \(shown(word))"))
-        }
-        return entries
-    }
-
     /// A word's text as a message quotes it: at most 60 characters, the rest elided.
-    static func shown(_ text: some StringProtocol) -> String {
+    package static func shown(_ text: some StringProtocol) -> String {
         text.count <= 60 ? "'\(text)'" : "'\(text.prefix(59))…'"
     }
 
     /// Lines split at LF, CRLF or CR ("\r\n" is one Character in Swift).
-    static func lines(of text: String) -> [Substring] {
+    package static func lines(of text: String) -> [Substring] {
         text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
     }
 }

@@ -78,7 +78,7 @@ public enum Sentences {
     static func make(index: Int, _ words: ArraySlice<WordTiming>) -> SentenceTiming {
         SentenceTiming(
             index: index, words: words.first!.index...words.last!.index,
-            text: words.lazy.map(\.text).filter { !$0.isEmpty }.joined(separator: " "),
+            text: words.lazy.map { $0.text }.filter { !$0.isEmpty }.joined(separator: " "),
             startFrame: words.first!.startFrame, endFrame: words.last!.endFrame)
     }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// A lesson's narration in several languages (docs/lessons.md, "Locales"): one structure
 /// (chains, pools, activities, sprites), the default locale's clips in `"clips"`, and per
 /// locale only what a translation changes, clip by clip. A locale is applied when the lesson
@@ -45,7 +43,7 @@ extension Lesson {
             return "'\(shown)' is \(tag.utf8.count) bytes long, over the \(maxLocaleTagLength) a locale tag may have"
         }
         if tag.contains("_") {
-            return "'\(shown)' is not a locale tag: subtags are joined by hyphens (\(tag.replacingOccurrences(of: "_", with: "-")))"
+            return "'\(shown)' is not a locale tag: subtags are joined by hyphens (\(String(tag.map { $0 == "_" ? "-" : $0 })))"
         }
         let subtags = tag.split(separator: "-", omittingEmptySubsequences: false)
         func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z") }

@@ -147,7 +147,7 @@ public enum EventEncoder {
     public static func appendObject(_ members: [Member], to out: inout [UInt8]) {
         let sorted = members.enumerated().sorted { a, b in
             a.element.key == b.element.key ? a.offset < b.offset : a.element.key.utf8.lexicographicallyPrecedes(b.element.key.utf8)
-        }.map(\.element)
+        }.map { $0.element }
         out.append(UInt8(ascii: "{"))
         var first = true
         for (k, member) in sorted.enumerated() {

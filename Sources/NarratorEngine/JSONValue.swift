@@ -1,5 +1,3 @@
-import Foundation
-
 /// A parsed JSON document, kept as plain values so that validation can walk it by hand and
 /// name the exact key that is wrong ("chains.correct[2].pool"), which Codable cannot.
 public enum JSONValue: Sendable, Equatable {
@@ -14,6 +12,10 @@ public enum JSONValue: Sendable, Equatable {
     /// shallow enough that nothing downstream can run out of stack.
     public static let maxDepth = 512
 
+    /// The largest document read: lesson files and sprite maps are JSON that names audio,
+    /// never holds it.
+    public static let documentLimit = 16 << 20
+
     /// Parses `data` as strict JSON (RFC 8259): UTF-8 (a leading byte order mark is skipped),
     /// no comments, no trailing commas, no single quotes, no NaN or Infinity, no leading zeros,
     /// no unescaped control characters or lone surrogates, no duplicate keys, no number beyond
@@ -22,15 +24,20 @@ public enum JSONValue: Sendable, Equatable {
     /// end of the file when it ends too early, with what was expected there.
     ///
     /// Linear time and no recursion: the open arrays and objects are kept on explicit stacks.
-    public static func parse(_ data: Data, file: String, maxDepth: Int = JSONValue.maxDepth) throws(NarratorError) -> JSONValue {
-        if data.isEmpty { throw NarratorError(file: file, "empty file, expected JSON") }
-        let outcome: Result<JSONValue, NarratorError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
-            do throws(JSONParser.Fault) {
-                return .success(try parser.document())
-            } catch {
-                return .failure(NarratorError(file: file, place: parser.position(error.offset), "not valid JSON: \(error.message)"))
-            }
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, file: String, maxDepth: Int = JSONValue.maxDepth) throws(NarratorError) -> JSONValue {
+        if bytes.isEmpty { throw NarratorError(file: file, "empty file, expected JSON") }
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        do throws(JSONParser.Fault) {
+            return try parser.document()
+        } catch {
+            throw NarratorError(file: file, place: parser.position(error.offset), "not valid JSON: \(error.message)")
+        }
+    }
+
+    /// `parse` of bytes in an array.
+    public static func parse(_ bytes: [UInt8], file: String, maxDepth: Int = JSONValue.maxDepth) throws(NarratorError) -> JSONValue {
+        let outcome: Result<JSONValue, NarratorError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(NarratorError) { return .success(try parse(buffer, file: file, maxDepth: maxDepth)) } catch { return .failure(error) }
         }
         return try outcome.get()
     }
@@ -59,7 +66,7 @@ public struct JSONObject: Sendable, Equatable, RandomAccessCollection {
         return members[position].value
     }
 
-    public var keys: [String] { members.map(\.key) }
+    public var keys: [String] { members.map { $0.key } }
 
     private func position(of key: String) -> Int? {
         if let positions { return positions[key] }

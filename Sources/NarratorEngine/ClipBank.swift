@@ -1,5 +1,3 @@
-import Foundation
-
 /// Decoded audio at the lesson's rate: interleaved samples, shared by every clip cut from the
 /// same file so that a file is decoded once however many regions and repeats play it.
 ///
@@ -106,6 +104,9 @@ public protocol AudioDecoder: Sendable {
     func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile?
     /// The file's cue markers, in frames at `sampleRate`, in the order the file lists them.
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker]
+    /// The words of the timing file at `path` (any format the build reads), in frames at
+    /// `sampleRate`. Natively, every format `WordTimings.read` knows.
+    func wordTimings(path: String, sampleRate: Int) throws(NarratorError) -> TimingImport
     /// The integrated loudness (LUFS, EBU R 128) of a clip's audio as it plays, at
     /// `sampleRate` in an output of `outputChannels`; nil when it has none (silent, or shorter
     /// than one 400 ms block). Asked only of clips whose bus has a loudness target.
@@ -228,7 +229,7 @@ public struct ClipBank: Sendable {
                 } else {
                     let imported: TimingImport
                     do throws(NarratorError) {
-                        imported = try WordTimings.read(path: timingPath, rate: rate)
+                        imported = try decoder.wordTimings(path: timingPath, sampleRate: rate)
                     } catch {
                         throw naming(error, spec: spec, file: timingPath, key: ".timings")
                     }
@@ -289,7 +290,7 @@ public struct ClipBank: Sendable {
     private static func level(
         _ clips: inout [String: PreparedClip], lesson: Lesson, clipIDs: [String], decoder: some AudioDecoder
     ) throws(NarratorError) {
-        let outputChannels = lesson.channels ?? clips.values.map(\.audio.channels).max() ?? 1
+        let outputChannels = lesson.channels ?? clips.values.map { $0.audio.channels }.max() ?? 1
         // By file, region and target: a clip many chains share is measured and copied once.
         var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
         for id in clipIDs {
@@ -302,7 +303,7 @@ public struct ClipBank: Sendable {
                 let measured = try decoder.integratedLoudness(of: clip.audio, sampleRate: lesson.sampleRate, outputChannels: outputChannels)
                 if let measured {
                     let gain = target - measured
-                    done = (clip.audio.scaled(by: Float(pow(10, gain / 20))), measured, gain)
+                    done = (clip.audio.scaled(by: Float(Decibels.factor(gain))), measured, gain)
                 } else {
                     done = (clip.audio, nil, 0)
                 }
