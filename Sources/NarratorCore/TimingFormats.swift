@@ -47,7 +47,7 @@ extension WordTimings {
         // Intervals that hold the words' sentences (a TextGrid's phrase tier).
         var phrases: (tier: String, intervals: [Entry])? = nil
         switch format {
-        case .json: entries = try parseJSON(data, path: path)
+        case .json: entries = try parseJSON([UInt8](data), path: path)
         case .aeneasJSON: entries = try parseAeneasJSON(data, path: path)
         case .gentle: (entries, notes) = try parseGentle(data, path: path)
         case .smil: (entries, notes) = try SMIL.parse(data, path: path)

@@ -12,24 +12,6 @@ extension WordTimings {
         try read(data, path: path, rate: rate).words
     }
 
-    /// `{"words": [{"text": "A", "start": 1.005, "end": 1.326}, ...]}`
-    static func parseJSON(_ data: Data, path: String) throws(NarratorError) -> [Entry] {
-        let root = JSONCursor(try JSONValue.parse(data, file: path), file: path)
-        let words = try root.object().required("words", in: root).array()
-        var entries: [Entry] = []
-        for word in words {
-            let fields = try word.object(allowing: ["text", "start", "end"])
-            let text = try fields.required("text", in: word).string()
-            entries.append(
-                Entry(
-                    text: text,
-                    start: try fields.required("start", in: word).number(),
-                    end: try fields.required("end", in: word).number(),
-                    place: "\(word.path) \(shown(text))"))
-        }
-        return entries
-    }
-
     /// An Audacity label track: `start<TAB>end<TAB>text` per line. Lines that start with a
     /// backslash carry a label's frequency range (spectral selection) and are skipped.
     static func parseAudacity(_ text: String, path: String) throws(NarratorError) -> [Entry] {

@@ -3,9 +3,20 @@
 public enum Frames {
     /// `round(seconds × rate)`, halves away from zero. Returns nil for values that are
     /// not finite or would not fit a frame count (a timing file that says 1e300 seconds).
+    /// The longest session a schedule may hold, in frames: 2^36 (over 16 days at 48 kHz)
+    /// where `Int` has 64 bits, 2^31 − 1 (12.4 hours at 48 kHz) in the WebAssembly build,
+    /// whose `Int` has 32. No frame count at any rate may exceed it, so none can overflow.
+    public static let maxSession = Int.bitWidth == 64 ? 1 << 36 : Int(Int32.max)
+
+    /// `seconds` (whole, not negative) at `rate`, or `maxSession` if that is longer.
+    public static func capped(seconds: Int, rate: Int) -> Int {
+        let (frames, overflow) = seconds.multipliedReportingOverflow(by: rate)
+        return overflow ? maxSession : min(frames, maxSession)
+    }
+
     public static func from(seconds: Double, rate: Int) -> Int? {
         let exact = seconds * Double(rate)
-        guard exact.isFinite, abs(exact) < 9.0e15 else { return nil }
+        guard exact.isFinite, abs(exact) < min(9.0e15, Double(Int.max)) else { return nil }
         return Int(exact.rounded(.toNearestOrAwayFromZero))
     }
 

@@ -301,7 +301,7 @@ public enum Scheduler {
 
         // A session longer than this (over 16 days at 48 kHz) is a mistake, not a lesson.
         // Checked after every item, so that no frame count can overflow on the way.
-        let maxFrames = 1 << 36
+        let maxFrames = Frames.maxSession
         func tooLong() -> NarratorError {
             NarratorError(
                 file: lesson.path, place: "chains.\(chainID)",

@@ -119,6 +119,32 @@ public enum WordTimings {
         return Int(text)
     }
 
+    /// `{"words": [{"text": "A", "start": 1.005, "end": 1.326}, ...]}`
+    package static func parseJSON(_ bytes: [UInt8], path: String) throws(NarratorError) -> [Entry] {
+        let root = JSONCursor(try JSONValue.parse(bytes, file: path), file: path)
+        let words = try root.object().required("words", in: root).array()
+        var entries: [Entry] = []
+        for word in words {
+            let fields = try word.object(allowing: ["text", "start", "end"])
+            let text = try fields.required("text", in: word).string()
+            entries.append(
+                Entry(
+                    text: text,
+                    start: try fields.required("start", in: word).number(),
+                    end: try fields.required("end", in: word).number(),
+                    place: "\(word.path) \(shown(text))"))
+        }
+        return entries
+    }
+
+    /// Narrator's own timing file (`parseJSON`), in frames at `rate`, checked for order and
+    /// overlap: what the WebAssembly build reads (`narrator pack --web` converts the others).
+    public static func readJSON(_ bytes: [UInt8], path: String, rate: Int) throws(NarratorError) -> TimingImport {
+        let entries = try parseJSON(bytes, path: path)
+        let words = try frames(entries, path: path, rate: rate)
+        return TimingImport(format: .json, words: words, sentences: Sentences.group(words, groups: entries.map({ $0.group })))
+    }
+
     /// A word's text as a message quotes it: at most 60 characters, the rest elided.
     package static func shown(_ text: some StringProtocol) -> String {
         text.count <= 60 ? "'\(text)'" : "'\(text.prefix(59))…'"

@@ -48,8 +48,7 @@ public struct NarratorLesson: Sendable {
         var draws = PoolDraws(seed: seed)
         switch program {
         case .chain(let chain, let repeats):
-            let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
-            return PreparedProgram(schedule: try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws))
+            return PreparedProgram(schedule: try lesson.schedule(chain: chain, repeats: repeats, seed: seed, decoder: SndFileDecoder()))
         case .requests(let list, let interruptions):
             let bank = try bank(for: list.map(\.chain))
             let schedule = try Announcer { chain throws(NarratorError) in
@@ -57,48 +56,17 @@ public struct NarratorLesson: Sendable {
             }.run(list, interruptions: interruptions).schedule
             return PreparedProgram(schedule: schedule)
         case .activity(let id, let taps, let state):
-            let activity = try lesson.activity(id)
-            let rate = lesson.sampleRate
-            let live = taps == nil
-            let untilFrame =
-                until ?? (live ? 86400 * rate : (taps!.map(\.frame).max() ?? 40 * rate) + 20 * rate)
             // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
-            let bank = try bank(for: activity.chainIDs, also: activity.music.map { [$0.clip] } ?? [], decoder: SndFileDecoder(streamAboveSeconds: nil))
-            let planner = ActivityPlanner(
-                activity: activity, bank: bank, bed: try ActivityRunner.Bed.resolve(activity, bank: bank), seed: seed, until: untilFrame, state: state)
-            return PreparedProgram(schedule: try planner.plan(taps: taps ?? []), planner: live ? planner : nil)
+            let planner = try ActivityPlanner(
+                lesson: lesson, activity: id, live: taps == nil, taps: taps ?? [], until: until, state: state, seed: seed,
+                decoder: SndFileDecoder(streamAboveSeconds: nil))
+            return PreparedProgram(schedule: try planner.plan(taps: taps ?? []), planner: taps == nil ? planner : nil)
         }
     }
 
     /// The clips every one of `chains` can play, decoded once.
-    private func bank(for chains: [String], also more: [String] = [], decoder: SndFileDecoder = SndFileDecoder()) throws(NarratorError) -> ClipBank {
-        var clipIDs: [String] = []
-        for chain in chains {
-            for id in try lesson.clipIDs(reachableFrom: chain) where !clipIDs.contains(id) { clipIDs.append(id) }
-        }
-        for id in more where !clipIDs.contains(id) { clipIDs.append(id) }
-        return try ClipBank.prepare(lesson: lesson, clipIDs: clipIDs, decoder: decoder)
-    }
-}
-
-/// An activity's plan from taps: `ActivityRunner` with fresh pool draws from one seed, so that
-/// a plan with one more tap is the same as the last one up to that tap.
-struct ActivityPlanner: Sendable {
-    let activity: Activity
-    let bank: ClipBank
-    let bed: ActivityRunner.Bed?
-    let seed: UInt64
-    let until: Int
-    let state: String?
-
-    func plan(taps: [Tap]) throws(NarratorError) -> Schedule {
-        var draws = PoolDraws(seed: seed)
-        let bank = bank
-        var runner = ActivityRunner(activity: activity, sampleRate: bank.lesson.sampleRate) { chain throws(NarratorError) in
-            try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
-        }
-        runner.bed = bed
-        return try runner.run(taps: taps, until: until, state: state).schedule
+    private func bank(for chains: [String]) throws(NarratorError) -> ClipBank {
+        try lesson.bank(for: chains, decoder: SndFileDecoder())
     }
 }
 

@@ -52,4 +52,12 @@ import Testing
             #expect(Decibels.factor(decibels) == pow(10, decibels / 20))
         }
     }
+
+    /// Spaces and tabs trimmed as Foundation's `.whitespaces` trims them (line breaks kept).
+    @Test func spacesTrimAsFoundationTrimsThem() {
+        let samples = ["  a ", "\ta b\t", "\u{00A0}x\u{2003}", "\u{3000}", "\na\n", " \r\n ", "", "é ", " 3.2", "\u{202F}w\u{205F}"]
+        for sample in samples {
+            #expect(sample.trimmingSpaces() == sample.trimmingCharacters(in: .whitespaces), "\(sample.debugDescription)")
+        }
+    }
 }

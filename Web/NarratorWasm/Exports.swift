@@ -1,0 +1,145 @@
+// narrator.wasm's exports: the engine (Sources/NarratorEngine) compiled with Embedded Swift,
+// with what the page hands it (files, decoded audio) and what it gives back (samples, the
+// cue sheet, an error line). Built only by scripts/build-wasm.sh; never by SwiftPM.
+//
+// The page owns every buffer it passes (narrator_alloc/narrator_free); a result stays valid
+// until the next call that makes one.
+
+/// What the page handed over, and the last result.
+final class Host {
+    var files: [String: [UInt8]] = [:]
+    var audio: [String: AudioBuffer] = [:]
+    var samples: [Float] = []
+    var channels = 0
+    var text: [UInt8] = []
+    /// The live playback's mixer (`narrator_play_*`), when one is open.
+    var mixer: Mixer?
+    var schedule: Schedule?
+}
+
+nonisolated(unsafe) let host = Host()
+
+/// The engine's files are the page's.
+struct HostFiles: LessonFiles {
+    func read(path: String, limit: Int) throws(NarratorError) -> [UInt8] {
+        guard let bytes = host.files[path] else { throw NarratorError(file: path, "no such file") }
+        guard bytes.count <= limit else { throw NarratorError(file: path, "over \(limit) bytes, more than a file of its kind may hold") }
+        return bytes
+    }
+
+    func exists(path: String) -> Bool { host.files[path] != nil || host.audio[path] != nil }
+}
+
+/// Clips are the audio the page decoded (at the lesson's rate); timing files are Narrator's
+/// JSON (`narrator pack --web` converts the other formats).
+struct HostDecoder: AudioDecoder {
+    func decode(path: String, sampleRate: Int) throws(NarratorError) -> AudioBuffer {
+        guard let buffer = host.audio[path] else { throw NarratorError(file: path, "no such file") }
+        return buffer
+    }
+
+    func wordTimings(path: String, sampleRate: Int) throws(NarratorError) -> TimingImport {
+        try WordTimings.readJSON(try HostFiles().read(path: path, limit: 256 << 20), path: path, rate: sampleRate)
+    }
+}
+
+func string(_ pointer: UnsafePointer<UInt8>, _ count: Int32) -> String {
+    String(decoding: UnsafeBufferPointer(start: pointer, count: Int(max(count, 0))), as: UTF8.self)
+}
+
+@_cdecl("narrator_alloc")
+public func narratorAlloc(_ bytes: Int32) -> UnsafeMutableRawPointer {
+    UnsafeMutableRawPointer.allocate(byteCount: Int(max(bytes, 1)), alignment: 16)
+}
+
+@_cdecl("narrator_free")
+public func narratorFree(_ pointer: UnsafeMutableRawPointer) { pointer.deallocate() }
+
+/// Hands over a file (a lesson, a timing file, a sprite map) by the path lessons name it by.
+@_cdecl("narrator_add_file")
+public func narratorAddFile(_ path: UnsafePointer<UInt8>, _ pathLength: Int32, _ bytes: UnsafePointer<UInt8>, _ length: Int32) {
+    host.files[string(path, pathLength)] = Array(UnsafeBufferPointer(start: bytes, count: Int(max(length, 0))))
+}
+
+/// Hands over a clip's audio file, decoded at the lesson's rate: `frames` × `channels`
+/// interleaved floats. 0, or 1 for a channel count or length out of range.
+@_cdecl("narrator_add_audio")
+public func narratorAddAudio(_ path: UnsafePointer<UInt8>, _ pathLength: Int32, _ channels: Int32, _ samples: UnsafePointer<Float>, _ frames: Int32) -> Int32 {
+    guard (1...32).contains(channels), frames >= 0 else { return 1 }
+    let count = Int(channels) * Int(frames)
+    host.audio[string(path, pathLength)] = AudioBuffer(channels: Int(channels), samples: Array(UnsafeBufferPointer(start: samples, count: count)))
+    return 0
+}
+
+/// Forgets every file and clip handed over, and the last result.
+@_cdecl("narrator_clear")
+public func narratorClear() {
+    host.files = [:]
+    host.audio = [:]
+    host.samples = []
+    host.text = []
+    host.mixer = nil
+    host.schedule = nil
+}
+
+/// The lesson at `lessonPath` (handed over), laid out: chain `id` (kind 0) or activity `id`
+/// run with the scripted `taps` (kind 1: `SECONDS:ANSWER,…` as `--taps` takes them), pools
+/// drawn with `seed`. The cue sheet is the result's text; 1 and an error line if it fails.
+func layOut(_ lessonPath: String, kind: Int32, id: String, taps: String, seed: UInt64) throws(NarratorError) -> Schedule {
+    let lesson = try Lesson.parse(
+        try HostFiles().read(path: lessonPath, limit: JSONValue.documentLimit), path: lessonPath,
+        folder: Paths.folder(of: lessonPath), files: HostFiles())
+    if kind == 0 { return try lesson.schedule(chain: id, seed: seed, decoder: HostDecoder()) }
+    let scripted = try TapScript.parse(taps, rate: lesson.sampleRate)
+    let planner = try ActivityPlanner(lesson: lesson, activity: id, live: false, taps: scripted, state: nil, seed: seed, decoder: HostDecoder())
+    return try planner.plan(taps: scripted)
+}
+
+/// Renders what `layOut` gives, whole: the samples are the result's (`narrator_result_*`),
+/// the same floats `narrator render --format f32` writes. 0, or 1 with the error line.
+@_cdecl("narrator_render")
+public func narratorRender(
+    _ lessonPath: UnsafePointer<UInt8>, _ lessonPathLength: Int32, _ kind: Int32, _ id: UnsafePointer<UInt8>, _ idLength: Int32,
+    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ seed: UInt64
+) -> Int32 {
+    host.samples = []
+    let schedule: Schedule
+    do throws(NarratorError) {
+        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), seed: seed)
+    } catch {
+        host.text = Array(error.description.utf8)
+        return 1
+    }
+    let channels = schedule.channels
+    var samples = [Float](repeating: 0, count: schedule.frames * channels)
+    let mixer = Mixer(schedule: schedule)
+    samples.withUnsafeMutableBufferPointer { all in
+        while !mixer.finished {
+            let start = mixer.position
+            let frames = min(blockFrames, schedule.frames - start)
+            mixer.render(into: UnsafeMutableBufferPointer(rebasing: all[(start * channels)..<((start + frames) * channels)]), frameCount: frames)
+        }
+    }
+    host.samples = samples
+    host.channels = channels
+    host.text = Array(CueSheet.json(schedule).utf8)
+    return 0
+}
+
+/// The block the offline render mixes at, as `OfflineRenderer` natively.
+let blockFrames = 4096
+
+@_cdecl("narrator_result_text")
+public func narratorResultText() -> UnsafePointer<UInt8>? { host.text.withUnsafeBufferPointer { $0.baseAddress } }
+
+@_cdecl("narrator_result_text_length")
+public func narratorResultTextLength() -> Int32 { Int32(host.text.count) }
+
+@_cdecl("narrator_result_samples")
+public func narratorResultSamples() -> UnsafePointer<Float>? { host.samples.withUnsafeBufferPointer { $0.baseAddress } }
+
+@_cdecl("narrator_result_frames")
+public func narratorResultFrames() -> Int32 { host.channels == 0 ? 0 : Int32(host.samples.count / host.channels) }
+
+@_cdecl("narrator_result_channels")
+public func narratorResultChannels() -> Int32 { Int32(host.channels) }

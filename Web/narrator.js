@@ -1,0 +1,145 @@
+// narrator.js: Narrator's engine (narrator.wasm, built from Sources/NarratorEngine with Embedded
+// Swift) for the browser and Node. An ES module with no dependencies: it instantiates the
+// module, provides the four WASI functions the C library asks for, and moves bytes in and out.
+//
+//   import { Narrator } from "./narrator.js";
+//   const narrator = await Narrator.load(new URL("./narrator.wasm", import.meta.url));
+//   narrator.addFile("lessons/sample.json", lessonBytes);
+//   narrator.addAudio("lessons/audio/hello.wav", 1, floatsAtTheLessonRate);
+//   const { samples, channels, frames, cues } = narrator.render({ lesson: "lessons/sample.json", chain: "correct", seed: 7 });
+//
+// Errors are thrown as NarratorError, whose message is the line `narrator` prints for the same
+// fault (file, place, what is wrong).
+
+const utf8 = new TextEncoder();
+const text = new TextDecoder();
+
+export class NarratorError extends Error {
+  constructor(line) {
+    super(line);
+    this.name = "NarratorError";
+  }
+}
+
+export class Narrator {
+  /** Instantiates narrator.wasm from a URL, a Response, its bytes or a compiled module. */
+  static async load(source) {
+    let module;
+    if (source instanceof WebAssembly.Module) {
+      module = source;
+    } else if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+      module = await WebAssembly.compile(source);
+    } else {
+      const response = source instanceof Response ? source : await fetch(source);
+      if (!response.ok) throw new Error(`narrator.wasm: HTTP ${response.status}`);
+      module = await WebAssembly.compile(await response.arrayBuffer());
+    }
+    return Narrator.fromModule(module);
+  }
+
+  /** Instantiates a compiled module synchronously (an AudioWorkletGlobalScope has no fetch). */
+  static fromModule(module) {
+    const narrator = new Narrator();
+    const instance = new WebAssembly.Instance(module, { wasi_snapshot_preview1: narrator.#wasi() });
+    narrator.#exports = instance.exports;
+    return narrator;
+  }
+
+  #exports;
+  #console = "";
+
+  #memory() {
+    return this.#exports.memory.buffer;
+  }
+
+  /** What the C library imports: random bytes (hash seeds), and a console for a trap's message. */
+  #wasi() {
+    return {
+      random_get: (pointer, length) => {
+        const bytes = new Uint8Array(this.#memory(), pointer, length);
+        for (let at = 0; at < length; at += 65536) crypto.getRandomValues(bytes.subarray(at, Math.min(length, at + 65536)));
+        return 0;
+      },
+      fd_write: (fd, iovs, count, written) => {
+        const view = new DataView(this.#memory());
+        let total = 0;
+        for (let i = 0; i < count; i++) {
+          const base = view.getUint32(iovs + i * 8, true);
+          const length = view.getUint32(iovs + i * 8 + 4, true);
+          this.#console += text.decode(new Uint8Array(this.#memory(), base, length));
+          total += length;
+        }
+        let newline;
+        while ((newline = this.#console.indexOf("\n")) >= 0) {
+          console.error(`narrator.wasm: ${this.#console.slice(0, newline)}`);
+          this.#console = this.#console.slice(newline + 1);
+        }
+        view.setUint32(written, total, true);
+        return 0;
+      },
+      fd_close: () => 0,
+      fd_seek: () => 70, // ESPIPE: the console cannot seek
+    };
+  }
+
+  /** Copies `bytes` into the module's memory; returns [pointer, length]. Free with #free. */
+  #copyIn(bytes) {
+    const pointer = this.#exports.narrator_alloc(bytes.length);
+    new Uint8Array(this.#memory(), pointer, bytes.length).set(bytes);
+    return [pointer, bytes.length];
+  }
+
+  #withBytes(values, body) {
+    const copies = values.map((value) => this.#copyIn(typeof value === "string" ? utf8.encode(value) : value));
+    try {
+      return body(...copies.flat());
+    } finally {
+      for (const [pointer] of copies) this.#exports.narrator_free(pointer);
+    }
+  }
+
+  /** Hands over a file a lesson names (the lesson itself, timings as Narrator JSON, a sprite map). */
+  addFile(path, bytes) {
+    this.#withBytes([path, typeof bytes === "string" ? utf8.encode(bytes) : new Uint8Array(bytes)], (p, pl, b, bl) =>
+      this.#exports.narrator_add_file(p, pl, b, bl));
+  }
+
+  /** Hands over a clip's audio file decoded at the lesson's rate: interleaved Float32 samples. */
+  addAudio(path, channels, samples) {
+    if (!(samples instanceof Float32Array)) throw new TypeError("addAudio: samples must be a Float32Array");
+    if (!Number.isInteger(channels) || channels < 1 || channels > 32 || samples.length % channels !== 0) {
+      throw new RangeError(`addAudio: ${path}: ${samples.length} samples do not make frames of ${channels} channels`);
+    }
+    const bytes = new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength);
+    const status = this.#withBytes([path, bytes], (p, pl, s) => this.#exports.narrator_add_audio(p, pl, channels, s, samples.length / channels));
+    if (status !== 0) throw new RangeError(`addAudio: ${path}: not audio the engine takes`);
+  }
+
+  /** Forgets every file and clip handed over. */
+  clear() {
+    this.#exports.narrator_clear();
+  }
+
+  #resultText() {
+    const pointer = this.#exports.narrator_result_text();
+    return text.decode(new Uint8Array(this.#memory(), pointer, this.#exports.narrator_result_text_length()));
+  }
+
+  /**
+   * Renders a chain, or an activity with scripted taps ("SECONDS:ANSWER,…", as `narrator render
+   * --taps`), whole. Returns the interleaved samples (the floats `narrator render --format f32`
+   * writes), the channel and frame counts and the cue sheet (the JSON `--cues` writes).
+   */
+  render({ lesson, chain, activity, taps = "", seed = 0 }) {
+    if ((chain === undefined) === (activity === undefined)) throw new TypeError("render: give one of chain or activity");
+    const kind = chain !== undefined ? 0 : 1;
+    const status = this.#withBytes([lesson, chain ?? activity, taps], (l, ll, i, il, t, tl) =>
+      this.#exports.narrator_render(l, ll, kind, i, il, t, tl, BigInt.asUintN(64, BigInt(seed))));
+    if (status !== 0) throw new NarratorError(this.#resultText());
+    const channels = this.#exports.narrator_result_channels();
+    const frames = this.#exports.narrator_result_frames();
+    const pointer = this.#exports.narrator_result_samples();
+    const samples = new Float32Array(this.#memory(), pointer, frames * channels).slice();
+    return { samples, channels, frames, cues: this.#resultText() };
+  }
+}
