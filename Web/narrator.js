@@ -115,6 +115,13 @@ export class Narrator {
     if (status !== 0) throw new RangeError(`addAudio: ${path}: not audio the engine takes`);
   }
 
+  /** Hands over the cue markers of an audio file: [{label, frame}], frames at the lesson's rate. */
+  addMarkers(path, markers) {
+    const json = JSON.stringify({ markers: markers.map(({ label, frame }) => ({ label, frame })) });
+    const status = this.#withBytes([path, json], (p, pl, j, jl) => this.#exports.narrator_add_markers(p, pl, j, jl));
+    if (status !== 0) throw new NarratorError(this.#resultText());
+  }
+
   /** Forgets every file and clip handed over. */
   clear() {
     this.#exports.narrator_clear();
@@ -127,14 +134,14 @@ export class Narrator {
 
   /**
    * Renders a chain, or an activity with scripted taps ("SECONDS:ANSWER,…", as `narrator render
-   * --taps`), whole. Returns the interleaved samples (the floats `narrator render --format f32`
+   * --taps`) from an intro `state` (as `--state`), whole. Returns the interleaved samples (the floats `narrator render --format f32`
    * writes), the channel and frame counts and the cue sheet (the JSON `--cues` writes).
    */
-  render({ lesson, chain, activity, taps = "", seed = 0 }) {
+  render({ lesson, chain, activity, taps = "", state = "", seed = 0 }) {
     if ((chain === undefined) === (activity === undefined)) throw new TypeError("render: give one of chain or activity");
     const kind = chain !== undefined ? 0 : 1;
-    const status = this.#withBytes([lesson, chain ?? activity, taps], (l, ll, i, il, t, tl) =>
-      this.#exports.narrator_render(l, ll, kind, i, il, t, tl, BigInt.asUintN(64, BigInt(seed))));
+    const status = this.#withBytes([lesson, chain ?? activity, taps, state], (l, ll, i, il, t, tl, s, sl) =>
+      this.#exports.narrator_render(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed))));
     if (status !== 0) throw new NarratorError(this.#resultText());
     const channels = this.#exports.narrator_result_channels();
     const frames = this.#exports.narrator_result_frames();

@@ -6,7 +6,11 @@ public enum Frames {
     /// The longest session a schedule may hold, in frames: 2^36 (over 16 days at 48 kHz)
     /// where `Int` has 64 bits, 2^31 − 1 (12.4 hours at 48 kHz) in the WebAssembly build,
     /// whose `Int` has 32. No frame count at any rate may exceed it, so none can overflow.
-    public static let maxSession = Int.bitWidth == 64 ? 1 << 36 : Int(Int32.max)
+    #if arch(wasm32)
+    public static let maxSession = Int(Int32.max)
+    #else
+    public static let maxSession = 1 << 36
+    #endif
 
     /// `seconds` (whole, not negative) at `rate`, or `maxSession` if that is longer.
     public static func capped(seconds: Int, rate: Int) -> Int {

@@ -9,6 +9,8 @@
 final class Host {
     var files: [String: [UInt8]] = [:]
     var audio: [String: AudioBuffer] = [:]
+    /// Cue markers of the audio files that have them, in frames at the lesson's rate.
+    var markers: [String: [AudioMarker]] = [:]
     var samples: [Float] = []
     var channels = 0
     var text: [UInt8] = []
@@ -37,6 +39,8 @@ struct HostDecoder: AudioDecoder {
         guard let buffer = host.audio[path] else { throw NarratorError(file: path, "no such file") }
         return buffer
     }
+
+    func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { host.markers[path] ?? [] }
 
     func wordTimings(path: String, sampleRate: Int) throws(NarratorError) -> TimingImport {
         try WordTimings.readJSON(try HostFiles().read(path: path, limit: 256 << 20), path: path, rate: sampleRate)
@@ -71,11 +75,37 @@ public func narratorAddAudio(_ path: UnsafePointer<UInt8>, _ pathLength: Int32, 
     return 0
 }
 
+/// Hands over the cue markers of an audio file (`{"markers": [{"label", "frame"}]}`, frames at
+/// the lesson's rate, in the file's order): what natively libsndfile reads from a WAV's `cue `
+/// and `labl` chunks. 0, or 1 with the error line as the result's text.
+@_cdecl("narrator_add_markers")
+public func narratorAddMarkers(_ path: UnsafePointer<UInt8>, _ pathLength: Int32, _ json: UnsafePointer<UInt8>, _ length: Int32) -> Int32 {
+    let file = string(path, pathLength)
+    do throws(NarratorError) {
+        let root = JSONCursor(
+            try JSONValue.parse(Array(UnsafeBufferPointer(start: json, count: Int(max(length, 0)))), file: file), file: file)
+        var markers: [AudioMarker] = []
+        for item in try root.object(allowing: ["markers"]).required("markers", in: root).array() {
+            let fields = try item.object(allowing: ["label", "frame"])
+            markers.append(
+                AudioMarker(
+                    label: try fields.required("label", in: item).string(),
+                    frame: try fields.required("frame", in: item).integer(in: 0...Frames.maxSession)))
+        }
+        host.markers[file] = markers
+        return 0
+    } catch {
+        host.text = Array(error.description.utf8)
+        return 1
+    }
+}
+
 /// Forgets every file and clip handed over, and the last result.
 @_cdecl("narrator_clear")
 public func narratorClear() {
     host.files = [:]
     host.audio = [:]
+    host.markers = [:]
     host.samples = []
     host.text = []
     host.mixer = nil
@@ -83,15 +113,16 @@ public func narratorClear() {
 }
 
 /// The lesson at `lessonPath` (handed over), laid out: chain `id` (kind 0) or activity `id`
-/// run with the scripted `taps` (kind 1: `SECONDS:ANSWER,…` as `--taps` takes them), pools
+/// run with the scripted `taps` (kind 1: `SECONDS:ANSWER,…` as `--taps` takes them) from
+/// `state` (the intro's, as `--state`; empty for none), pools
 /// drawn with `seed`. The cue sheet is the result's text; 1 and an error line if it fails.
-func layOut(_ lessonPath: String, kind: Int32, id: String, taps: String, seed: UInt64) throws(NarratorError) -> Schedule {
+func layOut(_ lessonPath: String, kind: Int32, id: String, taps: String, state: String, seed: UInt64) throws(NarratorError) -> Schedule {
     let lesson = try Lesson.parse(
         try HostFiles().read(path: lessonPath, limit: JSONValue.documentLimit), path: lessonPath,
         folder: Paths.folder(of: lessonPath), files: HostFiles())
     if kind == 0 { return try lesson.schedule(chain: id, seed: seed, decoder: HostDecoder()) }
     let scripted = try TapScript.parse(taps, rate: lesson.sampleRate)
-    let planner = try ActivityPlanner(lesson: lesson, activity: id, live: false, taps: scripted, state: nil, seed: seed, decoder: HostDecoder())
+    let planner = try ActivityPlanner(lesson: lesson, activity: id, live: false, taps: scripted, state: state.isEmpty ? nil : state, seed: seed, decoder: HostDecoder())
     return try planner.plan(taps: scripted)
 }
 
@@ -100,12 +131,12 @@ func layOut(_ lessonPath: String, kind: Int32, id: String, taps: String, seed: U
 @_cdecl("narrator_render")
 public func narratorRender(
     _ lessonPath: UnsafePointer<UInt8>, _ lessonPathLength: Int32, _ kind: Int32, _ id: UnsafePointer<UInt8>, _ idLength: Int32,
-    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ seed: UInt64
+    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
 ) -> Int32 {
     host.samples = []
     let schedule: Schedule
     do throws(NarratorError) {
-        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), seed: seed)
+        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed)
     } catch {
         host.text = Array(error.description.utf8)
         return 1

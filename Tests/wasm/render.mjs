@@ -1,0 +1,28 @@
+// Renders jobs with narrator.wasm in Node, for WasmEngineTests: node render.mjs MANIFEST.json
+//
+// The manifest: {"wasm": path, "narrator": path of narrator.js,
+//   "files": [{"path": as the lesson names it, "from": file to read}],
+//   "audio": [{"path", "channels", "from": raw little-endian float32 file, "markers": [{label, frame}]?}],
+//   "jobs": [{"lesson", "chain"|"activity", "taps"?, "seed", "samples": out, "cues": out, "error": out}]}
+// Each job writes its samples (raw float32) and cue sheet, or its error line.
+import fs from "node:fs";
+
+const manifest = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const { Narrator, NarratorError } = await import(manifest.narrator);
+const narrator = await Narrator.load(fs.readFileSync(manifest.wasm));
+for (const file of manifest.files) narrator.addFile(file.path, fs.readFileSync(file.from));
+for (const clip of manifest.audio) {
+  const bytes = fs.readFileSync(clip.from);
+  narrator.addAudio(clip.path, clip.channels, new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
+  if (clip.markers) narrator.addMarkers(clip.path, clip.markers);
+}
+for (const job of manifest.jobs) {
+  try {
+    const result = narrator.render(job);
+    fs.writeFileSync(job.samples, new Uint8Array(result.samples.buffer));
+    fs.writeFileSync(job.cues, result.cues);
+  } catch (error) {
+    if (!(error instanceof NarratorError)) throw error;
+    fs.writeFileSync(job.error, error.message);
+  }
+}
