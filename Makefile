@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
-	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3
+	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3 wasi-libc libclang-rt-dev-wasm32 nodejs
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
 # libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
@@ -25,6 +25,9 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # pocketsphinx (BSD-2-Clause, its en-US model inside the wheel): align's first stage for English.
 # axe-selenium-python: only for the axe.min.js (axe-core, MPL-2.0) it bundles, which
 # Tests/clients/player_browser.py injects over the DevTools protocol (NarratorPlayerTests).
+# wasi-libc (a C library for wasm32: malloc, memcmp, pow, strtod) and libclang-rt-dev-wasm32
+# (compiler-rt's builtins): what `make wasm` links narrator.wasm with (scripts/build-wasm.sh,
+# docs/wasm.md); nodejs runs it in WasmEngineTests.
 # flite: the second synthetic voice of the alignment tests and scripts/bench-align.sh.
 PIP_PACKAGES := websockets aeneas-ng pocketsphinx axe-selenium-python
 # What `deps` imports to tell that the pip packages are there (aeneas with its C extensions).
@@ -42,7 +45,7 @@ LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTes
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber
 
-.PHONY: deps build release demo test test-pipewire test-slurm bench fuzz fixtures clean
+.PHONY: deps build release wasm demo test test-pipewire test-slurm bench fuzz fixtures clean
 
 ## deps: install the system packages (apt-get update first; skipped when all are present)
 deps:
@@ -59,6 +62,10 @@ deps:
 
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
+
+## wasm: the engine for the browser: .build-wasm/narrator.wasm and narrator.js (docs/wasm.md)
+wasm: deps
+	@bash scripts/build-wasm.sh
 
 ## release: narrator as it ships (optimized, the Swift runtime linked in; scripts/build-release.sh),
 ## in .build-bench/release/narrator, the binary the benchmarks time
@@ -83,6 +90,7 @@ LIVE_STALL_LOG := $(CURDIR)/.build/live-host-stalls.log
 ## failed try is run again only if the harness measured a stall of the host during it, and a
 ## pass on a later try is reported as one.
 test: deps
+	bash scripts/build-wasm.sh
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	NARRATOR_NO_SKIPS=1 swift test --skip-build $(SWIFT_BUILD_FLAGS) --skip '$(LIVE_TESTS)'
 	@echo "live playback tests, alone (they measure timing):"

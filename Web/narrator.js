@@ -132,17 +132,54 @@ export class Narrator {
     return text.decode(new Uint8Array(this.#memory(), pointer, this.#exports.narrator_result_text_length()));
   }
 
+  #program({ lesson, chain, activity, taps = "", state = "", seed = 0 }, entry) {
+    if ((chain === undefined) === (activity === undefined)) throw new TypeError("give one of chain or activity");
+    const kind = chain !== undefined ? 0 : 1;
+    const status = this.#withBytes([lesson, chain ?? activity, taps, state], (l, ll, i, il, t, tl, s, sl) =>
+      entry(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed))));
+    if (status !== 0) throw new NarratorError(this.#resultText());
+  }
+
+  /**
+   * Opens a playback mixed block by block on the caller's clock (an AudioWorklet's render
+   * quantum): `render(frames)` returns the next frames as interleaved floats, a view of the
+   * module's memory valid until the next call, made without allocating. One playback at a
+   * time; opening another closes it.
+   */
+  open(program) {
+    this.#program(program, this.#exports.narrator_play_open);
+    const exports = this.#exports;
+    const memory = () => this.#memory();
+    const channels = exports.narrator_result_channels();
+    let view = null;
+    return {
+      channels,
+      frames: exports.narrator_play_frames(),
+      cues: this.#resultText(),
+      get position() {
+        return exports.narrator_play_position();
+      },
+      render(frames) {
+        const pointer = exports.narrator_play_render(frames);
+        if (pointer === 0) throw new RangeError(`render: ${frames} frames (1 to 8192, with a playback open)`);
+        if (view === null || view.buffer !== memory() || view.byteOffset !== pointer || view.length !== frames * channels) {
+          view = new Float32Array(memory(), pointer, frames * channels);
+        }
+        return view;
+      },
+      close() {
+        exports.narrator_play_close();
+      },
+    };
+  }
+
   /**
    * Renders a chain, or an activity with scripted taps ("SECONDS:ANSWER,…", as `narrator render
    * --taps`) from an intro `state` (as `--state`), whole. Returns the interleaved samples (the floats `narrator render --format f32`
    * writes), the channel and frame counts and the cue sheet (the JSON `--cues` writes).
    */
-  render({ lesson, chain, activity, taps = "", state = "", seed = 0 }) {
-    if ((chain === undefined) === (activity === undefined)) throw new TypeError("render: give one of chain or activity");
-    const kind = chain !== undefined ? 0 : 1;
-    const status = this.#withBytes([lesson, chain ?? activity, taps, state], (l, ll, i, il, t, tl, s, sl) =>
-      this.#exports.narrator_render(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed))));
-    if (status !== 0) throw new NarratorError(this.#resultText());
+  render(program) {
+    this.#program(program, this.#exports.narrator_render);
     const channels = this.#exports.narrator_result_channels();
     const frames = this.#exports.narrator_result_frames();
     const pointer = this.#exports.narrator_result_samples();

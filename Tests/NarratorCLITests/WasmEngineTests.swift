@@ -89,6 +89,7 @@ import Testing
             entry["samples"] = dir.file("wasm-\(index).f32")
             entry["cues"] = dir.file("wasm-\(index).json")
             entry["error"] = dir.file("wasm-\(index).error")
+            entry["streamed"] = dir.file("wasm-\(index).streamed.f32")
             manifestJobs.append(entry)
         }
         try runNode(dir: dir, files: files, audio: audio, jobs: manifestJobs)
@@ -104,11 +105,14 @@ import Testing
             #expect(try String(contentsOfFile: cues, encoding: .utf8) == String(contentsOfFile: dir.file("wasm-\(index).json"), encoding: .utf8), "\(job.name): cue sheets differ")
             let lesson = try Lesson.load(path: job.lesson)
             let expected = try SndFileDecoder().decode(path: out, sampleRate: lesson.sampleRate)
-            let got = try Data(contentsOf: URL(fileURLWithPath: dir.file("wasm-\(index).f32")))
-            let samples = got.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-            #expect(samples.count == expected.storage.count, "\(job.name): \(samples.count) samples, natively \(expected.storage.count)")
-            let first = samples.count == expected.storage.count ? samples.indices.first { samples[$0].bitPattern != expected.storage[$0].bitPattern } : nil
-            #expect(first == nil, "\(job.name): sample \(first ?? 0) differs")
+            // Whole (blocks of 4096, as natively), and 128 frames at a time as a worklet plays it.
+            for (how, file) in [("whole", "wasm-\(index).f32"), ("by 128 frames", "wasm-\(index).streamed.f32")] {
+                let got = try Data(contentsOf: URL(fileURLWithPath: dir.file(file)))
+                let samples = got.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+                #expect(samples.count == expected.storage.count, "\(job.name), \(how): \(samples.count) samples, natively \(expected.storage.count)")
+                let first = samples.count == expected.storage.count ? samples.indices.first { samples[$0].bitPattern != expected.storage[$0].bitPattern } : nil
+                #expect(first == nil, "\(job.name), \(how): sample \(first ?? 0) differs")
+            }
         }
     }
 

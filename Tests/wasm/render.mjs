@@ -3,8 +3,10 @@
 // The manifest: {"wasm": path, "narrator": path of narrator.js,
 //   "files": [{"path": as the lesson names it, "from": file to read}],
 //   "audio": [{"path", "channels", "from": raw little-endian float32 file, "markers": [{label, frame}]?}],
-//   "jobs": [{"lesson", "chain"|"activity", "taps"?, "seed", "samples": out, "cues": out, "error": out}]}
-// Each job writes its samples (raw float32) and cue sheet, or its error line.
+//   "jobs": [{"lesson", "chain"|"activity", "taps"?, "state"?, "seed", "samples": out, "cues": out, "error": out,
+//             "streamed": out?}]}
+// Each job writes its samples (raw float32) and cue sheet, or its error line; with "streamed",
+// also the samples of the same program played 128 frames at a time (an AudioWorklet's quantum).
 import fs from "node:fs";
 
 const manifest = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
@@ -21,6 +23,13 @@ for (const job of manifest.jobs) {
     const result = narrator.render(job);
     fs.writeFileSync(job.samples, new Uint8Array(result.samples.buffer));
     fs.writeFileSync(job.cues, result.cues);
+    if (job.streamed) {
+      const playback = narrator.open(job);
+      const streamed = new Float32Array(Math.ceil(playback.frames / 128) * 128 * playback.channels);
+      for (let at = 0; at < streamed.length; at += 128 * playback.channels) streamed.set(playback.render(128), at);
+      playback.close();
+      fs.writeFileSync(job.streamed, new Uint8Array(streamed.buffer, 0, playback.frames * playback.channels * 4));
+    }
   } catch (error) {
     if (!(error instanceof NarratorError)) throw error;
     fs.writeFileSync(job.error, error.message);

@@ -42,6 +42,12 @@ struct HostDecoder: AudioDecoder {
 
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { host.markers[path] ?? [] }
 
+    func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {
+        throw NarratorError(
+            file: "(the browser build)",
+            "measures no loudness: pack the library with `narrator pack --normalize`, which bakes each lesson's \"loudness\" target into its files")
+    }
+
     func wordTimings(path: String, sampleRate: Int) throws(NarratorError) -> TimingImport {
         try WordTimings.readJSON(try HostFiles().read(path: path, limit: 256 << 20), path: path, rate: sampleRate)
     }
@@ -108,8 +114,7 @@ public func narratorClear() {
     host.markers = [:]
     host.samples = []
     host.text = []
-    host.mixer = nil
-    host.schedule = nil
+    narratorPlayClose()
 }
 
 /// The lesson at `lessonPath` (handed over), laid out: chain `id` (kind 0) or activity `id`
@@ -159,6 +164,68 @@ public func narratorRender(
 
 /// The block the offline render mixes at, as `OfflineRenderer` natively.
 let blockFrames = 4096
+
+/// The most frames one `narrator_play_render` mixes: an AudioWorklet asks for 128.
+let maxPlayFrames = 8192
+
+/// The open playback's output block, allocated once at `narrator_play_open`.
+nonisolated(unsafe) var playBlock = UnsafeMutableBufferPointer<Float>(start: nil, count: 0)
+
+/// Opens a playback of what `layOut` gives, mixed block by block on the caller's clock (the
+/// AudioWorklet's): 0 with the cue sheet as the result's text, or 1 with the error line. Any
+/// playback open before is closed.
+@_cdecl("narrator_play_open")
+public func narratorPlayOpen(
+    _ lessonPath: UnsafePointer<UInt8>, _ lessonPathLength: Int32, _ kind: Int32, _ id: UnsafePointer<UInt8>, _ idLength: Int32,
+    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
+) -> Int32 {
+    narratorPlayClose()
+    let schedule: Schedule
+    do throws(NarratorError) {
+        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed)
+    } catch {
+        host.text = Array(error.description.utf8)
+        return 1
+    }
+    host.schedule = schedule
+    host.mixer = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames)
+    host.channels = schedule.channels
+    playBlock = .allocate(capacity: maxPlayFrames * schedule.channels)
+    playBlock.initialize(repeating: 0)
+    host.text = Array(CueSheet.json(schedule).utf8)
+    return 0
+}
+
+/// Mixes the open playback's next `frames` (at most 8192; silence past its end) into its
+/// block, and returns the block (`frames` × channels interleaved floats), nil when none is
+/// open. Real-time code: it allocates nothing.
+@_cdecl("narrator_play_render")
+public func narratorPlayRender(_ frames: Int32) -> UnsafeMutablePointer<Float>? {
+    guard let mixer = host.mixer, let schedule = host.schedule, frames > 0, Int(frames) <= maxPlayFrames else { return nil }
+    let channels = schedule.channels
+    let wanted = Int(frames)
+    let playing = max(0, min(wanted, schedule.frames - mixer.position))
+    if playing > 0 { mixer.render(into: UnsafeMutableBufferPointer(rebasing: playBlock[0..<(playing * channels)]), frameCount: playing) }
+    if playing < wanted { UnsafeMutableBufferPointer(rebasing: playBlock[(playing * channels)..<(wanted * channels)]).update(repeating: 0) }
+    return playBlock.baseAddress
+}
+
+/// The open playback's next frame to mix; −1 when none is open.
+@_cdecl("narrator_play_position")
+public func narratorPlayPosition() -> Int32 { host.mixer.map { Int32($0.position) } ?? -1 }
+
+/// The open playback's length in frames; −1 when none is open.
+@_cdecl("narrator_play_frames")
+public func narratorPlayFrames() -> Int32 { host.schedule.map { Int32($0.frames) } ?? -1 }
+
+/// Closes the open playback, if any.
+@_cdecl("narrator_play_close")
+public func narratorPlayClose() {
+    host.mixer = nil
+    host.schedule = nil
+    if playBlock.baseAddress != nil { playBlock.deallocate() }
+    playBlock = UnsafeMutableBufferPointer(start: nil, count: 0)
+}
 
 @_cdecl("narrator_result_text")
 public func narratorResultText() -> UnsafePointer<UInt8>? { host.text.withUnsafeBufferPointer { $0.baseAddress } }
