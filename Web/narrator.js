@@ -11,8 +11,34 @@
 // Errors are thrown as NarratorError, whose message is the line `narrator` prints for the same
 // fault (file, place, what is wrong).
 
-const utf8 = new TextEncoder();
-const text = new TextDecoder();
+// An AudioWorkletGlobalScope has neither TextEncoder/TextDecoder nor crypto: UTF-8 by hand there.
+const utf8 = typeof TextEncoder === "function" ? new TextEncoder() : {
+  encode(string) {
+    const bytes = [];
+    for (const character of string) {
+      const code = character.codePointAt(0);
+      if (code < 0x80) bytes.push(code);
+      else if (code < 0x800) bytes.push(0xc0 | (code >> 6), 0x80 | (code & 63));
+      else if (code < 0x10000) bytes.push(0xe0 | (code >> 12), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63));
+      else bytes.push(0xf0 | (code >> 18), 0x80 | ((code >> 12) & 63), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63));
+    }
+    return new Uint8Array(bytes);
+  },
+};
+const text = typeof TextDecoder === "function" ? new TextDecoder() : {
+  decode(bytes) {
+    let string = "";
+    for (let i = 0; i < bytes.length; ) {
+      const byte = bytes[i];
+      const length = byte < 0x80 ? 1 : byte < 0xe0 ? 2 : byte < 0xf0 ? 3 : 4;
+      let code = length === 1 ? byte : byte & (0xff >> (length + 1));
+      for (let k = 1; k < length; k++) code = (code << 6) | (bytes[i + k] & 63);
+      string += String.fromCodePoint(code);
+      i += length;
+    }
+    return string;
+  },
+};
 
 export class NarratorError extends Error {
   constructor(line) {
@@ -55,9 +81,14 @@ export class Narrator {
   /** What the C library imports: random bytes (hash seeds), and a console for a trap's message. */
   #wasi() {
     return {
+      // Random bytes seed the engine's hash tables (nothing audible depends on them).
       random_get: (pointer, length) => {
         const bytes = new Uint8Array(this.#memory(), pointer, length);
-        for (let at = 0; at < length; at += 65536) crypto.getRandomValues(bytes.subarray(at, Math.min(length, at + 65536)));
+        if (typeof crypto === "object" && crypto.getRandomValues) {
+          for (let at = 0; at < length; at += 65536) crypto.getRandomValues(bytes.subarray(at, Math.min(length, at + 65536)));
+        } else {
+          for (let i = 0; i < length; i++) bytes[i] = (Math.random() * 256) | 0;
+        }
         return 0;
       },
       fd_write: (fd, iovs, count, written) => {
@@ -132,9 +163,10 @@ export class Narrator {
     return text.decode(new Uint8Array(this.#memory(), pointer, this.#exports.narrator_result_text_length()));
   }
 
-  #program({ lesson, chain, activity, taps = "", state = "", seed = 0 }, entry) {
+  #program({ lesson, chain, activity, taps, state = "", seed = 0, live = false }, entry) {
     if ((chain === undefined) === (activity === undefined)) throw new TypeError("give one of chain or activity");
-    const kind = chain !== undefined ? 0 : 1;
+    const kind = chain !== undefined ? 0 : live ? 2 : 1;
+    taps = taps ?? "";
     const status = this.#withBytes([lesson, chain ?? activity, taps, state], (l, ll, i, il, t, tl, s, sl) =>
       entry(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed))));
     if (status !== 0) throw new NarratorError(this.#resultText());
@@ -144,13 +176,16 @@ export class Narrator {
    * Opens a playback mixed block by block on the caller's clock (an AudioWorklet's render
    * quantum): `render(frames)` returns the next frames as interleaved floats, a view of the
    * module's memory valid until the next call, made without allocating. One playback at a
-   * time; opening another closes it.
+   * time; opening another closes it. An activity opened with `live: true` is answered by
+   * `tap(answer)` as it plays.
    */
   open(program) {
     this.#program(program, this.#exports.narrator_play_open);
     const exports = this.#exports;
     const memory = () => this.#memory();
+    const resultText = () => this.#resultText();
     const channels = exports.narrator_result_channels();
+    const withBytes = (values, body) => this.#withBytes(values, body);
     let view = null;
     return {
       channels,
@@ -158,6 +193,27 @@ export class Narrator {
       cues: this.#resultText(),
       get position() {
         return exports.narrator_play_position();
+      },
+      /** Length in frames of the current plan (it changes with a live activity's taps). */
+      get length() {
+        return exports.narrator_play_frames();
+      },
+      /** Moves to `frame`: the output from there is the render from that frame. */
+      seek(frame) {
+        if (!Number.isInteger(frame) || frame < 0) throw new RangeError(`seek: ${frame} is not a frame`);
+        exports.narrator_play_seek(frame);
+      },
+      /** Sets a bus's gain ("voice", "sfx", "music") or the master's: a factor from 0 to 4. */
+      setGain(target, gain) {
+        const index = ["voice", "sfx", "music", "master"].indexOf(target);
+        if (index < 0 || exports.narrator_play_gain(index, gain) !== 0) throw new RangeError(`setGain: ${target} ${gain}`);
+      },
+      /** A live activity's tap (a choice, "replay" or "close") at the next frame; the new cue sheet. */
+      tap(answer) {
+        const status = withBytes([answer], (a, al) => exports.narrator_play_tap(a, al));
+        if (status !== 0) throw new NarratorError(resultText());
+        this.cues = resultText();
+        return this.cues;
       },
       render(frames) {
         const pointer = exports.narrator_play_render(frames);

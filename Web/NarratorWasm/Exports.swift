@@ -17,6 +17,11 @@ final class Host {
     /// The live playback's mixer (`narrator_play_*`), when one is open.
     var mixer: Mixer?
     var schedule: Schedule?
+    /// Its gains (buses and master), kept across the plans of a live activity.
+    var gains = MixGains()
+    /// A live activity's planner and the taps so far.
+    var planner: ActivityPlanner?
+    var taps: [Tap] = []
 }
 
 nonisolated(unsafe) let host = Host()
@@ -118,17 +123,23 @@ public func narratorClear() {
 }
 
 /// The lesson at `lessonPath` (handed over), laid out: chain `id` (kind 0) or activity `id`
-/// run with the scripted `taps` (kind 1: `SECONDS:ANSWER,…` as `--taps` takes them) from
-/// `state` (the intro's, as `--state`; empty for none), pools
+/// run with the scripted `taps` (kind 1: `SECONDS:ANSWER,…` as `--taps` takes them), or
+/// answered live (kind 2, `narrator_play_tap`), from `state` (the intro's, as `--state`; empty
+/// for none), pools
 /// drawn with `seed`. The cue sheet is the result's text; 1 and an error line if it fails.
-func layOut(_ lessonPath: String, kind: Int32, id: String, taps: String, state: String, seed: UInt64) throws(NarratorError) -> Schedule {
+func layOut(
+    _ lessonPath: String, kind: Int32, id: String, taps: String, state: String, seed: UInt64
+) throws(NarratorError) -> (schedule: Schedule, planner: ActivityPlanner?) {
     let lesson = try Lesson.parse(
         try HostFiles().read(path: lessonPath, limit: JSONValue.documentLimit), path: lessonPath,
         folder: Paths.folder(of: lessonPath), files: HostFiles())
-    if kind == 0 { return try lesson.schedule(chain: id, seed: seed, decoder: HostDecoder()) }
-    let scripted = try TapScript.parse(taps, rate: lesson.sampleRate)
-    let planner = try ActivityPlanner(lesson: lesson, activity: id, live: false, taps: scripted, state: state.isEmpty ? nil : state, seed: seed, decoder: HostDecoder())
-    return try planner.plan(taps: scripted)
+    if kind == 0 { return (try lesson.schedule(chain: id, seed: seed, decoder: HostDecoder()), nil) }
+    // Kind 2: an activity answered live (`narrator_play_tap`), as `narrator play` without --taps.
+    let live = kind == 2
+    let scripted = live ? [] : try TapScript.parse(taps, rate: lesson.sampleRate)
+    let planner = try ActivityPlanner(
+        lesson: lesson, activity: id, live: live, taps: scripted, state: state.isEmpty ? nil : state, seed: seed, decoder: HostDecoder())
+    return (try planner.plan(taps: scripted), live ? planner : nil)
 }
 
 /// Renders what `layOut` gives, whole: the samples are the result's (`narrator_result_*`),
@@ -141,7 +152,7 @@ public func narratorRender(
     host.samples = []
     let schedule: Schedule
     do throws(NarratorError) {
-        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed)
+        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed).schedule
     } catch {
         host.text = Array(error.description.utf8)
         return 1
@@ -182,13 +193,18 @@ public func narratorPlayOpen(
     narratorPlayClose()
     let schedule: Schedule
     do throws(NarratorError) {
-        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed)
+        let laidOut = try layOut(
+            string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength),
+            state: string(state, stateLength), seed: seed)
+        schedule = laidOut.schedule
+        host.planner = laidOut.planner
     } catch {
         host.text = Array(error.description.utf8)
         return 1
     }
     host.schedule = schedule
-    host.mixer = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames)
+    host.taps = []
+    host.mixer = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames, gains: host.gains)
     host.channels = schedule.channels
     playBlock = .allocate(capacity: maxPlayFrames * schedule.channels)
     playBlock.initialize(repeating: 0)
@@ -218,11 +234,62 @@ public func narratorPlayPosition() -> Int32 { host.mixer.map { Int32($0.position
 @_cdecl("narrator_play_frames")
 public func narratorPlayFrames() -> Int32 { host.schedule.map { Int32($0.frames) } ?? -1 }
 
+/// Moves the open playback to `frame` (clamped to its length): the output from there is the
+/// render from that frame, ducking included. 0, or 1 when none is open.
+@_cdecl("narrator_play_seek")
+public func narratorPlaySeek(_ frame: Int32) -> Int32 {
+    guard let mixer = host.mixer, let schedule = host.schedule else { return 1 }
+    mixer.seek(to: min(max(Int(frame), 0), schedule.frames))
+    return 0
+}
+
+/// Sets a gain of the open playback and those after it: target 0 voice, 1 sfx, 2 music,
+/// 3 master; `gain` a factor from 0 to MixGains.maximum. Heard from the next block, ramped
+/// as natively. 0, or 1 for a target or gain out of range.
+@_cdecl("narrator_play_gain")
+public func narratorPlayGain(_ target: Int32, _ gain: Float) -> Int32 {
+    let targets: [MixGains.Target] = [.voice, .sfx, .music, .master]
+    guard targets.indices.contains(Int(target)), gain >= 0, gain <= MixGains.maximum else { return 1 }
+    host.gains.set(targets[Int(target)], gain: gain)
+    return 0
+}
+
+/// A tap on a live activity (opened with kind 2): `answer` (a choice, or `replay`, `close`)
+/// takes effect at the next frame to mix, where the plan with this tap takes over from the
+/// plan without it (the same up to that frame), its ducking continuing. 0 with the new cue
+/// sheet as the result's text; 1 with the error line, or when no live activity is open.
+@_cdecl("narrator_play_tap")
+public func narratorPlayTap(_ answer: UnsafePointer<UInt8>, _ answerLength: Int32) -> Int32 {
+    guard let planner = host.planner, let old = host.mixer else {
+        host.text = Array("no live activity is open".utf8)
+        return 1
+    }
+    let frame = old.position
+    var taps = host.taps
+    taps.append(Tap(frame: frame, answer: string(answer, answerLength)))
+    let schedule: Schedule
+    do throws(NarratorError) {
+        schedule = try planner.plan(taps: taps)
+    } catch {
+        host.text = Array(error.description.utf8)
+        return 1
+    }
+    let next = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames, gains: host.gains)
+    next.seek(to: frame, continuing: old)
+    host.taps = taps
+    host.schedule = schedule
+    host.mixer = next
+    host.text = Array(CueSheet.json(schedule).utf8)
+    return 0
+}
+
 /// Closes the open playback, if any.
 @_cdecl("narrator_play_close")
 public func narratorPlayClose() {
     host.mixer = nil
     host.schedule = nil
+    host.planner = nil
+    host.taps = []
     if playBlock.baseAddress != nil { playBlock.deallocate() }
     playBlock = UnsafeMutableBufferPointer(start: nil, count: 0)
 }

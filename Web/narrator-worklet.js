@@ -1,0 +1,107 @@
+// narrator-worklet.js: Narrator's mixer on the browser's audio thread. An AudioWorkletProcessor
+// ("narrator") that runs narrator.wasm in the worklet's own memory and mixes each 128-frame
+// render quantum there, allocating nothing per quantum. The page (narrator-web.js) sends the
+// compiled module, the lesson's files and decoded audio once, then controls as messages; the
+// processor answers with the mapping from playback frames to the context's frames whenever it
+// changes, from which the page tells when each cue is heard.
+import { Narrator } from "./narrator.js";
+
+class NarratorProcessor extends AudioWorkletProcessor {
+  constructor(options) {
+    super();
+    const { module, files, audio } = options.processorOptions;
+    this.narrator = Narrator.fromModule(module);
+    for (const file of files) this.narrator.addFile(file.path, file.bytes);
+    for (const clip of audio) {
+      this.narrator.addAudio(clip.path, clip.channels, clip.samples);
+      if (clip.markers && clip.markers.length) this.narrator.addMarkers(clip.path, clip.markers);
+    }
+    this.playback = null;
+    this.playing = false;
+    this.ended = false;
+    this.anchorPending = false;
+    this.port.onmessage = (event) => this.handle(event.data);
+    // A program in the options opens at once: an OfflineAudioContext renders before any message.
+    if (options.processorOptions.program) this.handle({ type: "open", program: options.processorOptions.program });
+  }
+
+  /** Tells the page which context frame the next quantum's first frame is heard at. */
+  anchor() {
+    this.anchorPending = true;
+  }
+
+  handle(message) {
+    try {
+      switch (message.type) {
+        case "open":
+          this.playback = this.narrator.open(message.program);
+          this.playing = !message.paused;
+          this.ended = false;
+          this.port.postMessage({ type: "opened", id: message.id, cues: this.playback.cues, frames: this.playback.length, channels: this.playback.channels });
+          this.anchor();
+          break;
+        case "pause":
+          this.playing = false;
+          this.port.postMessage({ type: "paused", id: message.id, frame: this.playback ? this.playback.position : 0 });
+          break;
+        case "resume":
+          if (this.playback && !this.ended) this.playing = true;
+          this.anchor();
+          this.port.postMessage({ type: "resumed", id: message.id });
+          break;
+        case "seek":
+          this.playback.seek(message.frame);
+          this.ended = false;
+          this.anchor();
+          this.port.postMessage({ type: "sought", id: message.id, frame: this.playback.position });
+          break;
+        case "gain":
+          this.playback.setGain(message.target, message.gain);
+          this.port.postMessage({ type: "gained", id: message.id });
+          break;
+        case "tap": {
+          const cues = this.playback.tap(message.answer);
+          this.port.postMessage({ type: "tapped", id: message.id, cues, frames: this.playback.length, frame: this.playback.position });
+          this.anchor();
+          break;
+        }
+        case "close":
+          if (this.playback) this.playback.close();
+          this.playback = null;
+          this.playing = false;
+          this.port.postMessage({ type: "closed", id: message.id });
+          break;
+      }
+    } catch (error) {
+      this.port.postMessage({ type: "error", id: message.id, message: String(error.message ?? error) });
+    }
+  }
+
+  process(inputs, outputs) {
+    const output = outputs[0];
+    if (!this.playback || !this.playing) {
+      for (const channel of output) channel.fill(0);
+      return true;
+    }
+    const frames = output[0].length;
+    if (this.anchorPending) {
+      this.anchorPending = false;
+      this.port.postMessage({ type: "anchor", frame: this.playback.position, contextFrame: currentFrame });
+    }
+    const block = this.playback.render(frames);
+    const channels = this.playback.channels;
+    for (let c = 0; c < output.length; c++) {
+      const out = output[c];
+      const from = Math.min(c, channels - 1);
+      for (let i = 0; i < frames; i++) out[i] = block[i * channels + from];
+    }
+    if (this.playback.position >= this.playback.length && !this.ended) {
+      this.ended = true;
+      this.playing = false;
+      this.port.postMessage({ type: "ended", frame: this.playback.length, contextFrame: currentFrame + frames });
+    }
+    return true;
+  }
+}
+
+registerProcessor("narrator", NarratorProcessor);
