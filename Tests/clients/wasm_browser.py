@@ -19,8 +19,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from player_browser import serve  # noqa: E402
+from player_browser import Quiet  # noqa: E402
 from read_along_browser import headless_chromium, new_tab  # noqa: E402
+
+import http.server  # noqa: E402,F401
+import socketserver  # noqa: E402
+import threading  # noqa: E402
 
 import websockets  # noqa: E402
 
@@ -30,13 +34,25 @@ async def evaluate(url, expression, devtools_url, timeout):
         tools = await new_tab(socket, hook="")
         await tools.call("Runtime.enable")
         await tools.call("Page.navigate", url=url)
-        await tools.wait_for("window.ready === true", timeout)
+        try:
+            await tools.wait_for("window.ready === true", timeout)
+        except TimeoutError:
+            raise RuntimeError("%s never set window.ready (a module that failed to load?)" % url)
         result = await asyncio.wait_for(
             tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True), timeout)
         if "exceptionDetails" in result:
             details = result["exceptionDetails"]
             raise RuntimeError("the page threw: %s" % details.get("exception", {}).get("description", details.get("text")))
         return result["result"].get("value")
+
+
+def serve_folder(folder):
+    """Serves `folder` on a free port of 127.0.0.1; the server and its base URL."""
+    handler = lambda *a, **k: Quiet(*a, directory=folder, **k)  # noqa: E731
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "http://127.0.0.1:%d/" % server.server_address[1]
 
 
 def main():
@@ -47,7 +63,8 @@ def main():
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
-    server, url = serve(os.path.join(args.folder, args.page))
+    server, base = serve_folder(os.path.abspath(args.folder))
+    url = base + args.page
     try:
         flags = ["--autoplay-policy=no-user-gesture-required"]
         with headless_chromium(args.chromium, args.timeout, flags) as devtools_url:

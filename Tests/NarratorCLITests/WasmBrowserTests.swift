@@ -1,0 +1,141 @@
+import Foundation
+import NarratorCore
+import NarratorTestSupport
+import NarratorTestTraits
+import Testing
+
+/// The engine in the browser with no daemon: a `narrator pack --web` folder served by a plain
+/// static server (Tests/clients/wasm_browser.py) and driven in headless Chromium through the
+/// test pages of Tests/wasm/pages. The mixer runs in the AudioWorklet (narrator-worklet.js).
+@Suite(.serialized) struct WasmBrowserTests {
+    static let driver = Repo.path("Tests/clients/wasm_browser.py")
+    static var ready: Bool {
+        FileManager.default.fileExists(atPath: WasmEngineTests.wasm) && PulseTestServer.findExecutable("chromium") != nil
+            && Clients.havePythonWebSockets
+    }
+
+    /// The sample library packed for the web, with the test pages in `pages/`.
+    static func pack(_ dir: TempDir) throws -> (folder: String, manifest: [String: Any]) {
+        let folder = dir.file("web")
+        let pack = try run(Repo.narrator, ["pack", Repo.path("Timings/lessons"), "--to", folder, "--web", "--no-progress"])
+        try #require(pack.status == 0, "pack --web: \(pack.stderr)")
+        try FileManager.default.createDirectory(atPath: folder + "/pages", withIntermediateDirectories: true)
+        for page in ["offline.html", "live.html"] {
+            try FileManager.default.copyItem(atPath: Repo.path("Tests/wasm/pages/" + page), toPath: folder + "/pages/" + page)
+        }
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: folder + "/narrator-web.json"))) as? [String: Any])
+        return (folder, manifest)
+    }
+
+    /// The pack's path of the lesson file `name` (as the page hands it to the engine).
+    static func lessonPath(_ manifest: [String: Any], _ name: String) throws -> String {
+        let lessons = try #require(manifest["lessons"] as? [[String: Any]])
+        return try #require(lessons.compactMap { $0["path"] as? String }.first { $0.hasSuffix("/" + name) }, "\(name) in the pack")
+    }
+
+    static func browse(_ folder: String, _ page: String, _ expression: String) throws -> Any {
+        let result = try run("/usr/bin/python3", [driver, folder, page, expression, "--timeout", "120"])
+        try #require(result.status == 0, "\(page) \(expression): \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+
+    /// A chain, a scripted activity and the hat shop (its music bed looping under the taps),
+    /// played through the AudioWorklet in an OfflineAudioContext, equal bit for bit to
+    /// `narrator render --format f32` of the original lessons.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func theWorkletRendersAsNarratorRenderDoes() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        try FileManager.default.createDirectory(atPath: folder + "/refs", withIntermediateDirectories: true)
+        let programs: [(name: String, lesson: String, program: [String: Any], native: [String])] = [
+            ("sample chain correct", "sample.json", ["chain": "correct", "seed": 7], ["--chain", "correct"]),
+            ("sight words, a wrong tap then the answer", "homer-sight-words.json",
+             ["activity": "sight-words", "taps": "3:the,6:see", "seed": 7], ["--activity", "sight-words", "--taps", "3:the,6:see"]),
+            ("hat shop, its music bed under three taps", "homer-hat-shop.json",
+             ["activity": "hat-shop", "state": "first-use", "taps": "1:cat,1.1:hats,1.2:cat", "seed": 7],
+             ["--activity", "hat-shop", "--state", "first-use", "--taps", "1:cat,1.1:hats,1.2:cat"]),
+        ]
+        var jobs: [[String: Any]] = []
+        for (index, entry) in programs.enumerated() {
+            let reference = "refs/\(index).wav"
+            let native = try run(
+                Repo.narrator,
+                ["render", Repo.path("Timings/lessons/" + entry.lesson)] + entry.native + ["--seed", "7", "--format", "f32", "--output", folder + "/" + reference])
+            try #require(native.status == 0, "\(entry.name): \(native.stderr)")
+            jobs.append(["name": entry.name, "lesson": try Self.lessonPath(manifest, entry.lesson), "program": entry.program, "reference": "../" + reference])
+        }
+        let argument = String(decoding: try JSONSerialization.data(withJSONObject: jobs), as: UTF8.self)
+        let results = try #require(try Self.browse(folder, "pages/offline.html", "offline(\(argument))") as? [[String: Any]])
+        #expect(results.count == programs.count)
+        for result in results {
+            let name = result["name"] as? String ?? "?"
+            #expect(result["frames"] as? Int == result["referenceFrames"] as? Int, "\(name): \(result)")
+            #expect(result["channels"] as? Int == result["referenceChannels"] as? Int, "\(name): \(result)")
+            #expect(result["differing"] as? Int == 0, "\(name): \(result)")
+        }
+    }
+
+    /// Live, on the context's output clock: every cue of the chain's sheet arrives, in order,
+    /// none before the output clock reached its frame.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func liveCuesComeInOrderAndNeverEarly() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        let lesson = try Self.lessonPath(manifest, "sample.json")
+        let seen = try #require(try Self.browse(folder, "pages/live.html", "chain('\(lesson)', 'correct')") as? [String: Any])
+        let sheet = try #require(seen["sheet"] as? [[String: Any]])
+        let events = try #require(seen["events"] as? [[String: Any]])
+        #expect(sheet.count >= 10)
+        #expect(events.map { "\($0["type"]!)@\($0["frame"]!)" } == sheet.map { "\($0["type"]!)@\($0["frame"]!)" })
+        for event in events {
+            let due = try #require(event["due"] as? Double)
+            let heard = try #require(event["heard"] as? Double)
+            #expect(heard >= due, "\(event): dispatched before its frame was output")
+            #expect(heard - due < 0.25, "\(event): late by more than 250 ms")
+        }
+    }
+
+    /// A live activity: a wrong tile tapped during the wait plays the wrong-answer feedback,
+    /// the answer then the correct one.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func tapsDuringTheWaitPlayTheirFeedback() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        let lesson = try Self.lessonPath(manifest, "homer-sight-words.json")
+        let seen = try #require(try Self.browse(folder, "pages/live.html", "activity('\(lesson)', 'sight-words', 'prompt-1', 'the', 'see')") as? [String: Any])
+        let events = try #require(seen["events"] as? [[String: Any]])
+        let order = events.compactMap { event -> String? in
+            let type = event["type"] as? String ?? ""
+            if type == "chainEnd" { return "chainEnd:\(event["chain"] as? String ?? "")" }
+            return ["tap", "feedback", "feedbackEnd"].contains(type) ? type : nil
+        }
+        let expected = ["chainEnd:prompt-1", "tap", "feedback", "chainEnd:try-again", "feedbackEnd", "tap", "feedback", "chainEnd:correct-1"]
+        #expect(Array(order.prefix(expected.count)) == expected, "\(order)")
+        for event in events {
+            #expect((event["heard"] as? Double ?? 0) >= (event["due"] as? Double ?? 1), "\(event)")
+        }
+    }
+
+    /// Pause holds the cues and the sound; a seek starts the cues again from its frame; the
+    /// master gain at 0 silences the worklet's output and back at 1 it sounds again.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func pauseSeekAndVolumeBehaveAsDocumented() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        let lesson = try Self.lessonPath(manifest, "sample.json")
+        let seen = try #require(try Self.browse(folder, "pages/live.html", "controls('\(lesson)', 'correct')") as? [String: Any])
+        #expect(seen["duringPause"] as? Int == 0, "cues while paused")
+        #expect((seen["silentWhilePaused"] as? Double ?? 1) == 0, "sound while paused")
+        #expect((seen["pausedAt"] as? Int ?? 0) > 0)
+        #expect(seen["soughtTo"] as? Int == 0)
+        let afterSeek = try #require(seen["afterSeek"] as? [[String: Any]])
+        #expect(afterSeek.first?["frame"] as? Int == 0, "the first cue after the seek is the chain's first: \(afterSeek.prefix(2))")
+        #expect((seen["muted"] as? Double ?? 1) < 1e-4, "master at 0")
+        #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
+    }
+}
