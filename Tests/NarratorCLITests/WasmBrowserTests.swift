@@ -138,4 +138,52 @@ import Testing
         #expect((seen["muted"] as? Double ?? 1) < 1e-4, "master at 0")
         #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
     }
+
+    /// The README's first lesson, packed for the web, plays from the pack's own page with no
+    /// daemon: its activity starts, the question is read word by word, and the cat's tile
+    /// tapped plays the praise and "Yes, that is the cat."
+    @Test(.requires(ready && PulseTestServer.findExecutable("espeak-ng") != nil, "needs make wasm, chromium, python3-websockets and espeak-ng"))
+    func theReadmesFirstLessonPlaysFromAStaticPage() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = dir.file("my-lesson")
+        try FileManager.default.createDirectory(atPath: lesson, withIntermediateDirectories: true)
+        for (name, text) in [("find", "Find the cat."), ("tap", "Tap the cat."), ("again", "Not quite. Try again."), ("great", "Great job!"),
+                             ("done", "Well done!"), ("yes", "Yes, that is the cat.")] {
+            let made = try run(Repo.narrator, ["synth", text, "--output", "\(lesson)/\(name).wav", "--timings", "\(lesson)/\(name).json"])
+            try #require(made.status == 0, "synth: \(made.stderr)")
+        }
+        // The lesson as the README writes it (its block, read from README.md).
+        let readme = try String(contentsOfFile: Repo.path("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "cat > lesson.json <<'EOF'\n"))
+        let end = try #require(readme.range(of: "\nEOF\n", range: start.upperBound..<readme.endIndex))
+        try String(readme[start.upperBound..<end.lowerBound]).write(toFile: lesson + "/lesson.json", atomically: true, encoding: .utf8)
+        let web = dir.file("web")
+        let pack = try run(Repo.narrator, ["pack", lesson, "--to", web, "--web", "--no-progress"])
+        try #require(pack.status == 0, "pack --web: \(pack.stderr)")
+        let script = """
+            (async () => {
+              const s = window.standalone;
+              const select = document.getElementById("program");
+              select.value = [...select.options].find((o) => o.text.startsWith("activity find-the-cat")).value;
+              document.getElementById("start").click();
+              const heard = [];
+              const deadline = performance.now() + 60000;
+              while (!s.player || !s.playing) { if (performance.now() > deadline) throw new Error("never played"); await new Promise((r) => setTimeout(r, 20)); }
+              s.player.addEventListener("word", (e) => heard.push(e.detail.text));
+              while (!heard.includes("cat.")) { if (performance.now() > deadline) throw new Error("the question was not heard: " + heard); await new Promise((r) => setTimeout(r, 20)); }
+              document.querySelector('#tiles button[data-answer="cat"]').click();
+              while (!heard.includes("that")) { if (performance.now() > deadline) throw new Error("no praise after the tap: " + heard); await new Promise((r) => setTimeout(r, 20)); }
+              await new Promise((r) => setTimeout(r, 1500));
+              return { heard, shown: document.getElementById("words").textContent, tiles: [...document.querySelectorAll("#tiles button")].map((b) => b.textContent) };
+            })()
+            """
+        let seen = try #require(try Self.browse(web, "index.html", script) as? [String: Any])
+        let heard = try #require(seen["heard"] as? [String])
+        #expect(heard.prefix(3) == ["Find", "the", "cat."], "\(heard)")
+        #expect(heard.contains("Yes,") && heard.contains("that"), "the praise chain after the tap: \(heard)")
+        #expect(seen["tiles"] as? [String] == ["cat"])
+        #expect((seen["shown"] as? String ?? "").contains("cat"), "the words are shown: \(seen)")
+    }
 }
+
