@@ -173,6 +173,15 @@ export class WebPlayer extends EventTarget {
       this.#tick();
       return;
     }
+    if (message.type === "said") {
+      // Back where playback was: its cues from there, when it plays again.
+      this.paused = !message.playing;
+      this.anchorFrame = null;
+      this.pending = this.cues.findIndex((cue) => cue.frame >= message.frame);
+      if (this.pending < 0) this.pending = this.cues.length;
+      this.dispatchEvent(new CustomEvent("said", { detail: message }));
+      return;
+    }
     if (message.type === "ended") {
       this.dispatchEvent(new CustomEvent("ended", { detail: message }));
       return;
@@ -233,6 +242,19 @@ export class WebPlayer extends EventTarget {
   /** Moves to `frame` of the playback (cues before it are not dispatched again). */
   async seek(frame) {
     return this.#request({ type: "seek", frame });
+  }
+
+  /**
+   * Says word `index` of clip `clip` on its own (a word tapped), its cues with it, then goes
+   * back where playback was: paused (`then: "pause"`, the default) or playing on if it was
+   * (`then: "resume"`). Resolves once the worklet has started the word; a "said" event follows
+   * when it is back.
+   */
+  async say(clip, index, { then = "pause" } = {}) {
+    const word = this.cues.find((cue) => cue.type === "word" && cue.clip === clip && cue.index === index);
+    if (!word) throw new Error(`no word ${index} of clip '${clip}' in what plays`);
+    this.paused = false;
+    return this.#request({ type: "say", start: word.frame, end: word.endFrame, then });
   }
 
   /** A bus's gain ("voice", "sfx", "music") or the master's, a factor from 0 to 4. */

@@ -20,6 +20,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
     this.playing = false;
     this.ended = false;
     this.anchorPending = false;
+    // A range said on its own (a word tapped): where it ends, and where to go back after.
+    this.range = null;
     this.port.onmessage = (event) => this.handle(event.data);
     // A program in the options opens at once: an OfflineAudioContext renders before any message.
     if (options.processorOptions.program) this.handle({ type: "open", program: options.processorOptions.program });
@@ -55,6 +57,19 @@ class NarratorProcessor extends AudioWorkletProcessor {
           this.anchor();
           this.port.postMessage({ type: "sought", id: message.id, frame: this.playback.position });
           break;
+        case "say": {
+          // Plays [start, end) of the timeline on its own, then goes back to where playback was,
+          // paused, or playing if it was (`then: "resume"`).
+          const back = this.playback.position;
+          const wasPlaying = this.playing;
+          this.playback.seek(message.start);
+          this.range = { end: message.end, back, resume: message.then === "resume" && wasPlaying };
+          this.playing = true;
+          this.ended = false;
+          this.anchor();
+          this.port.postMessage({ type: "saying", id: message.id, back });
+          break;
+        }
         case "gain":
           this.playback.setGain(message.target, message.gain);
           this.port.postMessage({ type: "gained", id: message.id });
@@ -88,12 +103,24 @@ class NarratorProcessor extends AudioWorkletProcessor {
       this.anchorPending = false;
       this.port.postMessage({ type: "anchor", frame: this.playback.position, contextFrame: currentFrame });
     }
+    // Within a range said on its own, only up to its end; the rest of the quantum is silence.
+    const playing = this.range ? Math.max(0, Math.min(frames, this.range.end - this.playback.position)) : frames;
     const block = this.playback.render(frames);
     const channels = this.playback.channels;
     for (let c = 0; c < output.length; c++) {
       const out = output[c];
       const from = Math.min(c, channels - 1);
-      for (let i = 0; i < frames; i++) out[i] = block[i * channels + from];
+      for (let i = 0; i < playing; i++) out[i] = block[i * channels + from];
+      for (let i = playing; i < frames; i++) out[i] = 0;
+    }
+    if (this.range && this.playback.position >= this.range.end) {
+      const { back, resume } = this.range;
+      this.range = null;
+      this.playback.seek(back);
+      this.playing = resume;
+      this.port.postMessage({ type: "said", frame: back, playing: resume });
+      if (resume) this.anchor();
+      return true;
     }
     if (this.playback.position >= this.playback.length && !this.ended) {
       this.ended = true;

@@ -139,6 +139,26 @@ import Testing
         #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
     }
 
+    /// A word tapped while paused is said on its own, its cues with it, and playback goes back
+    /// to where it was, still paused, with nothing more heard.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func aWordSaidOnItsOwnGoesBackWherePlaybackWas() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        let lesson = try Self.lessonPath(manifest, "sample.json")
+        let seen = try #require(try Self.browse(folder, "pages/live.html", "sayWord('\(lesson)', 'correct')") as? [String: Any])
+        let target = try #require(seen["target"] as? [String: Any])
+        let said = try #require(seen["saidEvents"] as? [[String: Any]])
+        let words = said.filter { $0["type"] as? String == "word" }
+        #expect(words.count == 1 && words.first?["frame"] as? Int == target["frame"] as? Int, "the word tapped, once: \(said)")
+        #expect(said.allSatisfy { ($0["frame"] as? Int ?? -1) >= (target["frame"] as? Int ?? 0) && ($0["frame"] as? Int ?? .max) < (target["endFrame"] as? Int ?? 0) })
+        let back = try #require(seen["back"] as? [String: Any])
+        #expect(back["frame"] as? Int == seen["pausedAt"] as? Int, "back where it paused: \(back)")
+        #expect(back["playing"] as? Bool == false)
+        #expect(seen["after"] as? Int == 0, "nothing heard after going back, while paused")
+    }
+
     /// The README's first lesson, packed for the web, plays from the pack's own page with no
     /// daemon: its activity starts, the question is read word by word, and the cat's tile
     /// tapped plays the praise and "Yes, that is the cat."
