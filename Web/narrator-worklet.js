@@ -22,6 +22,12 @@ class NarratorProcessor extends AudioWorkletProcessor {
     this.anchorPending = false;
     // A range said on its own (a word tapped): where it ends, and where to go back after.
     this.range = null;
+    // Pause, seek and a word said on its own fade 5 ms out, jump, and fade 5 ms in, as the
+    // native engine does (OutputFeed): the jump waits for the end of the fade-out.
+    this.fadeFrames = Math.max(1, Math.floor((sampleRate * 5) / 1000));
+    this.fadeOutLeft = 0;
+    this.fadeInLeft = 0;
+    this.afterFade = null;
     this.port.onmessage = (event) => this.handle(event.data);
     // A program in the options opens at once: an OfflineAudioContext renders before any message.
     if (options.processorOptions.program) this.handle({ type: "open", program: options.processorOptions.program });
@@ -43,31 +49,40 @@ class NarratorProcessor extends AudioWorkletProcessor {
           this.anchor();
           break;
         case "pause":
-          this.playing = false;
-          this.port.postMessage({ type: "paused", id: message.id, frame: this.playback ? this.playback.position : 0 });
+          this.jump(() => {
+            this.playing = false;
+            this.port.postMessage({ type: "paused", id: message.id, frame: this.playback ? this.playback.position : 0 });
+          });
           break;
         case "resume":
-          if (this.playback && !this.ended) this.playing = true;
+          if (this.playback && !this.ended && !this.playing) {
+            this.playing = true;
+            this.fadeInLeft = this.fadeFrames;
+          }
           this.anchor();
           this.port.postMessage({ type: "resumed", id: message.id });
           break;
         case "seek":
-          this.playback.seek(message.frame);
-          this.ended = false;
-          this.anchor();
-          this.port.postMessage({ type: "sought", id: message.id, frame: this.playback.position });
+          this.jump(() => {
+            this.playback.seek(message.frame);
+            this.ended = false;
+            this.anchor();
+            this.port.postMessage({ type: "sought", id: message.id, frame: this.playback.position });
+          });
           break;
         case "say": {
           // Plays [start, end) of the timeline on its own, then goes back to where playback was,
           // paused, or playing if it was (`then: "resume"`).
-          const back = this.playback.position;
           const wasPlaying = this.playing;
-          this.playback.seek(message.start);
-          this.range = { end: message.end, back, resume: message.then === "resume" && wasPlaying };
-          this.playing = true;
-          this.ended = false;
-          this.anchor();
-          this.port.postMessage({ type: "saying", id: message.id, back });
+          this.jump(() => {
+            const back = this.playback.position;
+            this.playback.seek(message.start);
+            this.range = { end: message.end, back, resume: message.then === "resume" && wasPlaying };
+            this.playing = true;
+            this.ended = false;
+            this.anchor();
+            this.port.postMessage({ type: "saying", id: message.id, back });
+          });
           break;
         }
         case "gain":
@@ -92,6 +107,43 @@ class NarratorProcessor extends AudioWorkletProcessor {
     }
   }
 
+  /** Runs `change` once the sound has faded out (at once when nothing plays), then fades in. */
+  jump(change) {
+    if (!this.playback || !this.playing) {
+      change();
+      if (this.playing) this.fadeInLeft = this.fadeFrames;
+      return;
+    }
+    this.afterFade = change;
+    // A fade-in under way turns into a fade-out from the level it reached.
+    this.fadeOutLeft = this.fadeInLeft > 0 ? Math.max(1, this.fadeFrames - this.fadeInLeft) : this.fadeFrames;
+    this.fadeInLeft = 0;
+  }
+
+  /** Mixes `count` frames into `output` from `offset`, with the fades under way applied. */
+  mix(output, offset, count) {
+    const playing = this.range ? Math.max(0, Math.min(count, this.range.end - this.playback.position)) : count;
+    const block = this.playback.render(count);
+    const channels = this.playback.channels;
+    const scale = 1 / this.fadeFrames;
+    let fadeOut = this.fadeOutLeft;
+    let fadeIn = this.fadeInLeft;
+    for (let i = 0; i < count; i++) {
+      let gain = 1;
+      if (fadeOut > 0) {
+        fadeOut--;
+        gain = fadeOut * scale;
+      } else if (fadeIn > 0) {
+        gain = (this.fadeFrames - fadeIn + 1) * scale;
+        fadeIn--;
+      }
+      if (i >= playing) gain = 0;
+      for (let c = 0; c < output.length; c++) output[c][offset + i] = block[i * channels + Math.min(c, channels - 1)] * gain;
+    }
+    this.fadeOutLeft = fadeOut;
+    this.fadeInLeft = fadeIn;
+  }
+
   process(inputs, outputs) {
     const output = outputs[0];
     if (!this.playback || !this.playing) {
@@ -99,29 +151,35 @@ class NarratorProcessor extends AudioWorkletProcessor {
       return true;
     }
     const frames = output[0].length;
-    if (this.anchorPending) {
-      this.anchorPending = false;
-      this.port.postMessage({ type: "anchor", frame: this.playback.position, contextFrame: currentFrame });
+    let done = 0;
+    while (done < frames && this.playing) {
+      if (this.anchorPending) {
+        this.anchorPending = false;
+        this.port.postMessage({ type: "anchor", frame: this.playback.position, contextFrame: currentFrame + done });
+      }
+      const count = this.fadeOutLeft > 0 ? Math.min(frames - done, this.fadeOutLeft) : frames - done;
+      this.mix(output, done, count);
+      done += count;
+      if (this.afterFade && this.fadeOutLeft === 0) {
+        const change = this.afterFade;
+        this.afterFade = null;
+        change();
+        if (this.playing) this.fadeInLeft = this.fadeFrames;
+      }
+      if (this.range && this.playback.position >= this.range.end) {
+        const { back, resume } = this.range;
+        this.range = null;
+        this.playback.seek(back);
+        this.playing = resume;
+        if (resume) {
+          this.fadeInLeft = this.fadeFrames;
+          this.anchor();
+        }
+        this.port.postMessage({ type: "said", frame: back, playing: resume });
+      }
     }
-    // Within a range said on its own, only up to its end; the rest of the quantum is silence.
-    const playing = this.range ? Math.max(0, Math.min(frames, this.range.end - this.playback.position)) : frames;
-    const block = this.playback.render(frames);
-    const channels = this.playback.channels;
-    for (let c = 0; c < output.length; c++) {
-      const out = output[c];
-      const from = Math.min(c, channels - 1);
-      for (let i = 0; i < playing; i++) out[i] = block[i * channels + from];
-      for (let i = playing; i < frames; i++) out[i] = 0;
-    }
-    if (this.range && this.playback.position >= this.range.end) {
-      const { back, resume } = this.range;
-      this.range = null;
-      this.playback.seek(back);
-      this.playing = resume;
-      this.port.postMessage({ type: "said", frame: back, playing: resume });
-      if (resume) this.anchor();
-      return true;
-    }
+    for (let i = done; i < frames; i++) for (const channel of output) channel[i] = 0;
+    if (!this.playback) return true;
     if (this.playback.position >= this.playback.length && !this.ended) {
       this.ended = true;
       this.playing = false;

@@ -174,8 +174,8 @@ export class Narrator {
 
   /**
    * Opens a playback mixed block by block on the caller's clock (an AudioWorklet's render
-   * quantum): `render(frames)` returns the next frames as interleaved floats, a view of the
-   * module's memory valid until the next call, made without allocating. One playback at a
+   * quantum): `render(frames)` returns the next frames as interleaved floats, the start of a
+   * view of the module's memory made once and valid until the next call: no allocation. One playback at a
    * time; opening another closes it. An activity opened with `live: true` is answered by
    * `tap(answer)` as it plays.
    */
@@ -215,11 +215,15 @@ export class Narrator {
         this.cues = resultText();
         return this.cues;
       },
+      /**
+       * Mixes the next `frames` (1 to 8192): they are the first frames × channels floats of the
+       * returned view of the module's memory (one view, made once, valid until the next call).
+       */
       render(frames) {
         const pointer = exports.narrator_play_render(frames);
         if (pointer === 0) throw new RangeError(`render: ${frames} frames (1 to 8192, with a playback open)`);
-        if (view === null || view.buffer !== memory() || view.byteOffset !== pointer || view.length !== frames * channels) {
-          view = new Float32Array(memory(), pointer, frames * channels);
+        if (view === null || view.buffer !== memory() || view.byteOffset !== pointer) {
+          view = new Float32Array(memory(), pointer, 8192 * channels);
         }
         return view;
       },
