@@ -1,0 +1,206 @@
+import Foundation
+import NarratorAudioFile
+import NarratorCore
+import NarratorTestSupport
+import NarratorTestTraits
+import Testing
+
+/// `narrator pack --web` of the sample library, played from the folder alone: Node loads the
+/// folder's narrator.js and narrator.wasm, its narrator-web.json and the files it lists, reads
+/// its WAVs with a JavaScript reader of its own (Tests/wasm/render-pack.mjs), and renders every
+/// chain and every scripted activity. The truth it is held to: `narrator render` of the
+/// ORIGINAL lessons (Timings/lessons, their loudness targets measured as they load), sample
+/// for sample and cue sheet byte for byte; the WAVs by soxi; the lessons' keys by reading the
+/// originals.
+@Suite(.serialized) struct PackWebTests {
+    static let built = Repo.path(".build-wasm")
+    static let ready = FileManager.default.fileExists(atPath: built + "/narrator.wasm") && FileManager.default.isExecutableFile(atPath: "/usr/bin/node")
+    static let library = Repo.path("Timings/lessons")
+
+    static func soxi(_ flag: String, _ path: String) throws -> String {
+        let result = try runTool("soxi", [flag, path])
+        try #require(result.status == 0, "soxi \(flag) \(path): \(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test(.requires(ready, "needs make wasm and node"))
+    func everyLessonPlaysFromThePackAsTheOriginalRenders() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let site = dir.file("site")
+        // narrator.wasm found as a user's build finds it: the repository's .build-wasm.
+        let pack = try run(Repo.narrator, ["pack", Self.library, "--to", site, "--web", "--no-progress"])
+        try #require(pack.status == 0, "pack: \(pack.stderr)")
+        #expect(dir.contents() == ["site"], "only DIR is left: \(dir.contents())")
+        for name in ["narrator.wasm", "narrator.js"] {
+            #expect(FileManager.default.contents(atPath: site + "/" + name) == FileManager.default.contents(atPath: Self.built + "/" + name), "\(name) copied")
+        }
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: site + "/narrator-web.json"))) as? [String: Any])
+        #expect(manifest["format"] as? String == "narrator-web" && manifest["version"] as? Int == 1)
+        let lessons = try #require(manifest["lessons"] as? [[String: Any]])
+        let files = try #require(manifest["files"] as? [[String: Any]])
+        let audio = try #require(manifest["audio"] as? [[String: Any]])
+
+        // Every lesson of the library, with its rate, chains and activities' intro states as
+        // the original says them.
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.library).filter { $0.hasSuffix(".json") }.sorted()
+        #expect(lessons.map { $0["path"] as? String ?? "" } == names.map { "Timings/lessons/" + $0 })
+        var originals: [String: Lesson] = [:]
+        for (name, entry) in zip(names, lessons) {
+            let original = try Lesson.load(path: Self.library + "/" + name)
+            originals[name] = original
+            #expect(entry["sampleRate"] as? Int == original.sampleRate, "\(name)")
+            #expect(entry["chains"] as? [String] == original.chains.keys.sorted(), "\(name)")
+            let activities = (entry["activities"] as? [[String: Any]] ?? []).map { "\($0["id"] as? String ?? ""): \($0["states"] as? [String] ?? ["?"])" }
+            #expect(activities == original.activities.keys.sorted().map { "\($0): \(original.activities[$0]!.intro.keys.sorted())" }, "\(name)")
+            // Its loudness is baked in: the packed lesson has no target left.
+            let packed = try String(contentsOfFile: site + "/Timings/lessons/" + name, encoding: .utf8)
+            #expect(!packed.contains("\"loudness\""), "\(name)")
+        }
+        #expect(originals.values.contains { !$0.loudness.isEmpty }, "a lesson with a loudness target is among them")
+
+        // Every URL is a file inside the folder; every file a lesson names is listed.
+        for entry in files + audio {
+            let url = try #require(entry["url"] as? String)
+            #expect(!url.hasPrefix("/") && !url.split(separator: "/").contains(".."), "\(url)")
+            #expect(FileManager.default.fileExists(atPath: site + "/" + (url.removingPercentEncoding ?? url)), "\(url)")
+        }
+        // Every clip's audio of every lesson and locale, by where it lies in the repository.
+        var sources: [String: String] = [:]
+        for lesson in originals.values {
+            for variant in [lesson] + (try lesson.locales.keys.map { try lesson.localized(to: $0) }) {
+                for spec in variant.clips.values {
+                    let file = URL(fileURLWithPath: spec.file).standardizedFileURL.path
+                    let inside = String(file.dropFirst(Repo.root.standardizedFileURL.path.count + 1))
+                    sources[URL(fileURLWithPath: inside).deletingPathExtension().appendingPathExtension("wav").relativePath] = file
+                }
+            }
+        }
+        let urls = Set(audio.compactMap { $0["url"] as? String })
+        #expect(Set(sources.keys).subtracting(urls).isEmpty, "not listed: \(Set(sources.keys).subtracting(urls).sorted())")
+
+        // Every audio file: a 32-bit float WAV at its lesson's rate, holding its source's frames
+        // at that rate (soxi of both).
+        for entry in audio {
+            let url = entry["url"] as! String
+            let file = site + "/" + url
+            #expect(try Self.soxi("-t", file) == "wav" && Self.soxi("-e", file) == "Floating Point PCM" && Self.soxi("-b", file) == "32", "\(url)")
+            let rate = try #require(entry["sampleRate"] as? Int)
+            #expect(try Int(Self.soxi("-r", file)) == rate, "\(url)")
+            #expect(try Int(Self.soxi("-c", file)) == entry["channels"] as? Int, "\(url)")
+            #expect(try Int(Self.soxi("-s", file)) == entry["frames"] as? Int, "\(url)")
+            let source = try #require(sources[url], "\(url): no clip's file")
+            let sourceFrames = try Double(Self.soxi("-s", source))!
+            let sourceRate = try Double(Self.soxi("-r", source))!
+            #expect(entry["frames"] as? Int == Int((sourceFrames * Double(rate) / sourceRate).rounded()), "\(url): the frames of \(source) at \(rate) Hz")
+        }
+        #expect(audio.contains { $0["markers"] != nil }, "a file whose clips read its markers keeps them in the manifest")
+
+        // Every chain, every activity from each intro state (a wrong tap, then the answer),
+        // rendered from the folder alone by Node.
+        struct Job { let lesson: String; let program: [String: Any]; let native: [String]; let name: String }
+        var jobs: [Job] = []
+        for name in names {
+            let original = originals[name]!
+            for chain in original.chains.keys.sorted() {
+                jobs.append(Job(lesson: name, program: ["chain": chain], native: ["--chain", chain], name: "\(name) chain \(chain)"))
+            }
+            for (id, activity) in original.activities.sorted(by: { $0.key < $1.key }) {
+                var taps = ""
+                if let step = activity.steps.first {
+                    taps = (step.choices.first { $0 != step.answer }.map { "2.5:\($0)," } ?? "") + "5:\(step.answer)"
+                }
+                let states: [String?] = activity.intro.isEmpty ? [nil] : activity.intro.keys.sorted()
+                for state in states {
+                    jobs.append(
+                        Job(lesson: name, program: ["activity": id, "taps": taps, "state": state ?? ""],
+                            native: ["--activity", id, "--taps", taps] + (state.map { ["--state", $0] } ?? []),
+                            name: "\(name) activity \(id) state \(state ?? "-") taps '\(taps)'"))
+                }
+            }
+        }
+        #expect(jobs.count >= 50, "\(jobs.count) renders")
+        let nodeJobs: [[String: Any]] = jobs.enumerated().map { index, job in
+            job.program.merging([
+                "lesson": "Timings/lessons/" + job.lesson, "seed": 7, "samples": dir.file("wasm-\(index).f32"), "cues": dir.file("wasm-\(index).json"),
+                "error": dir.file("wasm-\(index).error"),
+            ]) { $1 }
+        }
+        let jobsFile = dir.file("jobs.json")
+        try JSONSerialization.data(withJSONObject: nodeJobs).write(to: URL(fileURLWithPath: jobsFile))
+        let node = try run("/usr/bin/node", [Repo.path("Tests/wasm/render-pack.mjs"), site, jobsFile])
+        try #require(node.status == 0, "node: \(node.stderr)")
+
+        for (index, job) in jobs.enumerated() {
+            let out = dir.file("native-\(index).wav")
+            let cues = dir.file("native-\(index).json")
+            let native = try run(
+                Repo.narrator, ["render", Self.library + "/" + job.lesson] + job.native + ["--seed", "7", "--output", out, "--format", "f32", "--cues", cues])
+            try #require(native.status == 0, "\(job.name): \(native.stderr)")
+            let wasmError = try? String(contentsOfFile: dir.file("wasm-\(index).error"), encoding: .utf8)
+            try #require(wasmError == nil, "\(job.name): from the pack: \(wasmError ?? "")")
+            #expect(
+                try String(contentsOfFile: cues, encoding: .utf8) == String(contentsOfFile: dir.file("wasm-\(index).json"), encoding: .utf8),
+                "\(job.name): cue sheets differ")
+            let original = try SndFileDecoder().decode(path: out, sampleRate: originals[job.lesson]!.sampleRate)
+            let expected = Array(original.storage)
+            let got = try Data(contentsOf: URL(fileURLWithPath: dir.file("wasm-\(index).f32"))).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            #expect(got.count == expected.count, "\(job.name): \(got.count) samples, the original \(expected.count)")
+            let first = got.count == expected.count ? got.indices.first { got[$0].bitPattern != expected[$0].bitPattern } : nil
+            #expect(first == nil, "\(job.name): sample \(first ?? 0) differs (\(first.map { got[$0] } ?? 0) against \(first.map { expected[$0] } ?? 0))")
+        }
+    }
+
+    /// What --web cannot do is one line, and leaves no DIR (nor anything beside it).
+    @Test(.requires(ready, "needs make wasm and node"))
+    func refusalsLeaveNoFolder() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: dir.file("empty"), withIntermediateDirectories: true)
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("lib/a.wav"), "synth", "0.5", "sine", "300"]).status == 0)
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+        let out = dir.file("site")
+        let cases: [([String], String)] = [
+            (["--wasm", dir.file("empty")], "\(dir.file("empty")): narrator.wasm not found: build it with `make wasm` (or give --wasm)"),
+            (["--format", "flac"], "--format: does not apply to --web"),
+            (["--quality", "0.5"], "--quality: does not apply to --web"),
+            (["--shard", "1/2"], "--shard: not with --web"),
+        ]
+        for (arguments, message) in cases {
+            let result = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"] + arguments)
+            #expect(result.status == 1, "\(arguments)")
+            #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(dir.contents() == ["empty", "lib"], "\(arguments) left \(dir.contents())")
+        }
+
+        // One file two lessons need at two rates.
+        dir.write("lib/m.json", #"{"sampleRate": 24000, "clips": {"b": {"file": "a.wav"}}, "chains": {"y": [{"clip": "b"}]}}"#)
+        let twoRates = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
+        #expect(twoRates.status == 1)
+        #expect(
+            twoRates.stderr.split(separator: "\n").count == 1
+                && twoRates.stderr.contains("a.wav: is needed at 48000 Hz by \(dir.file("lib/l.json")) and at 24000 Hz by \(dir.file("lib/m.json"))"),
+            "\(twoRates.stderr)")
+        #expect(dir.contents() == ["empty", "lib"], "left \(dir.contents())")
+        try FileManager.default.removeItem(atPath: dir.file("lib/m.json"))
+
+        // A folder that holds something else is not replaced.
+        dir.write("site/keep.txt", "mine")
+        let occupied = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
+        #expect(occupied.status == 1 && occupied.stderr.contains("holds files and is not a web pack"), "\(occupied.stderr)")
+        #expect(try String(contentsOfFile: dir.file("site/keep.txt"), encoding: .utf8) == "mine")
+        try FileManager.default.removeItem(atPath: out)
+
+        // An earlier web pack is replaced whole: what the library no longer has is gone.
+        #expect(try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: out + "/a.wav"))
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("lib/c.wav"), "synth", "0.5", "sine", "400"]).status == 0)
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"c": {"file": "c.wav"}}, "chains": {"x": [{"clip": "c"}]}}"#)
+        let again = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out).sorted() == ["c.wav", "l.json", "narrator-web.json", "narrator.js", "narrator.wasm"])
+        #expect(dir.contents() == ["empty", "lib", "site"], "left \(dir.contents())")
+    }
+}
