@@ -22,7 +22,7 @@ enum PackFormat: String, ExpressibleByArgument, CaseIterable {
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pack",
-        abstract: "Convert the clips a library's lessons use to a compressed format, and write the lessons pointing at them.",
+        abstract: "Convert the clips a library's lessons use to a compressed format (or, --web, to a folder the browser build plays), and write the lessons pointing at them.",
         discussion: """
             Every lesson (JSON with "sampleRate" and "chains") under LIBRARY, every audio file \
             its clips and sprites use, and the timing, sprite-map and picture files they name are written \
