@@ -17,12 +17,6 @@ import Testing
     static let ready = FileManager.default.fileExists(atPath: built + "/narrator.wasm") && FileManager.default.isExecutableFile(atPath: "/usr/bin/node")
     static let library = Repo.path("Timings/lessons")
 
-    static func soxi(_ flag: String, _ path: String) throws -> String {
-        let result = try runTool("soxi", [flag, path])
-        try #require(result.status == 0, "soxi \(flag) \(path): \(result.stderr)")
-        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test(.requires(ready, "needs make wasm and node"))
     func everyLessonPlaysFromThePackAsTheOriginalRenders() throws {
         let dir = TempDir()
@@ -85,14 +79,16 @@ import Testing
         for entry in audio {
             let url = entry["url"] as! String
             let file = site + "/" + url
-            #expect(try Self.soxi("-t", file) == "wav" && Self.soxi("-e", file) == "Floating Point PCM" && Self.soxi("-b", file) == "32", "\(url)")
+            let kind = try runTool("soxi", ["-t", file]).stdout + (try runTool("soxi", ["-e", file]).stdout)
+            let bits = try PackTests.soxi("-b", file)
+            #expect(kind == "wav\nFloating Point PCM\n" && bits == 32, "\(url): \(kind), \(bits) bits")
             let rate = try #require(entry["sampleRate"] as? Int)
-            #expect(try Int(Self.soxi("-r", file)) == rate, "\(url)")
-            #expect(try Int(Self.soxi("-c", file)) == entry["channels"] as? Int, "\(url)")
-            #expect(try Int(Self.soxi("-s", file)) == entry["frames"] as? Int, "\(url)")
+            #expect(try PackTests.soxi("-r", file) == rate, "\(url)")
+            #expect(try PackTests.soxi("-c", file) == entry["channels"] as? Int, "\(url)")
+            #expect(try PackTests.soxi("-s", file) == entry["frames"] as? Int, "\(url)")
             let source = try #require(sources[url], "\(url): no clip's file")
-            let sourceFrames = try Double(Self.soxi("-s", source))!
-            let sourceRate = try Double(Self.soxi("-r", source))!
+            let sourceFrames = Double(try PackTests.soxi("-s", source))
+            let sourceRate = Double(try PackTests.soxi("-r", source))
             #expect(entry["frames"] as? Int == Int((sourceFrames * Double(rate) / sourceRate).rounded()), "\(url): the frames of \(source) at \(rate) Hz")
         }
         #expect(audio.contains { $0["markers"] != nil }, "a file whose clips read its markers keeps them in the manifest")
@@ -202,5 +198,44 @@ import Testing
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try FileManager.default.subpathsOfDirectory(atPath: out).sorted() == ["c.wav", "l.json", "narrator-web.json", "narrator.js", "narrator.wasm"])
         #expect(dir.contents() == ["empty", "lib", "site"], "left \(dir.contents())")
+    }
+
+    /// What the browser build could not play as the original plays is refused in one line with
+    /// no DIR: a WebVTT file whose cues group its words into sentences Narrator's JSON cannot
+    /// hold (one cue, whose sentence the JSON gives back, is packed, renamed .json), and a file
+    /// whose clips would be leveled apart.
+    @Test(.requires(ready, "needs make wasm and node"))
+    func refusesWhatTheBrowserCannotPlayAlike() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
+        try LoudnessTools.speechAtLevels([20], in: dir)
+        try FileManager.default.moveItem(atPath: dir.file("c20.wav"), toPath: dir.file("lib/c20.wav"))
+        let out = dir.file("site")
+        func pack() throws -> ProcessResult { try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"]) }
+        let lesson = #"{"sampleRate": 48000, "clips": {"a": {"file": "c20.wav", "timings": "t.vtt"}}, "chains": {"x": [{"clip": "a"}]}}"#
+        dir.write("lib/l.json", lesson)
+        dir.write("lib/t.vtt", "WEBVTT\n\n00:00:00.100 --> 00:00:01.000\nred <00:00:00.500>apple\n\n00:00:01.200 --> 00:00:02.000\nis <00:00:01.600>sweet\n")
+        let grouped = try pack()
+        #expect(grouped.status == 1)
+        #expect(grouped.stderr.split(separator: "\n").count == 1 && grouped.stderr.contains("t.vtt: its sentences come from its"), "\(grouped.stderr)")
+        #expect(dir.contents() == ["lib", "speech.wav"], "left \(dir.contents())")
+
+        dir.write("lib/t.vtt", "WEBVTT\n\n00:00:00.100 --> 00:00:02.000\nred <00:00:00.500>apple <00:00:01.200>is <00:00:01.600>sweet\n")
+        let one = try pack()
+        #expect(one.status == 0, "\(one.stderr)")
+        let timings = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/t.json"))) as? [String: Any])
+        #expect((timings["words"] as? [[String: Any]])?.compactMap { $0["text"] as? String } == ["red", "apple", "is", "sweet"])
+        #expect(try String(contentsOfFile: out + "/l.json", encoding: .utf8).contains(#""timings" : "t.json""#))
+        try FileManager.default.removeItem(atPath: out)
+
+        dir.write("lib/l.json", """
+            {"sampleRate": 48000, "loudness": {"voice": -23, "sfx": -30},
+             "clips": {"v": {"file": "c20.wav"}, "x": {"file": "c20.wav", "bus": "sfx"}}, "chains": {"c": [{"clip": "v"}, {"clip": "x"}]}}
+            """)
+        let apart = try pack()
+        #expect(apart.status == 1)
+        #expect(apart.stderr.split(separator: "\n").count == 1 && apart.stderr.contains("different loudness gains"), "\(apart.stderr)")
+        #expect(dir.contents() == ["lib", "speech.wav"], "left \(dir.contents())")
     }
 }
