@@ -238,4 +238,36 @@ import Testing
         #expect(apart.stderr.split(separator: "\n").count == 1 && apart.stderr.contains("different loudness gains"), "\(apart.stderr)")
         #expect(dir.contents() == ["lib", "speech.wav"], "left \(dir.contents())")
     }
+
+    /// The build named by $NARRATOR_WASM_DIR (and --wasm, over it) is what is copied, with every
+    /// file of the page beside it (standalone/), into a DIR that exists and is empty.
+    @Test(.requires(ready, "needs make wasm and node"))
+    func copiesTheNamedBuildAndItsPage() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("lib"), withIntermediateDirectories: true)
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("lib/a.wav"), "synth", "0.5", "sine", "300"]).status == 0)
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+        for name in ["narrator.wasm", "narrator.js"] {
+            dir.write("build/" + name, "the build's \(name)")
+            dir.write("other/" + name, "another build's \(name)")
+        }
+        dir.write("build/standalone/index.html", "the build's page")
+        dir.write("build/standalone/css/page.css", "body {}")
+        try FileManager.default.createDirectory(atPath: dir.file("site"), withIntermediateDirectories: true)
+        let result = try HelpTests.narrator(
+            ["pack", dir.file("lib"), "--to", dir.file("site"), "--web", "--no-progress"], variables: ["NARRATOR_WASM_DIR": dir.file("build")])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("with narrator.wasm, narrator.js, the page and narrator-web.json"), "\(result.stdout)")
+        for (name, text) in [("narrator.wasm", "the build's narrator.wasm"), ("narrator.js", "the build's narrator.js"), ("index.html", "the build's page"), ("css/page.css", "body {}")] {
+            #expect((try? String(contentsOfFile: dir.file("site/" + name), encoding: .utf8)) == text, "\(name)")
+        }
+        let over = try HelpTests.narrator(
+            ["pack", dir.file("lib"), "--to", dir.file("site"), "--web", "--wasm", dir.file("other"), "--no-progress"],
+            variables: ["NARRATOR_WASM_DIR": dir.file("build")])
+        #expect(over.status == 0, "\(over.stderr)")
+        #expect((try? String(contentsOfFile: dir.file("site/narrator.wasm"), encoding: .utf8)) == "another build's narrator.wasm")
+        // (Its page, if any, is the repository's Web/standalone: not the first build's.)
+        #expect((try? String(contentsOfFile: dir.file("site/index.html"), encoding: .utf8)) != "the build's page")
+    }
 }
