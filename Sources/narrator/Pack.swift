@@ -347,7 +347,9 @@ struct Packer {
         }
         var targets: [String: String] = [:]
         var sources: [String: String] = [:]
-        for (source, target) in jobs.map({ ($0.source, $0.target) }) + otherTargets.sorted(by: { $0.key < $1.key }) {
+        // (The lessons too: --web's timings renamed .json must not land on one.)
+        let lessonTargets = lessonPaths.map { (canonical($0), mirrored(canonical($0))) }
+        for (source, target) in jobs.map({ ($0.source, $0.target) }) + otherTargets.sorted(by: { $0.key < $1.key }) + lessonTargets {
             if let other = sources[target] {
                 throw NarratorError(file: source, "and \(other) would both become \(target.replacingOccurrences(of: writeRoot, with: out)): rename one")
             }
@@ -363,7 +365,7 @@ struct Packer {
 
         // Folders, then the audio in parallel on every core.
         if writeRoot != out { try WebBuild.createStaging(writeRoot) }
-        for path in jobs.map(\.target) + otherTargets.values + lessonPaths.map({ mirrored(canonical($0)) }) {
+        for path in jobs.map(\.target) + otherTargets.values + lessonTargets.map(\.1) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -419,7 +421,7 @@ struct Packer {
 
         // The lessons, pointing at the new files; then every chain's cue sheet compared, the
         // lessons in parallel (each loads its clips twice: the original and the packed).
-        let newPaths = lessonPaths.map { mirrored(canonical($0)) }
+        let newPaths = lessonTargets.map(\.1)
         for (path, newPath) in zip(lessonPaths, newPaths) {
             try rewrite(lesson: path, to: newPath, targets: targets, mirrored: mirrored)
         }

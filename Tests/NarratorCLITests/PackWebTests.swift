@@ -182,6 +182,15 @@ import Testing
         #expect(dir.contents() == ["empty", "lib"], "left \(dir.contents())")
         try FileManager.default.removeItem(atPath: dir.file("lib/m.json"))
 
+        // A timing file renamed .json onto its lesson.
+        dir.write("lib/l.txt", "0.1\t0.2\ta\n")
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav", "timings": "l.txt"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+        let onto = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
+        #expect(onto.status == 1 && onto.stderr.split(separator: "\n").count == 1, "\(onto.stderr)")
+        #expect(onto.stderr.contains("l.json: and \(dir.file("lib/l.txt")) would both become \(out)/l.json: rename one"), "\(onto.stderr)")
+        #expect(dir.contents() == ["empty", "lib"], "left \(dir.contents())")
+        dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"a": {"file": "a.wav"}}, "chains": {"x": [{"clip": "a"}]}}"#)
+
         // A folder that holds something else is not replaced.
         dir.write("site/keep.txt", "mine")
         let occupied = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
