@@ -95,31 +95,46 @@ import Testing
 
         // Every chain, every activity from each intro state (a wrong tap, then the answer),
         // rendered from the folder alone by Node.
-        struct Job { let lesson: String; let program: [String: Any]; let native: [String]; let name: String }
         var jobs: [Job] = []
-        for name in names {
-            let original = originals[name]!
-            for chain in original.chains.keys.sorted() {
-                jobs.append(Job(lesson: name, program: ["chain": chain], native: ["--chain", chain], name: "\(name) chain \(chain)"))
+        for name in names { jobs += Self.jobs(originals[name]!, packed: "Timings/lessons/" + name) }
+        #expect(jobs.count >= 50, "\(jobs.count) renders")
+        try Self.expectPlaysAsTheOriginals(site: site, jobs: jobs, dir: dir)
+    }
+
+    /// One render from the pack, and the original lesson it must equal.
+    struct Job {
+        let original: Lesson
+        let packed: String
+        let program: [String: Any]
+        let native: [String]
+        var name: String { "\(packed) \(native.joined(separator: " "))" }
+    }
+
+    /// Every chain of `original`, and every activity from each intro state with scripted taps
+    /// (a wrong choice, then the answer), as WasmEngineTests scripts them.
+    static func jobs(_ original: Lesson, packed: String) -> [Job] {
+        var jobs = original.chains.keys.sorted().map { Job(original: original, packed: packed, program: ["chain": $0], native: ["--chain", $0]) }
+        for (id, activity) in original.activities.sorted(by: { $0.key < $1.key }) {
+            var taps = ""
+            if let step = activity.steps.first {
+                taps = (step.choices.first { $0 != step.answer }.map { "2.5:\($0)," } ?? "") + "5:\(step.answer)"
             }
-            for (id, activity) in original.activities.sorted(by: { $0.key < $1.key }) {
-                var taps = ""
-                if let step = activity.steps.first {
-                    taps = (step.choices.first { $0 != step.answer }.map { "2.5:\($0)," } ?? "") + "5:\(step.answer)"
-                }
-                let states: [String?] = activity.intro.isEmpty ? [nil] : activity.intro.keys.sorted()
-                for state in states {
-                    jobs.append(
-                        Job(lesson: name, program: ["activity": id, "taps": taps, "state": state ?? ""],
-                            native: ["--activity", id, "--taps", taps] + (state.map { ["--state", $0] } ?? []),
-                            name: "\(name) activity \(id) state \(state ?? "-") taps '\(taps)'"))
-                }
+            for state in activity.intro.isEmpty ? [nil] : activity.intro.keys.sorted() as [String?] {
+                jobs.append(
+                    Job(original: original, packed: packed, program: ["activity": id, "taps": taps, "state": state ?? ""],
+                        native: ["--activity", id, "--taps", taps] + (state.map { ["--state", $0] } ?? [])))
             }
         }
-        #expect(jobs.count >= 50, "\(jobs.count) renders")
+        return jobs
+    }
+
+    /// Node renders `jobs` from the folder `site` alone (Tests/wasm/render-pack.mjs); each
+    /// equals `narrator render` of its original lesson (seed 7), sample for sample and cue sheet
+    /// byte for byte.
+    static func expectPlaysAsTheOriginals(site: String, jobs: [Job], dir: TempDir) throws {
         let nodeJobs: [[String: Any]] = jobs.enumerated().map { index, job in
             job.program.merging([
-                "lesson": "Timings/lessons/" + job.lesson, "seed": 7, "samples": dir.file("wasm-\(index).f32"), "cues": dir.file("wasm-\(index).json"),
+                "lesson": job.packed, "seed": 7, "samples": dir.file("wasm-\(index).f32"), "cues": dir.file("wasm-\(index).json"),
                 "error": dir.file("wasm-\(index).error"),
             ]) { $1 }
         }
@@ -131,21 +146,48 @@ import Testing
         for (index, job) in jobs.enumerated() {
             let out = dir.file("native-\(index).wav")
             let cues = dir.file("native-\(index).json")
-            let native = try run(
-                Repo.narrator, ["render", Self.library + "/" + job.lesson] + job.native + ["--seed", "7", "--output", out, "--format", "f32", "--cues", cues])
+            let native = try run(Repo.narrator, ["render", job.original.path] + job.native + ["--seed", "7", "--output", out, "--format", "f32", "--cues", cues])
             try #require(native.status == 0, "\(job.name): \(native.stderr)")
             let wasmError = try? String(contentsOfFile: dir.file("wasm-\(index).error"), encoding: .utf8)
             try #require(wasmError == nil, "\(job.name): from the pack: \(wasmError ?? "")")
             #expect(
                 try String(contentsOfFile: cues, encoding: .utf8) == String(contentsOfFile: dir.file("wasm-\(index).json"), encoding: .utf8),
                 "\(job.name): cue sheets differ")
-            let original = try SndFileDecoder().decode(path: out, sampleRate: originals[job.lesson]!.sampleRate)
+            let original = try SndFileDecoder().decode(path: out, sampleRate: job.original.sampleRate)
             let expected = Array(original.storage)
             let got = try Data(contentsOf: URL(fileURLWithPath: dir.file("wasm-\(index).f32"))).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
             #expect(got.count == expected.count, "\(job.name): \(got.count) samples, the original \(expected.count)")
             let first = got.count == expected.count ? got.indices.first { got[$0].bitPattern != expected[$0].bitPattern } : nil
             #expect(first == nil, "\(job.name): sample \(first ?? 0) differs (\(first.map { got[$0] } ?? 0) against \(first.map { expected[$0] } ?? 0))")
         }
+    }
+
+    /// Names a URL must encode (a space, '#', '%', ':', a non-ASCII letter), a clip in a
+    /// sibling folder (its path keeps "..") at twice its lesson's rate, and an Audacity
+    /// label file: fetched by their URLs and rendered from the pack, as the original renders.
+    @Test(.requires(ready, "needs make wasm and node"))
+    func oddNamesAndFoldersPlayFromThePack() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let odd = "a b#1%:\u{E9}.wav"
+        try FileManager.default.createDirectory(atPath: dir.file("lib/sounds"), withIntermediateDirectories: true)
+        #expect(try runTool("sox", ["-n", "-r", "48000", "-b", "16", dir.file("lib/sounds/" + odd), "synth", "1", "sine", "300:900"]).status == 0)
+        dir.write("lib/lessons/t.txt", "0.1\t0.4\thello\n0.5\t0.9\tworld\n")
+        let lesson = dir.write(
+            "lib/lessons/l.json",
+            #"{"sampleRate": 24000, "clips": {"a": {"file": "../sounds/\#(odd)", "timings": "t.txt"}, "b": {"file": "../sounds/\#(odd)", "start": 0.5}}, "#
+                + #""chains": {"x": [{"clip": "a"}, {"silence": 0.25}, {"clip": "b"}]}}"#)
+        let site = dir.file("site")
+        let pack = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", site, "--web", "--no-progress"])
+        try #require(pack.status == 0, "\(pack.stderr)")
+        let manifest = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: site + "/narrator-web.json"))) as? [String: Any])
+        let audio = try #require((manifest["audio"] as? [[String: Any]])?.first)
+        #expect(audio["path"] as? String == "lessons/../sounds/" + odd)
+        #expect(audio["url"] as? String == "sounds/a%20b%231%25%3A%C3%A9.wav")
+        #expect(audio["sampleRate"] as? Int == 24000 && audio["frames"] as? Int == 24000)
+        #expect((manifest["files"] as? [[String: Any]])?.compactMap { $0["url"] as? String } == ["lessons/l.json", "lessons/t.json"])
+        try Self.expectPlaysAsTheOriginals(site: site, jobs: Self.jobs(try Lesson.load(path: lesson), packed: "lessons/l.json"), dir: dir)
     }
 
     /// What --web cannot do is one line, and leaves no DIR (nor anything beside it).
