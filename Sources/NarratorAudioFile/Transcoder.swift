@@ -20,9 +20,11 @@ public enum Transcoder {
     /// Converts `source` to `target` at `rate` (nil: the source's own), with `quality` for a
     /// lossy target, every sample times `gain` (a loudness target baked in: `pack --normalize`;
     /// a 16-bit target clamps at full scale, as a render does), in `format` (`.f32` keeps the
-    /// floats as decoded: `pack --web`). The target appears only when complete.
+    /// floats as decoded: `pack --web`), a WAV with `markers` (frames at `rate`) in its cue
+    /// chunk. The target appears only when complete.
     public static func convert(
-        _ source: String, to target: String, quality: Double?, rate: Int? = nil, gain: Float = 1, format: OutputFormat = .s16
+        _ source: String, to target: String, quality: Double?, rate: Int? = nil, gain: Float = 1, format: OutputFormat = .s16,
+        markers: [AudioMarker] = []
     ) throws(NarratorError) -> Result {
         let type = try AudioFileType(path: target)
         try type.check(format: format, quality: quality, path: target)
@@ -41,6 +43,7 @@ public enum Transcoder {
         let block = 8192
         let writer = try SoundFileWriter(
             path: target, sampleRate: outputRate, channels: file.channels, format: format, quality: quality, maxFrames: block)
+        writer.cueMarkers = markers
         do throws(NarratorError) {
             try samples.withUnsafeBufferPointer { all throws(NarratorError) in
                 var offset = 0

@@ -374,6 +374,9 @@ struct Packer {
             }
         }
         let mine = finish ? [] : jobs.indices.filter { (shard ?? .whole).contains($0 + 1) }
+        // --web: the cue markers of the files clips read them from, at the lesson's rate, for
+        // the WAV's cue chunk and the manifest (the browser cannot read a cue chunk).
+        let webMarkers = web == nil ? [:] : try Self.webMarkers(jobs: jobs, markerFiles: markerFiles)
         let total = mine.count + (shard == nil ? lessons.count : 0)
         let done = Atomic<Int>(0)
         progress(0, total)
@@ -388,7 +391,7 @@ struct Packer {
                 }
                 let result = try Transcoder.convert(
                     job.source, to: job.target, quality: quality, rate: job.rate, gain: job.gainDB == 0 ? 1 : Float(Decibels.factor(job.gainDB)),
-                    format: web == nil ? .s16 : .f32)
+                    format: web == nil ? .s16 : .f32, markers: webMarkers[job.source] ?? [])
                 // Verified by decoding the new file afresh.
                 let scan = try AudioScan(path: job.target)
                 let expected = Frames.convert(result.sourceFrames, from: result.sourceRate, to: scan.sampleRate)
@@ -428,7 +431,7 @@ struct Packer {
         let seed = seed
         // --web: the packed lessons are read back as the browser build reads them.
         let webPack: WebPack? =
-            web == nil ? nil : WebPack(root: writeRoot, audio: try Self.webAudio(jobs: jobs, written: Array(zip(mine, results)), markerFiles: markerFiles))
+            web == nil ? nil : WebPack(root: writeRoot, audio: try Self.webAudio(jobs: jobs, written: Array(zip(mine, results)), markers: webMarkers))
         let checks = parallelMap(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {

@@ -298,18 +298,28 @@ private func isFolder(_ path: String) -> Bool {
 }
 
 extension Packer {
+    /// The cue markers of each file some clip reads them from, at the rate it is written at,
+    /// read from its source as a lesson load reads them.
+    static func webMarkers(jobs: [AudioJob], markerFiles: Set<String>) throws(NarratorError) -> [String: [AudioMarker]] {
+        var markers: [String: [AudioMarker]] = [:]
+        for job in jobs where markerFiles.contains(job.source) {
+            guard let rate = job.rate else { continue }
+            markers[job.source] = try SndFileDecoder().markers(path: job.source, sampleRate: rate)
+        }
+        return markers
+    }
+
     /// What each converted file is (from its conversion, checked against the file written)
-    /// and, for a file some clip reads cue markers from, its markers at the rate it was written
-    /// at, read from its source as a lesson load reads them.
+    /// and its cue markers.
     static func webAudio(
-        jobs: [AudioJob], written: [(Int, Swift.Result<Transcoder.Result?, NarratorError>)], markerFiles: Set<String>
+        jobs: [AudioJob], written: [(Int, Swift.Result<Transcoder.Result?, NarratorError>)], markers: [String: [AudioMarker]]
     ) throws(NarratorError) -> [String: WebAudio] {
         var audio: [String: WebAudio] = [:]
         for (index, outcome) in written {
             guard let result = try outcome.get() else { continue }
             let job = jobs[index]
-            let markers = markerFiles.contains(job.source) ? try SndFileDecoder().markers(path: job.source, sampleRate: result.rate) : []
-            audio[WebPack.normalized(job.target)] = WebAudio(rate: result.rate, channels: result.channels, frames: result.frames, markers: markers)
+            audio[WebPack.normalized(job.target)] = WebAudio(
+                rate: result.rate, channels: result.channels, frames: result.frames, markers: markers[job.source] ?? [])
         }
         return audio
     }

@@ -130,7 +130,7 @@ import Testing
 
     /// Node renders `jobs` from the folder `site` alone (Tests/wasm/render-pack.mjs); each
     /// equals `narrator render` of its original lesson (seed 7), sample for sample and cue sheet
-    /// byte for byte.
+    /// byte for byte, and so does `narrator render` of the packed lesson.
     static func expectPlaysAsTheOriginals(site: String, jobs: [Job], dir: TempDir) throws {
         let nodeJobs: [[String: Any]] = jobs.enumerated().map { index, job in
             job.program.merging([
@@ -153,13 +153,28 @@ import Testing
             #expect(
                 try String(contentsOfFile: cues, encoding: .utf8) == String(contentsOfFile: dir.file("wasm-\(index).json"), encoding: .utf8),
                 "\(job.name): cue sheets differ")
-            let original = try SndFileDecoder().decode(path: out, sampleRate: job.original.sampleRate)
-            let expected = Array(original.storage)
+            let expected = try Self.samples(out, rate: job.original.sampleRate)
             let got = try Data(contentsOf: URL(fileURLWithPath: dir.file("wasm-\(index).f32"))).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
-            #expect(got.count == expected.count, "\(job.name): \(got.count) samples, the original \(expected.count)")
-            let first = got.count == expected.count ? got.indices.first { got[$0].bitPattern != expected[$0].bitPattern } : nil
-            #expect(first == nil, "\(job.name): sample \(first ?? 0) differs (\(first.map { got[$0] } ?? 0) against \(first.map { expected[$0] } ?? 0))")
+            expectSame(got, expected, "\(job.name), from the pack in Node")
+            // The packed lesson natively too (its WAVs keep their cue markers).
+            let packedOut = dir.file("packed-\(index).wav")
+            let packed = try run(
+                Repo.narrator, ["render", site + "/" + job.packed] + job.native + ["--seed", "7", "--output", packedOut, "--format", "f32", "--cues", packedOut + ".json"])
+            try #require(packed.status == 0, "\(job.name), the packed lesson natively: \(packed.stderr)")
+            #expect(try String(contentsOfFile: cues, encoding: .utf8) == String(contentsOfFile: packedOut + ".json", encoding: .utf8), "\(job.name): packed cue sheet")
+            expectSame(try Self.samples(packedOut, rate: job.original.sampleRate), expected, "\(job.name), the packed lesson natively")
         }
+        func expectSame(_ got: [Float], _ expected: [Float], _ name: String) {
+            #expect(got.count == expected.count, "\(name): \(got.count) samples, the original \(expected.count)")
+            let first = got.count == expected.count ? got.indices.first { got[$0].bitPattern != expected[$0].bitPattern } : nil
+            #expect(first == nil, "\(name): sample \(first ?? 0) differs (\(first.map { got[$0] } ?? 0) against \(first.map { expected[$0] } ?? 0))")
+        }
+    }
+
+    /// The samples of a rendered file, copied while its buffer lives (it owns the storage).
+    static func samples(_ path: String, rate: Int) throws -> [Float] {
+        let buffer = try SndFileDecoder().decode(path: path, sampleRate: rate)
+        return withExtendedLifetime(buffer) { Array(buffer.storage) }
     }
 
     /// Names a URL must encode (a space, '#', '%', ':', a non-ASCII letter), a clip in a
