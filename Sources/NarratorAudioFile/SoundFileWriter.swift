@@ -136,6 +136,10 @@ public final class SoundFileWriter {
     private var pending = 0
     /// Frames gathered before they are written (64 KiB of mono 16-bit samples).
     static let gatherFrames = 32768
+    /// WAV only: cue markers (frames of this file, and labels) written at `finish()` after the
+    /// samples as a `cue ` chunk and a `LIST`/`adtl` chunk of `labl`s, which libsndfile reads
+    /// back as it reads any WAV's (it writes no labels itself).
+    public var cueMarkers: [AudioMarker] = []
 
     /// Opens `path` for audio at `sampleRate` with `channels`, of the type its extension
     /// names. `format` is the sample format of WAV (FLAC is always 16-bit; lossy codecs are
@@ -244,6 +248,14 @@ public final class SoundFileWriter {
             abandon()
             throw NarratorError(file: path, "closing failed")
         }
+        if type == .wav, !cueMarkers.isEmpty {
+            do throws(NarratorError) {
+                try appendCueChunks()
+            } catch {
+                abandon()
+                throw error
+            }
+        }
         if let scratch = oggScratch {
             do {
                 try OggSerial.copy(from: fileno(scratch), to: output, path: path)
@@ -255,6 +267,56 @@ public final class SoundFileWriter {
             oggScratch = nil
         }
         try output.commit()
+    }
+
+    /// Appends `cueMarkers` to the closed WAV as a `cue ` chunk and a `LIST` `adtl` chunk
+    /// (one `labl` per labelled marker), and makes the RIFF size count them.
+    private func appendCueChunks() throws(NarratorError) {
+        func u32(_ value: Int, _ bytes: inout [UInt8]) {
+            for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8((value >> shift) & 0xFF)) }
+        }
+        guard cueMarkers.count <= 2500, cueMarkers.allSatisfy({ (0...Int(UInt32.max)).contains($0.frame) }) else {
+            throw NarratorError(file: path, "\(cueMarkers.count) cue markers do not fit a WAV's cue chunk (at most 2500, each within 2^32 frames)")
+        }
+        var cue = Array("cue ".utf8)
+        u32(4 + 24 * cueMarkers.count, &cue)
+        u32(cueMarkers.count, &cue)
+        var labels = Array("adtl".utf8)
+        for (index, marker) in cueMarkers.enumerated() {
+            u32(index + 1, &cue)
+            u32(marker.frame, &cue)
+            cue += Array("data".utf8)
+            u32(0, &cue)
+            u32(0, &cue)
+            u32(marker.frame, &cue)
+            guard !marker.label.isEmpty else { continue }
+            let text = Array(marker.label.utf8) + [0]
+            labels += Array("labl".utf8)
+            u32(4 + text.count, &labels)
+            u32(index + 1, &labels)
+            labels += text
+            if text.count % 2 == 1 { labels.append(0) }
+        }
+        var chunks = cue
+        if labels.count > 4 {
+            chunks += Array("LIST".utf8)
+            u32(labels.count, &chunks)
+            chunks += labels
+        }
+        // (A RIFF WAV: libsndfile writes RF64 only past 4 GiB, refused below. The descriptor is
+        // write-only, so the header is not read back.)
+        let descriptor = output.descriptor
+        let end = lseek(descriptor, 0, SEEK_END)
+        guard end > 12 else { throw NarratorError(file: path, "cannot add cue markers: \(String(cString: strerror(errno)))") }
+        // Chunks start at even offsets.
+        if end % 2 == 1 { chunks.insert(0, at: 0) }
+        let size = Int(end) + chunks.count - 8
+        guard size <= Int(UInt32.max) else { throw NarratorError(file: path, "cannot add cue markers: the file would pass 4 GiB") }
+        var riffSize: [UInt8] = []
+        u32(size, &riffSize)
+        guard pwrite(descriptor, chunks, chunks.count, end) == chunks.count, pwrite(descriptor, riffSize, 4, 4) == 4 else {
+            throw NarratorError(file: path, "cannot add cue markers: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Drops the partial file.

@@ -19,13 +19,15 @@ public enum Transcoder {
 
     /// Converts `source` to `target` at `rate` (nil: the source's own), with `quality` for a
     /// lossy target, every sample times `gain` (a loudness target baked in: `pack --normalize`;
-    /// a 16-bit target clamps at full scale, as a render does). The target appears only when
-    /// complete.
+    /// a 16-bit target clamps at full scale, as a render does), in `format` (`.f32` keeps the
+    /// floats as decoded: `pack --web`), a WAV with `markers` (frames at `rate`) in its cue
+    /// chunk. The target appears only when complete.
     public static func convert(
-        _ source: String, to target: String, quality: Double?, rate: Int? = nil, gain: Float = 1
+        _ source: String, to target: String, quality: Double?, rate: Int? = nil, gain: Float = 1, format: OutputFormat = .s16,
+        markers: [AudioMarker] = []
     ) throws(NarratorError) -> Result {
         let type = try AudioFileType(path: target)
-        try type.check(format: .s16, quality: quality, path: target)
+        try type.check(format: format, quality: quality, path: target)
         let file = try SoundFileReader(path: source)
         let outputRate = rate ?? file.sampleRate
         try type.check(sampleRate: outputRate, channels: file.channels, path: target)
@@ -40,7 +42,8 @@ public enum Transcoder {
         let frames = samples.count / file.channels
         let block = 8192
         let writer = try SoundFileWriter(
-            path: target, sampleRate: outputRate, channels: file.channels, format: .s16, quality: quality, maxFrames: block)
+            path: target, sampleRate: outputRate, channels: file.channels, format: format, quality: quality, maxFrames: block)
+        writer.cueMarkers = markers
         do throws(NarratorError) {
             try samples.withUnsafeBufferPointer { all throws(NarratorError) in
                 var offset = 0

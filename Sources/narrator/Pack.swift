@@ -22,7 +22,7 @@ enum PackFormat: String, ExpressibleByArgument, CaseIterable {
 struct Pack: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pack",
-        abstract: "Convert the clips a library's lessons use to a compressed format, and write the lessons pointing at them.",
+        abstract: "Convert the clips a library's lessons use to a compressed format (or, --web, to a folder the browser build plays), and write the lessons pointing at them.",
         discussion: """
             Every lesson (JSON with "sampleRate" and "chains") under LIBRARY, every audio file \
             its clips and sprites use, and the timing, sprite-map and picture files they name are written \
@@ -51,9 +51,21 @@ struct Pack: ParsableCommand {
             unsharded run writes (the markers are removed). --shard auto takes K and N from the \
             job array it runs in (Slurm, a Kubernetes Indexed Job; docs/cluster.md).
 
+            --web writes a folder any static HTTP server can host, from which the browser \
+            build (narrator.wasm, docs/pack-web.md) plays the lessons with no daemon: every \
+            audio file as a 32-bit float WAV at its lesson's rate (decoded as a lesson load \
+            decodes it, the loudness targets baked in as --normalize does), every timing file \
+            as Narrator's JSON, narrator.wasm and narrator.js (from --wasm, else \
+            $NARRATOR_WASM_DIR, else the repository's .build-wasm: `make wasm`), the page, and \
+            narrator-web.json listing every lesson and file. DIR appears whole or not at all \
+            (it must be new, empty or an earlier web pack, which it replaces). --format, \
+            --quality, --shard and --finish do not apply to it; a file two lessons need at two \
+            rates, or leveled apart, is refused.
+
             Examples:
               narrator pack Timings/lessons --to packed --format opus --quality 0.5
               narrator pack Timings/lessons --to packed --format flac --shard 1/1
+              narrator pack Timings/lessons --to site --web
             """)
 
     @Argument(help: "The library: a folder searched for lessons.")
@@ -62,8 +74,8 @@ struct Pack: ParsableCommand {
     @Option(help: "The folder to write to (created if missing; must not hold the library).")
     var to: String
 
-    @Option(help: "opus, vorbis, mp3 or flac.")
-    var format: PackFormat
+    @Option(help: "opus, vorbis, mp3 or flac (not with --web).")
+    var format: PackFormat?
 
     @Option(help: "For opus, vorbis and mp3: from 0 (smallest file) to 1 (best sound); default libsndfile's.")
     var quality: Double?
@@ -83,21 +95,40 @@ struct Pack: ParsableCommand {
     @Flag(help: "After every shard has run: check their markers and write the lessons, the timing files and the report.")
     var finish = false
 
+    @Flag(help: "Write a folder the browser build plays from: 32-bit float WAV at each lesson's rate, narrator.wasm and narrator-web.json.")
+    var web = false
+
+    @Option(help: "With --web: the folder holding narrator.wasm and narrator.js (default: $NARRATOR_WASM_DIR, else the repository's .build-wasm).")
+    var wasm: String?
+
     func validate() throws {
         guard shard == nil || !finish else { throw ValidationError("--finish runs once after the shards, without --shard") }
     }
 
     func run() throws {
         try reportingErrors { () throws(NarratorError) in
-            do throws(NarratorError) {
-                try format.type.check(format: .s16, quality: quality, path: "x.\(format.type.rawValue)")
-            } catch {
-                throw NarratorError(file: "--quality", error.message)
+            let environment = ProcessInfo.processInfo.environment
+            let type: AudioFileType
+            var build: WebBuild?
+            if web {
+                try WebBuild.refuseOptions(format: format?.rawValue, quality: quality, shard: shard, finish: finish)
+                type = .wav
+                build = try WebBuild.find(option: wasm, environment: environment)
+            } else {
+                guard let format else { throw NarratorError(file: "--format", "give opus, vorbis, mp3 or flac (or --web for a browser folder)") }
+                guard wasm == nil else { throw NarratorError(file: "--wasm", "only with --web") }
+                do throws(NarratorError) {
+                    try format.type.check(format: .s16, quality: quality, path: "x.\(format.type.rawValue)")
+                } catch {
+                    throw NarratorError(file: "--quality", error.message)
+                }
+                type = format.type
             }
             let bar = ProgressBar(enabled: progress ?? (isatty(STDERR_FILENO) == 1), label: "packing")
-            let part = try shard.map { option throws(NarratorError) in try Shard.resolve(option, environment: ProcessInfo.processInfo.environment) }
+            let part = try shard.map { option throws(NarratorError) in try Shard.resolve(option, environment: environment) }
             let report = try Packer(
-                library: library, destination: to, type: format.type, quality: quality, seed: seed, normalize: normalize, shard: part, finish: finish)
+                library: library, destination: to, type: type, quality: quality, seed: seed, normalize: normalize || web, shard: part, finish: finish,
+                web: build)
                 .run { done, total in bar.draw(done, total) }
             bar.finish()
             print(report)
@@ -117,6 +148,8 @@ struct Packer {
     var shard: Shard?
     /// Check every shard's marker, then write what depends on all of them.
     var finish = false
+    /// `--web`: the browser build to ship; the audio as float WAV at each lesson's rate.
+    var web: WebBuild? = nil
 
     /// Where the shards' markers are written, under --to (removed by `--finish`).
     static let markerFolder = ".narrator-pack"
@@ -169,6 +202,8 @@ struct Packer {
         var audioOrder: [String] = []
         // Where each audio file is first named, for an error about it.
         var audioNamed: [String: Named] = [:]
+        // The files some clip reads cue markers from.
+        var markerFiles: Set<String> = []
         // Each locale's clips too (LessonLocales): their files are packed beside the default's.
         var variants: [(lesson: Lesson, tag: String?)] = []
         for lesson in lessons {
@@ -188,11 +223,13 @@ struct Packer {
                 if let map = clip.spriteMap, others[canonical(map)] == nil {
                     others[canonical(map)] = Named(lesson: lesson.path, place: prefix, kind: .spriteMap)
                 }
+                if clip.markers != nil { markerFiles.insert(file) }
                 if audio[file] == nil {
                     audioOrder.append(file)
                     audioNamed[file] = Named(lesson: lesson.path, place: prefix + ".file", kind: .audio)
                 }
-                let copy = clip.markers != nil || (audio[file]?.copy ?? false)
+                // (--web: every file is decoded, its markers go to the manifest.)
+                let copy = web == nil && (clip.markers != nil || (audio[file]?.copy ?? false))
                 audio[file] = AudioJob(source: file, target: "", rate: nil, copy: copy)
             }
         }
@@ -218,12 +255,19 @@ struct Packer {
         {
             throw NarratorError(file: destination, "holds the library or its files (\(base)): choose a folder outside it")
         }
+        // --web: written beside DIR, which it replaces whole at the end.
+        let writeRoot = try web?.stagingFolder(for: out) ?? out
+        var complete = false
+        defer { if !complete, writeRoot != out { try? FileManager.default.removeItem(atPath: writeRoot) } }
+        if web != nil { try WebBuild.checkRates(variants.map(\.lesson), canonical: canonical) }
+
         // Only what has been read as what its lesson says it is is packed, before anything is
         // written: each timing file parsed as timings (at its lesson's rate), each sprite map as
         // one (their bytes kept, and those are what is written), each audio file copied as it is
         // scanned as audio (the others are decoded when converted), each picture read as one
         // (inside its lesson's folder, at most 2 MiB, SVG, PNG or WebP by its first bytes).
         var read: [String: Data] = [:]
+        var imports: [String: (timings: TimingImport, rate: Int)] = [:]
         for (path, named) in others.sorted(by: { $0.key < $1.key }) {
             do throws(NarratorError) {
                 if case .picture(let folder) = named.kind {
@@ -233,7 +277,9 @@ struct Packer {
                 let limit = named.kind == .spriteMap ? InputFile.documentLimit : InputFile.timingLimit
                 let bytes = try InputFile.read(path: path, limit: limit)
                 switch named.kind {
-                case .timings(let rate): _ = try WordTimings.read(bytes, path: path, rate: rate)
+                case .timings(let rate):
+                    let imported = try WordTimings.read(bytes, path: path, rate: rate)
+                    if web != nil { imports[path] = (imported, rate) }
                 case .spriteMap: _ = try SpriteMap.parse(bytes, path: path)
                 case .audio, .picture: break
                 }
@@ -241,6 +287,10 @@ struct Packer {
             } catch {
                 throw named.refusal(path, error)
             }
+        }
+        // --web: the timing files become Narrator's JSON (what the browser build reads).
+        for (path, imported) in imports.sorted(by: { $0.key < $1.key }) {
+            read[path] = try WebBuild.narratorJSON(imported.timings, path: path, rate: imported.rate)
         }
         for file in audioOrder where audio[file]!.copy {
             do throws(NarratorError) {
@@ -250,7 +300,16 @@ struct Packer {
             }
         }
         // (A library whose files have only "/" in common keeps their whole paths.)
-        func mirrored(_ path: String) -> String { out + (base == "/" ? path : String(path.dropFirst(base.count))) }
+        func mirrored(_ path: String) -> String { writeRoot + (base == "/" ? path : String(path.dropFirst(base.count))) }
+        // --web: a timing file becomes Narrator's JSON, named so (what the native build reads it as).
+        var otherTargets: [String: String] = [:]
+        for (path, named) in others {
+            if case .timings = named.kind, web != nil, URL(fileURLWithPath: path).pathExtension != "json" {
+                otherTargets[path] = URL(fileURLWithPath: mirrored(path)).deletingPathExtension().appendingPathExtension("json").path
+            } else {
+                otherTargets[path] = mirrored(path)
+            }
+        }
 
         // Opus: a file at a rate Opus lacks goes to its lesson's rate.
         var lessonRate: [String: Int] = [:]
@@ -268,7 +327,8 @@ struct Packer {
                 continue
             }
             let target = URL(fileURLWithPath: mirrored(file)).deletingPathExtension().appendingPathExtension(type.rawValue).path
-            var rate: Int?
+            // --web: at its lesson's rate (the browser's AudioContext runs at it).
+            var rate: Int? = web == nil ? nil : lessonRate[file]
             // Read only by the worker that converts it: every shard scanning every file was
             // most of a shard's overhead on a catalog (6 of 8 s for 10,000 clips).
             let converts = !finish && (shard ?? .whole).contains(jobs.count + 1)
@@ -287,12 +347,14 @@ struct Packer {
         }
         var targets: [String: String] = [:]
         var sources: [String: String] = [:]
-        for job in jobs {
-            if let other = sources[job.target] {
-                throw NarratorError(file: job.source, "and \(other) would both become \(job.target): rename one")
+        // (The lessons too: --web's timings renamed .json must not land on one.)
+        let lessonTargets = lessonPaths.map { (canonical($0), mirrored(canonical($0))) }
+        for (source, target) in jobs.map({ ($0.source, $0.target) }) + otherTargets.sorted(by: { $0.key < $1.key }) + lessonTargets {
+            if let other = sources[target] {
+                throw NarratorError(file: source, "and \(other) would both become \(target.replacingOccurrences(of: writeRoot, with: out)): rename one")
             }
-            sources[job.target] = job.source
-            targets[job.source] = job.target
+            sources[target] = source
+            targets[source] = target
         }
 
         // The plan every worker makes alike: what each job converts, and how.
@@ -302,7 +364,8 @@ struct Packer {
         if finish { try checkMarkers(markers, header: header, jobs: jobs) }
 
         // Folders, then the audio in parallel on every core.
-        for path in jobs.map(\.target) + others.keys.map(mirrored) + lessonPaths.map({ mirrored(canonical($0)) }) {
+        if writeRoot != out { try WebBuild.createStaging(writeRoot) }
+        for path in jobs.map(\.target) + otherTargets.values + lessonTargets.map(\.1) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -311,6 +374,9 @@ struct Packer {
             }
         }
         let mine = finish ? [] : jobs.indices.filter { (shard ?? .whole).contains($0 + 1) }
+        // --web: the cue markers of the files clips read them from, at the lesson's rate, for
+        // the WAV's cue chunk and the manifest (the browser cannot read a cue chunk).
+        let webMarkers = web == nil ? [:] : try Self.webMarkers(jobs: jobs, markerFiles: markerFiles)
         let total = mine.count + (shard == nil ? lessons.count : 0)
         let done = Atomic<Int>(0)
         progress(0, total)
@@ -324,7 +390,8 @@ struct Packer {
                     return .success(nil)
                 }
                 let result = try Transcoder.convert(
-                    job.source, to: job.target, quality: quality, rate: job.rate, gain: job.gainDB == 0 ? 1 : Float(pow(10, job.gainDB / 20)))
+                    job.source, to: job.target, quality: quality, rate: job.rate, gain: job.gainDB == 0 ? 1 : Float(Decibels.factor(job.gainDB)),
+                    format: web == nil ? .s16 : .f32, markers: webMarkers[job.source] ?? [])
                 // Verified by decoding the new file afresh.
                 let scan = try AudioScan(path: job.target)
                 let expected = Frames.convert(result.sourceFrames, from: result.sourceRate, to: scan.sampleRate)
@@ -352,22 +419,30 @@ struct Packer {
                 + (copied > 0 ? ", \(copied) copied" : "") + " under \(out); `narrator pack --finish` once every shard is done"
         }
         for (path, bytes) in read.sorted(by: { $0.key < $1.key }) {
-            try AtomicFile.write(bytes, to: mirrored(path))
+            try AtomicFile.write(bytes, to: otherTargets[path]!)
         }
 
         // The lessons, pointing at the new files; then every chain's cue sheet compared, the
         // lessons in parallel (each loads its clips twice: the original and the packed).
-        let newPaths = lessonPaths.map { mirrored(canonical($0)) }
+        let newPaths = lessonTargets.map(\.1)
         for (path, newPath) in zip(lessonPaths, newPaths) {
             try rewrite(lesson: path, to: newPath, targets: targets, mirrored: mirrored)
         }
         let seed = seed
+        // --web: the packed lessons are read back as the browser build reads them.
+        let webPack: WebPack? =
+            web == nil ? nil : WebPack(root: writeRoot, audio: try Self.webAudio(jobs: jobs, written: Array(zip(mine, results)), markers: webMarkers))
         let checks = parallelMap(Array(zip(lessons, newPaths))) { lesson, newPath -> NarratorError? in
             defer { progress(done.add(1, ordering: .relaxed).newValue, total) }
             do throws(NarratorError) {
                 // The default's clips, then each locale's.
                 for tag in [nil] + lesson.locales.keys.sorted() {
-                    let before = NarratorLesson(try tag.map { tag throws(NarratorError) in try lesson.localized(to: tag) } ?? lesson)
+                    let original = try tag.map { tag throws(NarratorError) in try lesson.localized(to: tag) } ?? lesson
+                    if let webPack {
+                        try webPack.check(original, packed: String(newPath.dropFirst(writeRoot.count + 1)), tag: tag, seed: seed)
+                        continue
+                    }
+                    let before = NarratorLesson(original)
                     let after = try NarratorLesson(path: newPath, locale: tag)
                     for chain in lesson.chains.keys.sorted() {
                         let old = try before.prepare(.chain(chain, repeats: 1), seed: seed).cueSheet()
@@ -409,6 +484,19 @@ struct Packer {
         text.append(row("total (each file once)", String(allBefore), String(allAfter), percent(allBefore, allAfter)))
         let copied = jobs.filter(\.copy).count
         text.append("")
+        if let web, let webPack {
+            try AtomicFile.write(try webPack.manifest(lessons: newPaths.map { String($0.dropFirst(writeRoot.count + 1)) }), to: writeRoot + "/" + WebBuild.manifestName)
+            try web.copy(into: writeRoot)
+            try WebBuild.publish(writeRoot, as: out)
+            complete = true
+            let leveled = lessons.filter { !$0.loudness.isEmpty }.count
+            text.append(
+                "\(Wording.count(lessons.count, "lesson")), \(Wording.count(jobs.count, "audio file")) written as 32-bit float WAV at their lessons' rates"
+                    + " (the loudness targets of \(Wording.count(leveled, "lesson")) baked in), with narrator.wasm, narrator.js"
+                    + (web.page == nil ? "" : ", the page") + " and \(WebBuild.manifestName) under \(out); every chain's cues read back from it are unchanged")
+            return text.joined(separator: "\n")
+        }
+        complete = true
         text.append(
             "\(Wording.count(lessons.count, "lesson")), \(Wording.count(jobs.count - copied, "audio file")) converted to \(type.name)"
                 + (copied > 0 ? ", \(copied) copied (their clips read cue markers)" : "")
@@ -564,16 +652,17 @@ struct Packer {
         func resolved(_ name: String) -> String {
             canonical(name.hasPrefix("/") ? name : folder.appendingPathComponent(name).path)
         }
-        func pointing(_ name: String, audio: Bool) -> String {
+        // (Timing files have targets too: --web renames them .json.)
+        func pointing(_ name: String) -> String {
             let source = resolved(name)
-            return relative(audio ? (targets[source] ?? mirrored(source)) : mirrored(source), from: newFolder)
+            return relative(targets[source] ?? mirrored(source), from: newFolder)
         }
         func repointed(_ clips: [String: Any]) -> [String: Any] {
             var clips = clips
             for (id, value) in clips {
                 guard var clip = value as? [String: Any] else { continue }
-                if let file = clip["file"] as? String { clip["file"] = pointing(file, audio: true) }
-                if let timings = clip["timings"] as? String { clip["timings"] = pointing(timings, audio: false) }
+                if let file = clip["file"] as? String { clip["file"] = pointing(file) }
+                if let timings = clip["timings"] as? String { clip["timings"] = pointing(timings) }
                 clips[id] = clip
             }
             return clips
@@ -582,7 +671,7 @@ struct Packer {
         if var pictures = top["pictures"] as? [String: Any] {
             for (name, value) in pictures {
                 guard var picture = value as? [String: Any], let file = picture["file"] as? String else { continue }
-                picture["file"] = pointing(file, audio: false)
+                picture["file"] = pointing(file)
                 pictures[name] = picture
             }
             top["pictures"] = pictures
@@ -604,7 +693,7 @@ struct Packer {
                 } else {
                     audioFile = canonical(try SpriteMap.load(path: resolved(map)).audioFile())
                 }
-                sprite["map"] = pointing(map, audio: false)
+                sprite["map"] = pointing(map)
                 sprite["file"] = relative(targets[audioFile] ?? mirrored(audioFile), from: newFolder)
                 sprites[prefix] = sprite
             }
