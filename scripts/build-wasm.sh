@@ -2,7 +2,8 @@
 # Builds narrator.wasm: the engine (Sources/NarratorEngine) and its exports (Web/NarratorWasm)
 # with Embedded Swift for wasm32, linked with the toolchain's wasm-ld against Debian's wasi-libc
 # (malloc, memcmp, pow; its WASI imports are narrator.js's) and compiler-rt's builtins.
-# Prints the folder it wrote narrator.wasm and narrator.js to (.build-wasm unless OUT is set).
+# Prints the folder it wrote narrator.wasm and the modules of Web/ (narrator.js,
+# narrator-worklet.js, narrator-web.js) to (.build-wasm unless OUT is set).
 #
 # Usage: [OUT=dir] scripts/build-wasm.sh
 set -euo pipefail
@@ -31,6 +32,7 @@ done
 "$wasm_ld" --no-entry "${exports[@]}" --strip-all --gc-sections -z stack-size=1048576 \
     "$out/narrator.o" "$unicode" "$libc" "$builtins" -o "$out/narrator.wasm.tmp"
 mv "$out/narrator.wasm.tmp" "$out/narrator.wasm"
-cp "$repo/Web/narrator.js" "$out/narrator.js"
+# The browser build's modules: narrator.js, the AudioWorklet processor and the page's player.
+cp "$repo"/Web/*.js "$out/"
 rm -f "$out/narrator.o"
 echo "$out"

@@ -112,9 +112,12 @@ struct WebBuild: Sendable {
         return Data(text.utf8)
     }
 
-    /// Copies narrator.wasm, narrator.js and the page into `root`, beside what is packed there.
+    /// Copies narrator.wasm, the build's modules (narrator.js, narrator-worklet.js,
+    /// narrator-web.js: every .js beside narrator.wasm) and the page into `root`, beside what
+    /// is packed there.
     func copy(into root: String) throws(NarratorError) {
-        var files = ["narrator.wasm", "narrator.js"].map { (from: folder + "/" + $0, to: $0) }
+        let modules = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".js") && isFile(folder + "/" + $0) }
+        var files = (["narrator.wasm"] + modules.sorted()).map { (from: folder + "/" + $0, to: $0) }
         if let page, let walker = FileManager.default.enumerator(atPath: page) {
             while let name = walker.nextObject() as? String {
                 if !isFolder(page + "/" + name) { files.append((page + "/" + name, name)) }

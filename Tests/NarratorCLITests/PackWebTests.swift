@@ -262,7 +262,10 @@ import Testing
         dir.write("lib/l.json", #"{"sampleRate": 48000, "clips": {"c": {"file": "c.wav"}}, "chains": {"x": [{"clip": "c"}]}}"#)
         let again = try run(Repo.narrator, ["pack", dir.file("lib"), "--to", out, "--web", "--no-progress"])
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(try FileManager.default.subpathsOfDirectory(atPath: out).sorted() == ["c.wav", "l.json", "narrator-web.json", "narrator.js", "narrator.wasm"])
+        // The packed files, the build's (narrator.wasm and its modules) and the page's.
+        let build = try FileManager.default.contentsOfDirectory(atPath: WasmEngineTests.built).filter { $0 == "narrator.wasm" || $0.hasSuffix(".js") }
+        let page = try FileManager.default.subpathsOfDirectory(atPath: Repo.path("Web/standalone"))
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out).sorted() == (["c.wav", "l.json", "narrator-web.json"] + build + page).sorted())
         #expect(dir.contents() == ["empty", "lib", "site"], "left \(dir.contents())")
     }
 

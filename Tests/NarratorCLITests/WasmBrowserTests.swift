@@ -35,7 +35,7 @@ import Testing
     }
 
     static func browse(_ folder: String, _ page: String, _ expression: String) throws -> Any {
-        let result = try run("/usr/bin/python3", [driver, folder, page, expression, "--timeout", "120"])
+        let result = try runTool("python3", [driver, folder, page, expression, "--timeout", "120"])
         try #require(result.status == 0, "\(page) \(expression): \(result.stderr)")
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
     }
@@ -190,8 +190,12 @@ import Testing
               const heard = [];
               const deadline = performance.now() + 60000;
               while (!s.player || !s.playing) { if (performance.now() > deadline) throw new Error("never played"); await new Promise((r) => setTimeout(r, 20)); }
+              let asked = false;
               s.player.addEventListener("word", (e) => heard.push(e.detail.text));
-              while (!heard.includes("cat.")) { if (performance.now() > deadline) throw new Error("the question was not heard: " + heard); await new Promise((r) => setTimeout(r, 20)); }
+              s.player.addEventListener("chainEnd", (e) => { if (e.detail.chain === "question") asked = true; });
+              // The tile is tapped once the question has been said (a tap while it is said is ignored).
+              while (!asked) { if (performance.now() > deadline) throw new Error("the question was not heard: " + heard); await new Promise((r) => setTimeout(r, 20)); }
+              await new Promise((r) => setTimeout(r, 300));
               document.querySelector('#tiles button[data-answer="cat"]').click();
               while (!heard.includes("that")) { if (performance.now() > deadline) throw new Error("no praise after the tap: " + heard); await new Promise((r) => setTimeout(r, 20)); }
               await new Promise((r) => setTimeout(r, 1500));
