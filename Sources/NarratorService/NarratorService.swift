@@ -76,7 +76,7 @@ public final class NarratorService: Sendable {
     /// committed to the touch log (a tap's, to be heard first): then it is answered
     /// `"logged":false` (the log locked by another process, the disk stalled, the playback
     /// paused), and that touch is not promised.
-    public static let touchReplyLimit: Duration = .milliseconds(500)
+    public static let touchReplyLimit: Duration = .seconds(1)
     /// `Configuration.idleTimeout` unless told otherwise (`serve --idle-timeout`).
     public static let defaultIdleTimeout: Duration = .seconds(300)
     /// A `cues` listing is read from its loader child only while its client has at most this
