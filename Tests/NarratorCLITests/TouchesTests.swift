@@ -352,6 +352,60 @@ struct TouchesTests {
         #expect(daemon.stop() == 0)
     }
 
+    /// What waiting for the commit adds to a touch's answer: 20 taps, then 300 says, one at a
+    /// time, each sent once the last was answered, to a daemon with a touch log and to one
+    /// without; every answer of the first `"logged":true`, and its row in the file. The figures
+    /// go in docs/touches.md (a tap's answer with a log waits for the activity to hear it).
+    @Test(.timeLimit(.minutes(3))) func aTouchAloneIsAnsweredOnceCommitted() throws {
+        let says = 300
+        let taps = 20
+        var figures: [String: (p50: Double, p99: Double)] = [:]
+        for logging in [true, false] {
+            let dir = TempDir()
+            defer { dir.remove() }
+            let file = dir.file("touches.sqlite")
+            let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "file", "--device", dir.file("heard.wav")] + (logging ? ["--touches", file] : []))
+            let talk = try Conversation(daemon.socket)
+            talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
+            _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+            var times: [Double] = []
+            var logged = 0
+            // The taps first, while the popup plays: a say without `then` leaves it paused, and
+            // a tap is heard (and answered as logged) only once it plays again.
+            var tapTimes: [Double] = []
+            for n in 0..<taps {
+                let start = monotonicNanoseconds()
+                let end = try talk.ask(#"{"id":"t\#(n)","op":"tap","request":"play","answer":"banana"}"#, id: "t\(n)")
+                tapTimes.append(Double(monotonicNanoseconds() - start) / 1e6)
+                #expect(end.type == "finished", "\(end.fields)")
+                if end.fields["logged"] as? Bool == true { logged += 1 }
+            }
+            for n in 0..<says {
+                let start = monotonicNanoseconds()
+                let end = try talk.ask(#"{"id":\#(n),"op":"say","request":"play","clip":"apple","word":\#(n % 8)}"#, id: "\(n)")
+                times.append(Double(monotonicNanoseconds() - start) / 1e6)
+                #expect(end.type == "finished")
+                if end.fields["logged"] as? Bool == true { logged += 1 }
+            }
+            #expect(daemon.stop() == 0)
+            times.sort()
+            tapTimes.sort()
+            figures[logging ? "log" : "none"] = (times[says / 2], times[says * 99 / 100])
+            figures[logging ? "tap log" : "tap none"] = (tapTimes[taps / 2], tapTimes[taps - 1])
+            if logging {
+                #expect(logged == says + taps, "\(says + taps - logged) answered without their touch committed")
+                #expect(try Self.count(file) == says + taps)
+            } else {
+                #expect(logged == 0, "no log, nothing logged")
+            }
+        }
+        let (log, none) = (figures["log"]!, figures["none"]!)
+        let format = { (value: Double) in value.formatted(.number.precision(.fractionLength(2))) }
+        print("a say answered, with a touch log: p50 \(format(log.p50)) ms, p99 \(format(log.p99)) ms; without: p50 \(format(none.p50)) ms, p99 \(format(none.p99)) ms")
+        let (tapLog, tapNone) = (figures["tap log"]!, figures["tap none"]!)
+        print("a tap answered, with a touch log: median \(format(tapLog.p50)) ms, most \(format(tapLog.p99)) ms; without: median \(format(tapNone.p50)) ms, most \(format(tapNone.p99)) ms")
+    }
+
     // MARK: Errors
 
     /// A file that is not a touch log is refused, by `serve --touches` before it listens and by
