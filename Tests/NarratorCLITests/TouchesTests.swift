@@ -230,9 +230,9 @@ struct TouchesTests {
 
     // MARK: Floods
 
-    /// A client that floods says as fast as it can: every one is answered, the daemon's
-    /// threads and memory stay as they were, and after SIGTERM every touch is a row or counted
-    /// as dropped on stderr, none unaccounted for.
+    /// A client that floods says as fast as it can: every one is answered (a touch dropped at
+    /// once, `"logged":false`), the daemon's threads and memory stay as they were, and after
+    /// SIGTERM every touch is a row or counted as dropped on stderr, none unaccounted for.
     @Test(.timeLimit(.minutes(5))) func aFloodIsBoundedAndEveryTouchAccountedFor() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -260,6 +260,9 @@ struct TouchesTests {
         }
         print("flood of \(flood): \(rows) rows, \(dropped) dropped")
         #expect(rows + dropped == flood, "\(daemon.stderr)")
+        // Every touch answered as logged is a row; every one dropped was answered not logged.
+        let logged = talk.events.filter { Int($0.id) != nil && $0.type == "finished" && $0.fields["logged"] as? Bool == true }.count
+        #expect(rows >= logged && flood - logged >= dropped, "\(logged) answered as logged")
     }
 
     /// The writer held up (another process holds the database's write lock): what arrives
