@@ -135,7 +135,68 @@ public final class NarratorService: Sendable {
 
         /// True the first time only: whoever gets it sends the reply.
         func claim() -> Bool { !answered.exchange(true, ordering: .acquiringAndReleasing) }
+
+        var isAnswered: Bool { answered.load(ordering: .acquiring) }
+        /// When it is to be answered at the latest (`MonotonicClock`).
+        let due = MonotonicClock.now() + NarratorService.nanoseconds(NarratorService.touchReplyLimit)
     }
+
+    /// Touch replies not yet answered, in the order they were asked, which is the order they
+    /// are due (`touchReplyLimit` after): the answered ones leave as they reach the front, or
+    /// all at once when `maxTouchReplies` are kept. A reply not yet answered is a touch in the
+    /// log's queue (1024 at most) or a tap not yet heard (`Playback.maxWaitingTaps` a playback),
+    /// so the bound holds them all.
+    private final class TouchDeadlines: Sendable {
+        private struct Kept {
+            var replies: [TouchReply] = []
+            var head = 0
+        }
+
+        private let kept = Mutex(Kept())
+        /// Signaled when a reply is kept while none was (the thread waits for none then).
+        let wake = DispatchSemaphore(value: 0)
+        static let maxTouchReplies = 4 * TouchLog.capacity
+
+        /// Keeps `reply` until it is due; false when even the answered ones taken out leave no
+        /// room (then it is to be answered now).
+        func add(_ reply: TouchReply) -> Bool {
+            let (added, wasEmpty) = kept.withLock { kept in
+                let wasEmpty = kept.head == kept.replies.count
+                if kept.replies.count - kept.head >= Self.maxTouchReplies {
+                    kept.replies = kept.replies[kept.head...].filter { !$0.isAnswered }
+                    kept.head = 0
+                    if kept.replies.count >= Self.maxTouchReplies { return (false, wasEmpty) }
+                }
+                kept.replies.append(reply)
+                return (true, wasEmpty)
+            }
+            if added && wasEmpty { wake.signal() }
+            return added
+        }
+
+        /// The replies due at `now` and not yet answered, taken out, and when the next is due.
+        func due(at now: Int64) -> ([TouchReply], Int64?) {
+            kept.withLock { kept in
+                var due: [TouchReply] = []
+                while kept.head < kept.replies.count {
+                    let reply = kept.replies[kept.head]
+                    guard reply.isAnswered || reply.due <= now else { break }
+                    if !reply.isAnswered { due.append(reply) }
+                    kept.head += 1
+                }
+                if kept.head == kept.replies.count {
+                    kept.replies.removeAll(keepingCapacity: true)
+                    kept.head = 0
+                } else if kept.head * 2 > kept.replies.count {
+                    kept.replies.removeFirst(kept.head)
+                    kept.head = 0
+                }
+                return (due, kept.head < kept.replies.count ? kept.replies[kept.head].due : nil)
+            }
+        }
+    }
+
+    private let touchDeadlines = TouchDeadlines()
 
     private struct Connection {
         let outlet: any EventOutlet
@@ -227,9 +288,11 @@ public final class NarratorService: Sendable {
             }
         }
         Self.startSweeper(self)
+        if configuration.touches != nil { Self.startTouchDeadlines(self) }
     }
 
     deinit {
+        touchDeadlines.wake.signal()
         for _ in 0..<Self.workers { queued.signal() }
     }
 
@@ -373,7 +436,7 @@ public final class NarratorService: Sendable {
                         // Answered once the activity has heard it and its touch is committed.
                         let reply = TouchReply(me, answer: answer)
                         state.playbacks[name]?.waitingTaps.append(reply)
-                        expire(reply)
+                        expire(reply, in: &state)
                         return false
                     }
                     send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
@@ -403,7 +466,7 @@ public final class NarratorService: Sendable {
                             let reply = TouchReply(me)
                             let touch = TouchLog.Touch(.say, source: source, clip: clip, wordIndex: word, wordText: said.text, frame: said.frame)
                             if touches.record(touch, committed: { [weak self] committed in self?.answer(reply, logged: committed) }) {
-                                expire(reply)
+                                expire(reply, in: &state)
                                 return false
                             }
                             logged = false  // dropped: answered at once
@@ -901,11 +964,29 @@ public final class NarratorService: Sendable {
         send(Self.touchFinished(logged: logged), to: reply.recipient, in: &state)
     }
 
-    /// A touch's reply goes out `touchReplyLimit` from now at the latest: no request hangs on
-    /// the log.
-    private func expire(_ reply: TouchReply) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(Self.nanoseconds(Self.touchReplyLimit)))) { [weak self] in
-            self?.answer(reply, logged: false)
+    /// A touch's reply goes out `touchReplyLimit` from now at the latest (`touchDeadlines`'
+    /// thread sends it): no request hangs on the log.
+    private func expire(_ reply: TouchReply, in state: inout State) {
+        if !touchDeadlines.add(reply) { answer(reply, logged: false, in: &state) }
+    }
+
+    /// The thread that answers touch replies whose time is up, started with a touch log. It
+    /// holds the service only while answering: it ends once the service has gone.
+    private static func startTouchDeadlines(_ service: NarratorService) {
+        ThreadPolicy.normal.startThread(named: "narrator-touch-due") { [weak service, deadlines = service.touchDeadlines] _ in
+            while true {
+                let (due, next) = deadlines.due(at: MonotonicClock.now())
+                if !due.isEmpty {
+                    guard let service else { return }
+                    for reply in due { service.answer(reply, logged: false) }
+                }
+                if let next {
+                    _ = deadlines.wake.wait(timeout: .now() + .nanoseconds(Int(max(0, next - MonotonicClock.now()))))
+                } else {
+                    deadlines.wake.wait()
+                }
+                if service == nil { return }
+            }
         }
     }
 
