@@ -179,7 +179,8 @@ struct TouchesTests {
     // MARK: Killed mid-write
 
     /// 10,000 touches (`say`) in windows of 250 (under the queue's 1024: none is dropped), the
-    /// daemon killed with SIGKILL once half are answered, in the middle of a window: SQLite
+    /// daemon killed with SIGKILL once half are answered, in the middle of three windows sent
+    /// at once: SQLite
     /// finds the file whole, with no more rows than were sent and at least as many as the
     /// client had been answered `"logged":true` (counted here, as the answers came) — an
     /// answered touch is never lost. Restarted on the same file, the daemon appends.
@@ -196,9 +197,10 @@ struct TouchesTests {
             sent += window
             answered += try talk.count(window, "a window's answers", isAnswer)
         }
-        // The next window goes out, and the kill comes while it is being answered and written.
-        talk.send((sent..<sent + window).map(say).joined(separator: "\n"))
-        sent += window
+        // Three windows go out at once (750, still under the queue's 1024), and the kill comes
+        // once half of one is answered: the rest is being taken, written and answered.
+        talk.send((sent..<sent + 3 * window).map(say).joined(separator: "\n"))
+        sent += 3 * window
         answered += try talk.count(window / 2, "half a window's answers", isAnswer)
         daemon.crash()
 
