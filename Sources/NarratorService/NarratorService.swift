@@ -899,8 +899,8 @@ public final class NarratorService: Sendable {
                     lines.append(EventLine(event, playback: name))
                     if case .activity(.tap, let fields) = cue.kind, let touches = service.configuration.touches, let source {
                         // Its result is known only now, as the activity hears it: the touch is
-                        // queued for the log's writer (a short lock, never the disk).
-                        // Its request is answered once the writer has committed it.
+                        // queued for the log's writer (a short lock, never the disk), and its
+                        // request answered once the writer has committed it.
                         tapsNow[cue.frame, default: 0] += 1
                         if tapsNow[cue.frame]! > tapsLogged[cue.frame, default: 0] {
                             tapsLogged[cue.frame] = tapsNow[cue.frame]
@@ -973,7 +973,7 @@ public final class NarratorService: Sendable {
     /// The thread that answers touch replies whose time is up, started with a touch log. It
     /// holds the service only while answering: it ends once the service has gone.
     private static func startTouchDeadlines(_ service: NarratorService) {
-        ThreadPolicy.normal.startThread(named: "narrator-touch-due") { [weak service, deadlines = service.touchDeadlines] _ in
+        ThreadPolicy.normal.startThread(named: "narrator-due") { [weak service, deadlines = service.touchDeadlines] _ in
             while true {
                 let (due, next) = deadlines.due(at: MonotonicClock.now())
                 if !due.isEmpty {
