@@ -29,7 +29,8 @@ public final class NarratorService: Sendable {
         /// (an `error` line says why); nil: never.
         public var idleTimeout: Duration?
         /// Where every touch heard goes (`serve --touches`): a `say`, and each tap as its
-        /// activity hears it; nil: kept nowhere.
+        /// activity hears it; nil: kept nowhere. With a log, a touch's request is answered once
+        /// its touch is committed (`finished` with `logged`), or after `touchReplyLimit`.
         public var touches: TouchLog?
         /// How the event loops are woken ahead of each moment a playback announces; nil: they
         /// are woken by the moment's events, when the cue thread queues them.
@@ -71,6 +72,11 @@ public final class NarratorService: Sendable {
 
     /// Active requests one connection may have at once.
     static let maxActiveRequests = 64
+    /// The longest a touch's request (`say`, `tap`, `replay`, `close`) waits for its touch to be
+    /// committed to the touch log (a tap's, to be heard first): then it is answered
+    /// `"logged":false` (the log locked by another process, the disk stalled, the playback
+    /// paused), and that touch is not promised.
+    public static let touchReplyLimit: Duration = .seconds(1)
     /// `Configuration.idleTimeout` unless told otherwise (`serve --idle-timeout`).
     public static let defaultIdleTimeout: Duration = .seconds(300)
     /// A `cues` listing is read from its loader child only while its client has at most this
@@ -112,6 +118,86 @@ public final class NarratorService: Sendable {
         }
     }
 
+    /// A touch's request, answered once: `finished` with `"logged":true` when the touch log's
+    /// writer has committed its touch, or `"logged":false` (dropped, refused by SQLite, not
+    /// committed or not heard within `touchReplyLimit`, or its playback ended first),
+    /// whichever comes first.
+    private final class TouchReply: Sendable {
+        let recipient: Recipient
+        /// A tap's answer (its reply waits for the activity to hear it); nil for a `say`.
+        let answer: String?
+        private let answered = Atomic<Bool>(false)
+
+        init(_ recipient: Recipient, answer: String? = nil) {
+            self.recipient = recipient
+            self.answer = answer
+        }
+
+        /// True the first time only: whoever gets it sends the reply.
+        func claim() -> Bool { !answered.exchange(true, ordering: .acquiringAndReleasing) }
+
+        var isAnswered: Bool { answered.load(ordering: .acquiring) }
+        /// When it is to be answered at the latest (`MonotonicClock`).
+        let due = MonotonicClock.now() + NarratorService.nanoseconds(NarratorService.touchReplyLimit)
+    }
+
+    /// Touch replies not yet answered, in the order they were asked, which is the order they
+    /// are due (`touchReplyLimit` after): the answered ones leave as they reach the front, or
+    /// all at once when `maxTouchReplies` are kept. A reply not yet answered is a touch in the
+    /// log's queue (1024 at most) or a tap not yet heard (`Playback.maxWaitingTaps` a playback),
+    /// so the bound holds them all.
+    private final class TouchDeadlines: Sendable {
+        private struct Kept {
+            var replies: [TouchReply] = []
+            var head = 0
+        }
+
+        private let kept = Mutex(Kept())
+        /// Signaled when a reply is kept while none was (the thread waits for none then).
+        let wake = DispatchSemaphore(value: 0)
+        static let maxTouchReplies = 4 * TouchLog.capacity
+
+        /// Keeps `reply` until it is due; false when even the answered ones taken out leave no
+        /// room (then it is to be answered now).
+        func add(_ reply: TouchReply) -> Bool {
+            let (added, wasEmpty) = kept.withLock { kept in
+                let wasEmpty = kept.head == kept.replies.count
+                if kept.replies.count - kept.head >= Self.maxTouchReplies {
+                    kept.replies = kept.replies[kept.head...].filter { !$0.isAnswered }
+                    kept.head = 0
+                    if kept.replies.count >= Self.maxTouchReplies { return (false, wasEmpty) }
+                }
+                kept.replies.append(reply)
+                return (true, wasEmpty)
+            }
+            if added && wasEmpty { wake.signal() }
+            return added
+        }
+
+        /// The replies due at `now` and not yet answered, taken out, and when the next is due.
+        func due(at now: Int64) -> ([TouchReply], Int64?) {
+            kept.withLock { kept in
+                var due: [TouchReply] = []
+                while kept.head < kept.replies.count {
+                    let reply = kept.replies[kept.head]
+                    guard reply.isAnswered || reply.due <= now else { break }
+                    if !reply.isAnswered { due.append(reply) }
+                    kept.head += 1
+                }
+                if kept.head == kept.replies.count {
+                    kept.replies.removeAll(keepingCapacity: true)
+                    kept.head = 0
+                } else if kept.head * 2 > kept.replies.count {
+                    kept.replies.removeFirst(kept.head)
+                    kept.head = 0
+                }
+                return (due, kept.head < kept.replies.count ? kept.replies[kept.head].due : nil)
+            }
+        }
+    }
+
+    private let touchDeadlines = TouchDeadlines()
+
     private struct Connection {
         let outlet: any EventOutlet
         var requests: [RequestID: Active] = [:]
@@ -129,6 +215,9 @@ public final class NarratorService: Sendable {
         let playback: Playback
         /// What plays, as its touches are logged.
         let source: TouchLog.Source
+        /// Taps taken and not yet heard, oldest first, whose replies wait for their touch (with
+        /// a touch log): at most `Playback.maxWaitingTaps` besides any already answered.
+        var waitingTaps: [TouchReply] = []
         var begin: EventLine?
         var subscribers: [Recipient] = []
         var cancelReason: String?
@@ -199,9 +288,11 @@ public final class NarratorService: Sendable {
             }
         }
         Self.startSweeper(self)
+        if configuration.touches != nil { Self.startTouchDeadlines(self) }
     }
 
     deinit {
+        touchDeadlines.wake.signal()
         for _ in 0..<Self.workers { queued.signal() }
     }
 
@@ -341,6 +432,13 @@ public final class NarratorService: Sendable {
                 let now = MonotonicClock.now()
                 switch playback.tap(answer) {
                 case .taken:
+                    if configuration.touches != nil {
+                        // Answered once the activity has heard it and its touch is committed.
+                        let reply = TouchReply(me, answer: answer)
+                        state.playbacks[name]?.waitingTaps.append(reply)
+                        expire(reply, in: &state)
+                        return false
+                    }
                     send(EventLine(.finished, frame: nil, heard: now), to: me, in: &state)
                     return false
                 case .notAnActivity:
@@ -354,6 +452,7 @@ public final class NarratorService: Sendable {
                 guard case .playing(let name)? = client.requests[target], let playback = state.playbacks[name]?.playback else {
                     return refuse("request \(target) is not playing on this connection")
                 }
+                var logged: Bool?
                 do throws(NarratorError) {
                     switch control {
                     case .pause: playback.pause()
@@ -361,16 +460,23 @@ public final class NarratorService: Sendable {
                     case .seek(let position): try playback.seek(to: position)
                     case .say(let clip, let word, let then):
                         let said = try playback.say(clip: clip, word: word, then: then)
-                        // Queued for the touch log's writer: no disk on this thread.
+                        // Queued for the touch log's writer: no disk on this thread. The word is
+                        // said at once; the request is answered once the writer has committed.
                         if let touches = configuration.touches, let source = state.playbacks[name]?.source {
-                            touches.record(TouchLog.Touch(.say, source: source, clip: clip, wordIndex: word, wordText: said.text, frame: said.frame))
+                            let reply = TouchReply(me)
+                            let touch = TouchLog.Touch(.say, source: source, clip: clip, wordIndex: word, wordText: said.text, frame: said.frame)
+                            if touches.record(touch, committed: { [weak self] committed in self?.answer(reply, logged: committed) }) {
+                                expire(reply, in: &state)
+                                return false
+                            }
+                            logged = false  // dropped: answered at once
                         }
                     case .speed(let speed): try playback.setSpeed(speed)
                     }
                 } catch {
                     return refuse(error.description)
                 }
-                send(EventLine(.finished, frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
+                send(logged.map(Self.touchFinished) ?? EventLine(.finished, frame: nil, heard: MonotonicClock.now()), to: me, in: &state)
                 return false
             case .volume(let target, let gain, let muted):
                 if let gain { client.gains.set(target, gain: gain) }
@@ -742,6 +848,8 @@ public final class NarratorService: Sendable {
         state.withLock { state in
             state.playbackSlots -= 1
             guard let entry = state.playbacks.removeValue(forKey: name) else { return }
+            // Taps never heard are no touch.
+            for reply in entry.waitingTaps { answer(reply, logged: false, in: &state) }
             for recipient in [entry.owner] + entry.subscribers { finish(recipient, with: end, in: &state) }
         }
         running(-1)
@@ -791,11 +899,17 @@ public final class NarratorService: Sendable {
                     lines.append(EventLine(event, playback: name))
                     if case .activity(.tap, let fields) = cue.kind, let touches = service.configuration.touches, let source {
                         // Its result is known only now, as the activity hears it: the touch is
-                        // queued for the log's writer (a short lock, never the disk).
+                        // queued for the log's writer (a short lock, never the disk), and its
+                        // request answered once the writer has committed it.
                         tapsNow[cue.frame, default: 0] += 1
                         if tapsNow[cue.frame]! > tapsLogged[cue.frame, default: 0] {
                             tapsLogged[cue.frame] = tapsNow[cue.frame]
-                            touches.record(.tap(fields: fields, frame: cue.frame, source: source))
+                            let touch = TouchLog.Touch.tap(fields: fields, frame: cue.frame, source: source)
+                            let reply = service.heardTap(touch.answer, of: name)
+                            let queued = touches.record(touch, committed: { [weak service] committed in
+                                if let reply { service?.answer(reply, logged: committed) }
+                            })
+                            if !queued, let reply { service.answer(reply, logged: false) }
                         }
                     }
                 case .underrun, .lateSwitch, .paused, .resumed, .seeked, .speedChanged:
@@ -816,6 +930,63 @@ public final class NarratorService: Sendable {
         func upcoming(_ time: Int64) {
             waitUntilNamed()
             service.expect(at: time, from: name)
+        }
+    }
+
+    /// The reply of the tap playback `name` has just heard (`answer`): the oldest waiting. A
+    /// tap before it with another answer was heard without a `tap` event (its plan failed):
+    /// no touch, answered so.
+    private func heardTap(_ answer: String?, of name: String) -> TouchReply? {
+        state.withLock { state in
+            while let first = state.playbacks[name]?.waitingTaps.first {
+                state.playbacks[name]?.waitingTaps.removeFirst()
+                if first.answer == answer { return first }
+                self.answer(first, logged: false, in: &state)
+            }
+            return nil
+        }
+    }
+
+    // MARK: Touch replies
+
+    private static func touchFinished(logged: Bool) -> EventLine {
+        EventLine(.finished, frame: nil, heard: MonotonicClock.now(), fields: [EventEncoder.Member("logged", .bool(logged))])
+    }
+
+    /// Sends a touch's reply, unless it has gone already.
+    private func answer(_ reply: TouchReply, logged: Bool) {
+        guard reply.claim() else { return }
+        state.withLock { state in send(Self.touchFinished(logged: logged), to: reply.recipient, in: &state) }
+    }
+
+    private func answer(_ reply: TouchReply, logged: Bool, in state: inout State) {
+        guard reply.claim() else { return }
+        send(Self.touchFinished(logged: logged), to: reply.recipient, in: &state)
+    }
+
+    /// A touch's reply goes out `touchReplyLimit` from now at the latest (`touchDeadlines`'
+    /// thread sends it): no request hangs on the log.
+    private func expire(_ reply: TouchReply, in state: inout State) {
+        if !touchDeadlines.add(reply) { answer(reply, logged: false, in: &state) }
+    }
+
+    /// The thread that answers touch replies whose time is up, started with a touch log. It
+    /// holds the service only while answering: it ends once the service has gone.
+    private static func startTouchDeadlines(_ service: NarratorService) {
+        ThreadPolicy.normal.startThread(named: "narrator-due") { [weak service, deadlines = service.touchDeadlines] _ in
+            while true {
+                let (due, next) = deadlines.due(at: MonotonicClock.now())
+                if !due.isEmpty {
+                    guard let service else { return }
+                    for reply in due { service.answer(reply, logged: false) }
+                }
+                if let next {
+                    _ = deadlines.wake.wait(timeout: .now() + .nanoseconds(Int(max(0, next - MonotonicClock.now()))))
+                } else {
+                    deadlines.wake.wait()
+                }
+                if service == nil { return }
+            }
         }
     }
 

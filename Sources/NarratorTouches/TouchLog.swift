@@ -9,11 +9,11 @@ import Synchronization
 ///
 /// `record` never waits on the disk: it puts the touch in a queue of `capacity` and returns
 /// (a full queue drops the touch and counts it). One writer thread of its own, at normal
-/// priority, commits what the queue holds (WAL journal, synchronous=NORMAL): a touch heard
-/// alone is its own transaction, within milliseconds; a burst goes in transactions of
-/// up to `batch`. A touch leaves the queue only once committed, so at any moment at most
-/// `capacity` touches are not yet in the file: a process killed then loses those and nothing
-/// else, and leaves the file whole. After SIGTERM (`finish`) the queue is written out first.
+/// priority, commits what the queue holds (WAL journal, synchronous=NORMAL): everything
+/// waiting (up to `batch`) in one transaction, then calls each touch's `committed` callback.
+/// The daemon answers a touch's request from that callback, so a touch it has answered as
+/// logged is in the file already: a process killed then loses only touches not yet answered,
+/// and leaves the file whole. After SIGTERM (`finish`) the queue is written out first.
 public final class TouchLog: Sendable {
     /// What a touch was.
     public enum Kind: String, Sendable, CaseIterable {
@@ -128,8 +128,17 @@ public final class TouchLog: Sendable {
     /// a playback's name (`p3`, counted from each start) and it name one playback.
     public let runMs: Int64
 
+    /// Called once by the writer after the touch's transaction: true when it was committed,
+    /// false when SQLite refused it (or the log closed first).
+    public typealias Committed = @Sendable (Bool) -> Void
+
+    private struct Slot {
+        var touch: Touch
+        var committed: Committed?
+    }
+
     private struct Queue {
-        var slots: [Touch?] = Array(repeating: nil, count: TouchLog.capacity)
+        var slots: [Slot?] = Array(repeating: nil, count: TouchLog.capacity)
         var head = 0
         var count = 0
         var counts = Counts()
@@ -160,8 +169,10 @@ public final class TouchLog: Sendable {
         // WAL: a writer killed mid-transaction leaves the file as it was at its last commit,
         // and readers (the report, an app) never block it. synchronous=NORMAL: a commit is in
         // the kernel's hands when it returns, which a killed process cannot undo; only a
-        // power cut may lose the last commits (never the file).
-        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        // power cut may lose the last commits (never the file). The WAL is copied back into the
+        // database by the writer after it has answered (`checkpointIfDue`), not in a commit:
+        // no touch's answer waits for that copy and its fsync.
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")
         let writer = Writer(
             connection: connection,
             insert: try connection.prepare(
@@ -173,16 +184,18 @@ public final class TouchLog: Sendable {
     }
 
     /// Queues `touch` for the writer, without waiting: false when it was dropped (the queue
-    /// full, or the log finishing). Safe from any thread, under any lock: it takes only its
-    /// own, for a few instructions.
+    /// full, or the log finishing; `committed` is then never called). Safe from any thread,
+    /// under any lock: it takes only its own, for a few instructions. `committed` is called on
+    /// the writer's thread, with none of the log's locks held, right after the transaction
+    /// that held the touch: it may take the caller's locks.
     @discardableResult
-    public func record(_ touch: Touch) -> Bool {
+    public func record(_ touch: Touch, committed: Committed? = nil) -> Bool {
         let taken = queue.withLock { queue in
             guard !queue.finishing, queue.count < Self.capacity else {
                 queue.counts.dropped += 1
                 return false
             }
-            queue.slots[(queue.head + queue.count) % Self.capacity] = touch
+            queue.slots[(queue.head + queue.count) % Self.capacity] = Slot(touch: touch, committed: committed)
             queue.count += 1
             return true
         }
@@ -230,6 +243,8 @@ public final class TouchLog: Sendable {
     private final class Writer: @unchecked Sendable {
         let connection: SQLiteConnection
         private(set) var insert: SQLiteConnection.Statement?
+        /// Rows committed since the WAL was last copied back.
+        var sinceCheckpoint = 0
 
         init(connection: SQLiteConnection, insert: SQLiteConnection.Statement) {
             self.connection = connection
@@ -256,7 +271,7 @@ public final class TouchLog: Sendable {
             while true {
                 let touches = waiting()
                 if touches.isEmpty { break }
-                let problem = insert(touches, with: writer)
+                let problem = insert(touches.map(\.touch), with: writer)
                 queue.withLock { queue in
                     for _ in touches {
                         queue.slots[queue.head] = nil
@@ -266,6 +281,9 @@ public final class TouchLog: Sendable {
                     if problem == nil { queue.counts.written += touches.count } else { queue.counts.failed += touches.count }
                 }
                 if let problem { lastFailure = problem }
+                // Committed (or refused): only now is each touch's request answered.
+                for slot in touches { slot.committed?(problem == nil) }
+                if problem == nil { checkpointIfDue(with: writer, after: touches.count) }
             }
             let (counts, finishing) = queue.withLock { ($0.counts, $0.finishing) }
             let now = MonotonicClock.now()
@@ -281,9 +299,22 @@ public final class TouchLog: Sendable {
         ended.signal()
     }
 
+    /// Rows committed between two checkpoints: SQLite's own automatic one comes at 1000 pages
+    /// of WAL, a few thousand rows.
+    static let checkpointRows = 2048
+
+    /// Copies the WAL back into the database once `checkpointRows` have been committed since the
+    /// last time (PASSIVE: a reader is never waited for; what it holds is copied next time).
+    private func checkpointIfDue(with writer: Writer, after rows: Int) {
+        writer.sinceCheckpoint += rows
+        guard writer.sinceCheckpoint >= Self.checkpointRows else { return }
+        writer.sinceCheckpoint = 0
+        try? writer.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    }
+
     /// The oldest touches queued, up to `batch`, left in the queue (they count against its
     /// capacity until committed).
-    private func waiting() -> [Touch] {
+    private func waiting() -> [Slot] {
         queue.withLock { queue in
             (0..<min(queue.count, Self.batch)).compactMap { queue.slots[(queue.head + $0) % Self.capacity] }
         }

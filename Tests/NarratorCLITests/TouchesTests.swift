@@ -178,41 +178,43 @@ struct TouchesTests {
 
     // MARK: Killed mid-write
 
-    /// 10,000 touches (`say`) in windows, the daemon killed with SIGKILL once half are
-    /// answered, in the middle of a window: SQLite finds the file whole, it holds no more rows
-    /// than were sent, every row committed before the kill, and all answered touches but the
-    /// ones the promise allows to be lost (those not yet committed, at most the queue's 1024:
-    /// the test keeps the queue under half of that so that none is dropped). Restarted on the
-    /// same file, the daemon appends.
-    @Test(.timeLimit(.minutes(5))) func aKilledDaemonLeavesTheFileWholeAndARestartAppends() throws {
+    /// 10,000 touches (`say`) in windows of 250 (under the queue's 1024: none is dropped), the
+    /// daemon killed with SIGKILL once half are answered, in the middle of three windows sent
+    /// at once: SQLite
+    /// finds the file whole, with no more rows than were sent and at least as many as the
+    /// client had been answered `"logged":true` (counted here, as the answers came) — an
+    /// answered touch is never lost. Restarted on the same file, the daemon appends.
+    @Test(.timeLimit(.minutes(5))) func aKilledDaemonLosesNoAnsweredTouchAndARestartAppends() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let (daemon, talk, file) = try Self.popup(in: dir)
         let burst = 10_000, window = 250
-        var sent = 0, answered = 0, committed = 0
+        var sent = 0, answered = 0
         func say(_ n: Int) -> String { #"{"id":\#(n),"op":"say","request":"play","clip":"apple","word":\#(n % 8)}"# }
+        func isAnswer(_ event: ReceivedEvent) -> Bool { event.type == "finished" && Int(event.id) != nil }
         while sent < burst / 2 {
             talk.send((sent..<sent + window).map(say).joined(separator: "\n"))
             sent += window
-            answered += try talk.count(window, "a window's answers") { $0.type == "finished" && Int($0.id) != nil }
-            // Keep what waits for the writer well under its queue (1024): nothing is dropped.
-            while answered - committed > TouchLog.capacity / 2 {
-                committed = try Self.count(file)
-                if answered - committed > TouchLog.capacity / 2 { usleep(20_000) }
-            }
+            answered += try talk.count(window, "a window's answers", isAnswer)
         }
-        committed = try Self.count(file)
-        // The next window goes out, and the kill comes while it is being answered and written.
-        talk.send((sent..<sent + window).map(say).joined(separator: "\n"))
-        sent += window
-        answered += try talk.count(window / 2, "half a window's answers") { $0.type == "finished" && Int($0.id) != nil }
+        // Three windows go out at once (750, still under the queue's 1024), and the kill comes
+        // once half of one is answered: the rest is being taken, written and answered.
+        talk.send((sent..<sent + 3 * window).map(say).joined(separator: "\n"))
+        sent += 3 * window
+        answered += try talk.count(window / 2, "half a window's answers", isAnswer)
         daemon.crash()
 
+        let answers = talk.events.filter(isAnswer)
+        let logged = answers.filter { $0.fields["logged"] as? Bool == true }.count
+        #expect(answers.count == answered && answers.allSatisfy { $0.fields["logged"] is Bool }, "every answer says whether its touch is logged")
         #expect(try Self.sqlite(file, "PRAGMA integrity_check") == [["ok"]])
         let rows = try Self.count(file)
-        print("killed with \(answered) of \(sent) touches answered: \(rows) rows, \(committed) seen committed before")
-        #expect(rows <= sent && rows >= committed)
-        #expect(rows >= answered - TouchLog.capacity, "lost more than the touches not yet committed, at most the queue's")
+        print("killed with \(answered) of \(sent) touches answered (\(logged) logged): \(rows) rows")
+        #expect(rows <= sent)
+        #expect(rows >= logged, "a touch answered as logged was lost")
+        // Nothing was dropped and the writer was free: an answer not logged means a commit
+        // slower than the daemon waits (1 s), which a loaded machine may see once in a while.
+        #expect(logged >= answered * 9 / 10, "\(answered - logged) of \(answered) answered without their touch committed")
         #expect(try Self.sqlite(file, "SELECT count(*) FROM touches WHERE id > \(rows)") == [["0"]], "ids 1…\(rows), none skipped")
 
         // Again on the same file: it appends after the last row.
@@ -230,9 +232,9 @@ struct TouchesTests {
 
     // MARK: Floods
 
-    /// A client that floods says as fast as it can: every one is answered, the daemon's
-    /// threads and memory stay as they were, and after SIGTERM every touch is a row or counted
-    /// as dropped on stderr, none unaccounted for.
+    /// A client that floods says as fast as it can: every one is answered (a touch dropped at
+    /// once, `"logged":false`), the daemon's threads and memory stay as they were, and after
+    /// SIGTERM every touch is a row or counted as dropped on stderr, none unaccounted for.
     @Test(.timeLimit(.minutes(5))) func aFloodIsBoundedAndEveryTouchAccountedFor() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -260,11 +262,15 @@ struct TouchesTests {
         }
         print("flood of \(flood): \(rows) rows, \(dropped) dropped")
         #expect(rows + dropped == flood, "\(daemon.stderr)")
+        // Every touch answered as logged is a row; every one dropped was answered not logged.
+        let logged = talk.events.filter { Int($0.id) != nil && $0.type == "finished" && $0.fields["logged"] as? Bool == true }.count
+        #expect(rows >= logged && flood - logged >= dropped, "\(logged) answered as logged")
     }
 
     /// The writer held up (another process holds the database's write lock): what arrives
     /// meanwhile waits in the queue up to its 1024, the rest is dropped at once and counted;
-    /// the lock released, the queue is written out. `record` never waits.
+    /// the lock released, the queue is written out. `record` never waits; each touch taken is
+    /// called back once, after its transaction, and a dropped one never.
     @Test(.timeLimit(.minutes(2))) func aFullQueueDropsAndCounts() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -273,41 +279,136 @@ struct TouchesTests {
         let log = try TouchLog(path: file) { lines.append($0) }
         let source = TouchLog.Source(lesson: "l.json", chain: "c", activity: nil, playback: "p1")
         let alone = monotonicNanoseconds()
-        #expect(log.record(TouchLog.Touch(.say, source: source, clip: "a", wordIndex: 0, wordText: "first")))
-        while log.counts.written < 1 { usleep(100) }
+        let first = Tally()
+        #expect(log.record(TouchLog.Touch(.say, source: source, clip: "a", wordIndex: 0, wordText: "first"), committed: first.add))
+        while first.calls < 1 { usleep(100) }
         let committedAlone = monotonicNanoseconds() - alone
-        // sqlite3 holds the write lock until its input ends.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: try #require(PulseTestServer.findExecutable("sqlite3")))
-        holder.arguments = [file]
-        let input = Pipe()
-        holder.standardInput = input
-        holder.standardOutput = FileHandle.nullDevice
-        try holder.run()
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE; INSERT INTO touches (time_ms, run_ms, kind, lesson, playback) VALUES (0, 0, 'say', 'x', 'p0');\n".utf8))
-        while try Self.sqlite(file, "SELECT count(*) FROM touches").first != ["1"] { usleep(1000) }
-        usleep(200_000)
+        let rowsThen = try Self.count(file)
+        #expect(first.committed == 1 && log.counts.written == 1 && rowsThen == 1, "called back once the row is in the file")
+        let holder = try LockHolder(file)
         let start = monotonicNanoseconds()
         let tries = 3000
         var taken = 0
-        for n in 0..<tries where log.record(TouchLog.Touch(.say, source: source, clip: "a", wordIndex: n % 8, wordText: "w\(n)")) { taken += 1 }
+        let tally = Tally()
+        for n in 0..<tries where log.record(TouchLog.Touch(.say, source: source, clip: "a", wordIndex: n % 8, wordText: "w\(n)"), committed: tally.add) { taken += 1 }
         let took = monotonicNanoseconds() - start
         print("\(tries) records while the writer waits: \(taken) taken, \(Double(took) / 1e6) ms")
         // The queue's capacity, the one being written (which waits for the lock) included.
         #expect(taken == TouchLog.capacity, "\(taken)")
         #expect(log.counts.dropped == tries - taken)
         #expect(took < 1_000_000_000, "record waited on the disk")
-        input.fileHandleForWriting.write(Data("COMMIT;\n".utf8))
-        try input.fileHandleForWriting.close()
-        holder.waitUntilExit()
+        #expect(tally.calls == 0, "called back while nothing could be committed")
+        try holder.release()
         let released = monotonicNanoseconds()
         log.finish(within: .seconds(60))
         print("a touch alone committed \(Double(committedAlone) / 1e6) ms after record; the full queue written out \(Double(monotonicNanoseconds() - released) / 1e6) ms after the lock went")
         let counts = log.counts
         #expect(counts.waiting == 0)
         #expect(counts.written + counts.failed == 1 + taken && counts.dropped == tries - taken)
-        #expect(try Self.count(file) == counts.written + 1, "the rows: the first, the holder's, and those written")
+        // Each touch taken called back once, as it went; a dropped one never.
+        #expect(tally.calls == taken && tally.committed == counts.written - 1, "\(tally.calls) calls, \(tally.committed) committed")
+        #expect(try Self.count(file) == counts.written, "the rows: those written")
         #expect(lines.all.contains { $0.contains("dropped") }, "\(lines.all)")
+    }
+
+    /// A touch's request is answered only once its touch is in the file. With another process
+    /// holding the log's write lock, a tap and a say are heard at once (the `tap` event goes out
+    /// to the client) but not answered; the lock released, both are answered `"logged":true`,
+    /// and the sqlite3 tool finds their rows as the answers come. Held for longer than the
+    /// daemon waits (1 s), a say is answered anyway, once, `"logged":false`. (Before, every
+    /// touch was answered at once, whatever the file.)
+    @Test(.timeLimit(.minutes(2))) func aTouchIsAnsweredOnlyOnceItIsInTheFile() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (daemon, talk, file) = try Self.popup(in: dir)
+        func answer(_ id: String) -> (ReceivedEvent) -> Bool { { $0.id == id && $0.isTerminal } }
+        func logged(_ event: ReceivedEvent) -> Bool? { event.fields["logged"] as? Bool }
+
+        var holder = try LockHolder(file)
+        talk.send(#"{"id":"t1","op":"tap","request":"play","answer":"banana"}"#)
+        talk.send(#"{"id":"s1","op":"say","request":"play","clip":"apple","word":3,"then":"resume"}"#)
+        let sent = monotonicNanoseconds()
+        let early = talk.within(0.3) { $0.id == "s1" && $0.isTerminal }
+        #expect(early.isEmpty, "answered before the touch could be committed: \(early.map(\.fields))")
+        _ = try talk.wait("the tap event, while the log is locked") { $0.id == "play" && $0.type == "tap" }
+        try holder.release()
+        let released = monotonicNanoseconds()
+        var answered = 0
+        for id in ["t1", "s1"] {
+            let end = try talk.wait("the answer to \(id)", answer(id))
+            answered += 1
+            #expect(end.type == "finished" && logged(end) == true, "\(id): \(end.fields)")
+            #expect(try Self.count(file) >= answered, "\(id) answered before its row was in the file")
+        }
+        print("answers held \(Double(released - sent) / 1e6) ms while the log was locked, given once it was free")
+        #expect(try Self.sqlite(file, "SELECT kind, answer, word_index FROM touches ORDER BY kind") == [["answer", "banana", ""], ["say", "", "3"]])
+
+        holder = try LockHolder(file)
+        let asked = monotonicNanoseconds()
+        let late = try talk.ask(#"{"id":"s2","op":"say","request":"play","clip":"apple","word":0,"then":"resume"}"#, id: "s2")
+        let waited = Double(monotonicNanoseconds() - asked) / 1e9
+        #expect(late.type == "finished" && logged(late) == false, "\(late.fields)")
+        #expect(waited >= 0.9 && waited < 10, "answered after \(waited) s; the daemon waits 1 s")
+        try holder.release()
+        #expect(talk.within(0.5) { $0.id == "s2" }.isEmpty, "s2 answered twice")
+        #expect(try talk.ask(#"{"id":"s3","op":"say","request":"play","clip":"apple","word":1,"then":"resume"}"#, id: "s3").fields["logged"] as? Bool == true)
+        // s2 may have been written after its answer; it was not promised.
+        #expect(try Self.sqlite(file, "SELECT count(*) FROM touches WHERE word_index = 1") == [["1"]])
+        #expect(daemon.stop() == 0)
+    }
+
+    /// What waiting for the commit adds to a touch's answer: 20 taps, then 300 says, one at a
+    /// time, each sent once the last was answered, to a daemon with a touch log and to one
+    /// without; every answer of the first `"logged":true`, and its row in the file. The figures
+    /// go in docs/touches.md (a tap's answer with a log waits for the activity to hear it).
+    @Test(.timeLimit(.minutes(3))) func aTouchAloneIsAnsweredOnceCommitted() throws {
+        let says = 300
+        let taps = 20
+        var figures: [String: (p50: Double, p99: Double)] = [:]
+        for logging in [true, false] {
+            let dir = TempDir()
+            defer { dir.remove() }
+            let file = dir.file("touches.sqlite")
+            let daemon = try Daemon(dir: dir, library: Self.library, arguments: ["--output", "file", "--device", dir.file("heard.wav")] + (logging ? ["--touches", file] : []))
+            let talk = try Conversation(daemon.socket)
+            talk.send(#"{"id":"play","op":"play","lesson":"picture-dictionary.json","activity":"word-popup"}"#)
+            _ = try talk.wait("the popup's start") { $0.id == "play" && $0.type == "start" }
+            var times: [Double] = []
+            var logged = 0
+            // The taps first, while the popup plays: a say without `then` leaves it paused, and
+            // a tap is heard (and answered as logged) only once it plays again.
+            var tapTimes: [Double] = []
+            for n in 0..<taps {
+                let start = monotonicNanoseconds()
+                let end = try talk.ask(#"{"id":"t\#(n)","op":"tap","request":"play","answer":"banana"}"#, id: "t\(n)")
+                tapTimes.append(Double(monotonicNanoseconds() - start) / 1e6)
+                #expect(end.type == "finished", "\(end.fields)")
+                if end.fields["logged"] as? Bool == true { logged += 1 }
+            }
+            for n in 0..<says {
+                let start = monotonicNanoseconds()
+                let end = try talk.ask(#"{"id":\#(n),"op":"say","request":"play","clip":"apple","word":\#(n % 8)}"#, id: "\(n)")
+                times.append(Double(monotonicNanoseconds() - start) / 1e6)
+                #expect(end.type == "finished")
+                if end.fields["logged"] as? Bool == true { logged += 1 }
+            }
+            #expect(daemon.stop() == 0)
+            times.sort()
+            tapTimes.sort()
+            figures[logging ? "log" : "none"] = (times[says / 2], times[says * 99 / 100])
+            figures[logging ? "tap log" : "tap none"] = (tapTimes[taps / 2], tapTimes[taps - 1])
+            if logging {
+                #expect(logged == says + taps, "\(says + taps - logged) answered without their touch committed")
+                #expect(try Self.count(file) == says + taps)
+            } else {
+                #expect(logged == 0, "no log, nothing logged")
+            }
+        }
+        let (log, none) = (figures["log"]!, figures["none"]!)
+        let format = { (value: Double) in value.formatted(.number.precision(.fractionLength(2))) }
+        print("a say answered, with a touch log: p50 \(format(log.p50)) ms, p99 \(format(log.p99)) ms; without: p50 \(format(none.p50)) ms, p99 \(format(none.p99)) ms")
+        let (tapLog, tapNone) = (figures["tap log"]!, figures["tap none"]!)
+        print("a tap answered, with a touch log: median \(format(tapLog.p50)) ms, most \(format(tapLog.p99)) ms; without: median \(format(tapNone.p50)) ms, most \(format(tapNone.p99)) ms")
     }
 
     // MARK: Errors
@@ -433,6 +534,14 @@ final class Conversation {
         return try wait("answer to \(id)") { $0.id == id && $0.isTerminal }
     }
 
+    /// The events that come within `seconds`, until one that `match` takes (kept, like all).
+    func within(_ seconds: TimeInterval, _ match: (ReceivedEvent) -> Bool) -> [ReceivedEvent] {
+        var came: [ReceivedEvent] = []
+        _ = client.events(timeout: seconds) { came.append($0); return match($0) }
+        events += came
+        return came.filter(match)
+    }
+
     /// Waits for `number` more events that `match` takes (from where the last count ended).
     func count(_ number: Int, _ what: String, _ match: @escaping (ReceivedEvent) -> Bool) throws -> Int {
         var found = events[counted...].filter(match).count
@@ -444,6 +553,45 @@ final class Conversation {
         counted = events.count
         return found
     }
+}
+
+/// Another process holding a database's write lock: `sqlite3` in a transaction (BEGIN
+/// IMMEDIATE) until `release`. It returns once the lock is held (a second sqlite3 finds the
+/// file locked).
+final class LockHolder {
+    private let process = Process()
+    private let input = Pipe()
+
+    init(_ file: String) throws {
+        process.executableURL = URL(fileURLWithPath: try #require(PulseTestServer.findExecutable("sqlite3")))
+        process.arguments = [file]
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        input.fileHandleForWriting.write(Data(".timeout 10000\nBEGIN IMMEDIATE;\n".utf8))
+        let deadline = Date().addingTimeInterval(10)
+        while try runTool("sqlite3", [file, "BEGIN IMMEDIATE; ROLLBACK;"]).status == 0 {
+            guard Date() < deadline else { throw DaemonError("sqlite3 did not take the write lock of \(file)") }
+            usleep(5000)
+        }
+    }
+
+    func release() throws {
+        input.fileHandleForWriting.write(Data("COMMIT;\n".utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
+/// How often a touch log called back, and with how many commits.
+final class Tally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts = (calls: 0, committed: 0)
+    func add(_ committed: Bool) { lock.withLock { counts.calls += 1; if committed { counts.committed += 1 } } }
+    var calls: Int { lock.withLock { counts.calls } }
+    var committed: Int { lock.withLock { counts.committed } }
 }
 
 /// Lines a writer thread reports, read by the test.
