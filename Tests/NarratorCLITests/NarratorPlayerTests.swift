@@ -60,7 +60,7 @@ struct NarratorPlayerTests {
     /// it), a daemon playing it through the private sound server, then `body`.
     static func withPlayerLesson(
         also: (TempDir) -> Void = { _ in },
-        _ body: (_ dir: TempDir, _ lessons: String, _ made: PlayerLesson.Made, _ daemon: Daemon) throws -> Void
+        _ body: (_ dir: TempDir, _ lessons: String, _ made: PlayerLesson.Made, _ daemon: Daemon, _ server: PulseTestServer) throws -> Void
     ) throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -72,7 +72,23 @@ struct NarratorPlayerTests {
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: lessons, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
-        try body(dir, lessons, made, daemon)
+        try body(dir, lessons, made, daemon, server)
+    }
+
+    /// The HTML example of docs/component.md after `<!-- runnable: NAME -->`, with `daemon`'s
+    /// address and token put in, written to `app/index.html` in `dir` (served from another
+    /// origin, as an app's own page): its path.
+    static func docExample(_ name: String, _ dir: TempDir, _ daemon: Daemon) throws -> String {
+        let page = try String(contentsOfFile: Repo.path("docs/component.md"), encoding: .utf8)
+        let marker = try #require(page.range(of: "<!-- runnable: \(name) -->"))
+        let fence = try #require(page.range(of: "```html\n", range: marker.upperBound..<page.endIndex))
+        let end = try #require(page.range(of: "\n```", range: fence.upperBound..<page.endIndex))
+        var example = String(page[fence.upperBound..<end.lowerBound])
+        #expect(example.contains("http://127.0.0.1:8700") && example.contains(#"token="TOKEN""#))
+        example = example.replacingOccurrences(of: "http://127.0.0.1:8700", with: "http://127.0.0.1:\(daemon.port)")
+            .replacingOccurrences(of: #"token="TOKEN""#, with: #"token="\#(daemon.token)""#)
+        try FileManager.default.createDirectory(atPath: dir.file("app"), withIntermediateDirectories: true)
+        return dir.write("app/index.html", example)
     }
 
     /// The docs' copy-paste example, taken from docs/component.md with the daemon's address and
@@ -83,20 +99,11 @@ struct NarratorPlayerTests {
     func theDocsExampleHearsEveryCueOfItsChainInOrder() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let page = try String(contentsOfFile: Repo.path("docs/component.md"), encoding: .utf8)
-        let marker = try #require(page.range(of: "<!-- runnable: player -->"))
-        let fence = try #require(page.range(of: "```html\n", range: marker.upperBound..<page.endIndex))
-        let end = try #require(page.range(of: "\n```", range: fence.upperBound..<page.endIndex))
-        var example = String(page[fence.upperBound..<end.lowerBound])
-        #expect(example.contains("http://127.0.0.1:8700") && example.contains(#"token="TOKEN""#))
         let server = try PulseTestServer()
         defer { server.stop() }
         let daemon = try Daemon(dir: dir, library: ReadAlongPageTests.library, server: server, arguments: ["--output", "pulse"])
         defer { daemon.stop() }
-        example = example.replacingOccurrences(of: "http://127.0.0.1:8700", with: "http://127.0.0.1:\(daemon.port)")
-            .replacingOccurrences(of: #"token="TOKEN""#, with: #"token="\#(daemon.token)""#)
-        try FileManager.default.createDirectory(atPath: dir.file("app"), withIntermediateDirectories: true)
-        let file = dir.write("app/index.html", example)
+        let file = try Self.docExample("player", dir, daemon)
         let cues = try Self.cueSheet(ReadAlongPageTests.library + "/sample.json", ["--chain", "correct", "--seed", "7"])
         let types = Set(cues.compactMap { $0["type"] as? String }).union(["start", "finished"]).sorted()
         let report = try Self.drive([file, dir.file("shots"), "--serve", "--record", types.joined(separator: ","), "--until", "P.view.state === 'ended'"])
@@ -123,7 +130,7 @@ struct NarratorPlayerTests {
     /// CLI's; axe-core finds no serious or critical violation while it plays and at its end.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func anActivityAtNamedMomentsAWrongTapAndAxe() throws {
-        try Self.withPlayerLesson { dir, lessons, made, daemon in
+        try Self.withPlayerLesson { dir, lessons, made, daemon, _ in
             let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
             let types = ["start", "activityStart", "stepStart", "chainStart", "clipStart", "sentence", "word", "clipEnd", "pulse", "chainEnd",
                          "tap", "feedback", "feedbackEnd", "advance", "activityEnd", "finished", "stopped", "error", "idlePrompt"]
@@ -266,7 +273,7 @@ struct NarratorPlayerTests {
     /// frame 50,400) and its cue comes next, tap("red") answers the step, stop() stops.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func theHostDrivesItWithItsMethods() throws {
-        try Self.withPlayerLesson { dir, lessons, made, daemon in
+        try Self.withPlayerLesson { dir, lessons, made, daemon, _ in
             let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
             let report = try Self.drive([
                 url, dir.file("shots"), "--record", "start,word,paused,resumed,seeked,chainEnd,tap,stepStart,stopped,finished,error",
@@ -297,7 +304,7 @@ struct NarratorPlayerTests {
     /// file's, each as `narrator cues --locale es` schedules it, and the element lays out those.
     @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
     func aLocalePlaysItsOwnWords() throws {
-        try Self.withPlayerLesson { dir, lessons, made, daemon in
+        try Self.withPlayerLesson { dir, lessons, made, daemon, _ in
             let cues = try Self.cueSheet(lessons + "/player.json", ["--chain", "ask", "--locale", "es"])
             #expect(cues.filter { $0["type"] as? String == "word" }.map { $0["text"] as? String ?? "" } == ["Toca", "la", "bola", "roja."])
             let types = Set(cues.compactMap { $0["type"] as? String }).sorted()
@@ -315,7 +322,7 @@ struct NarratorPlayerTests {
     func reducedMotionAndTheDemoLayout() throws {
         // A lesson that cannot be read, with a long name: the menu lists its problem, and still
         // leaves Start on screen.
-        try Self.withPlayerLesson(also: { _ = $0.write("lib/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"#) }) { dir, lessons, made, daemon in
+        try Self.withPlayerLesson(also: { _ = $0.write("lib/" + String(repeating: "a-lesson-with-a-very-long-name-", count: 6) + ".json", #"{"sampleRate": 48000, "clips": {"#) }) { dir, lessons, made, daemon, _ in
             let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
             let report = try Self.drive([url, dir.file("shots"), "--reduced-motion", "--record", "pulse", "--until", "heard.length > 0"])
             let pulse = try #require((report["heard"] as? [[String: Any]])?.first)
@@ -341,6 +348,195 @@ struct NarratorPlayerTests {
                     #expect(box[2] - box[0] >= 64 && box[3] - box[1] >= 64, "\(size): \(box)")
                 }
             }
+        }
+    }
+
+    // MARK: speed, volume, close
+
+    /// The messages the page sent (the driver's wrapper of WebSocket.send, not the element)
+    /// whose `op` is one of `ops`.
+    static func sent(_ report: [String: Any], _ ops: Set<String>) -> [Event] {
+        (report["sent"] as? [[String: Any]] ?? []).compactMap { $0["message"] as? Event }.filter { ops.contains($0["op"] as? String ?? "") }
+    }
+
+    /// The words the host page received after timeline frame `from`: from the first to the last,
+    /// the page's own clock (its listener's performance.now()) against the lesson's frames played
+    /// at `speed`, in ms; the span at 1× too, to show the two apart.
+    static func wordSpan(_ heard: [[String: Any]], after from: Int, upTo last: Int = .max, rate: Double = 48_000) throws -> (page: Double, frames: Int, words: Int) {
+        let words = heard.filter { $0["type"] as? String == "word" && (detail($0)["frame"] as? Int ?? -1) > from && (detail($0)["frame"] as? Int ?? .max) <= last }
+        try #require(words.count >= 3, "\(words.count) words after frame \(from)")
+        let first = try #require(words.first), final = try #require(words.last)
+        let page = (final["at"] as? Double ?? 0) - (first["at"] as? Double ?? 0)
+        let frames = (detail(final)["frame"] as? Int ?? 0) - (detail(first)["frame"] as? Int ?? 0)
+        return (page, frames, words.count)
+    }
+
+    /// The second example of docs/component.md, served from another origin: its 🐇 button,
+    /// clicked at the first word, sends one `speed` 2 (nothing else sends one); the daemon's
+    /// `speedChanged` (speed 2) comes before the next word, and from there to "red" the words
+    /// reach the page's listener closer together by 2, on the page's own clock, against the
+    /// frames of `narrator cues` (within 80 ms, where 1× would be 700 ms longer); the volume
+    /// slider set to 0.5 sends the master's gain 0.5 and gives `volumechange`; ✕ at "red"
+    /// stops the chain: `stopped`, then `closed`, and for 1.5 s after it no cue and no `finished`.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func theControlsExampleSpeedsUpSetsTheVolumeAndCloses() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: dir, library: ReadAlongPageTests.library, server: server, arguments: ["--output", "pulse"])
+        defer { daemon.stop() }
+        let file = try Self.docExample("player-controls", dir, daemon)
+        let cues = try Self.cueSheet(ReadAlongPageTests.library + "/sample.json", ["--chain", "correct", "--seed", "7"])
+        let red = try #require(cues.first { $0["type"] as? String == "word" && $0["text"] as? String == "red" }?["frame"] as? Int)
+        let cueTypes = Set(cues.compactMap { $0["type"] as? String })
+        let report = try Self.drive([
+            file, dir.file("shots"), "--serve", "--record", (cueTypes.union(["start", "speedChanged", "volumechange", "closed", "stopped", "finished", "error"])).sorted().joined(separator: ","),
+            "--call", "heard.some(h => h.type === 'word')::document.getElementById('faster').click()",
+            "--call", "heard.some(h => h.type === 'speedChanged')::const v = document.getElementById('volume'); v.value = '0.5'; v.dispatchEvent(new Event('input'))",
+            "--call", "heard.some(h => h.type === 'word' && h.detail.text === 'red')::document.getElementById('close').click()",
+            "--until", "(() => { const c = heard.find(h => h.type === 'closed'); return !!c && performance.now() - c.at > 1500; })()",
+        ])
+        let heard = try #require(report["heard"] as? [[String: Any]])
+        let types = heard.map { $0["type"] as? String ?? "" }
+        // Speed: one message, 2; the daemon's speedChanged before the next word.
+        #expect(Self.sent(report, ["speed"]).map { $0["speed"] as? Double } == [2], "\(Self.sent(report, ["speed"]))")
+        let changed = try #require(heard.first { $0["type"] as? String == "speedChanged" }.map(Self.detail), "\(types)")
+        #expect(changed["speed"] as? Double == 2, "\(changed)")
+        let changeFrame = try #require(changed["frame"] as? Int)
+        let span = try Self.wordSpan(heard, after: changeFrame, upTo: red)
+        let expected = Double(span.frames) / 48 / 2
+        print(String(format: "controls example: speed 2 from frame %d; %d words to 'red' %.0f ms apart on the page, %.0f ms at 2x, %.0f ms at 1x", changeFrame, span.words, span.page, expected, expected * 2))
+        #expect(abs(span.page - expected) <= 80, "words \(span.page) ms apart on the page, \(expected) ms at 2×")
+        // Volume: the master's gain, taken.
+        #expect(Self.sent(report, ["volume"]).map { "\($0["bus"] ?? "")/\($0["gain"] ?? "")/\($0["muted"] ?? "")" } == ["master/0.5/0"], "\(Self.sent(report, ["volume"]))")
+        let volume = try #require(heard.first { $0["type"] as? String == "volumechange" }.map(Self.detail), "\(types)")
+        #expect(volume["volume"] as? Double == 0.5 && volume["muted"] as? Bool == false, "\(volume)")
+        // Close: the chain stopped, then closed, nothing after.
+        #expect(Self.sent(report, ["stop", "close"]).map { $0["op"] as? String } == ["stop"])
+        let closed = try #require(types.firstIndex(of: "closed"), "\(types)")
+        #expect(closed == types.count - 1 && types[closed - 1] == "stopped", "\(types)")
+        #expect(Self.detail(heard[closed])["ended"] as? String == "stopped")
+        #expect(!types.contains("finished") && !types.contains("chainEnd"), "\(types)")
+        let final = try #require(report["final"] as? [String: Any])
+        #expect((final["view"] as? [String: Any])?["state"] as? String == "closed" && final["status"] as? String == "closed", "\(final)")
+        #expect(final["speed"] as? Double == 2 && final["volume"] as? Double == 0.5, "\(final)")
+        #expect((report["warnings"] as? [String])?.isEmpty == true, "\(report["warnings"] ?? "")")
+    }
+
+    /// `volume` 0.5 set by the host at the prompt's second word, `muted` at its fifth, measured
+    /// on what the private sound server played (the prompt is a steady sox tone at 0.3 of full
+    /// scale): at full level up to the word the change was asked at, falling from after it and
+    /// never rising, half (±3 %) from the fourth word to the fifth, silent from the sixth to the
+    /// clip's end; the frames of the words and the clip's end are found in the recording by its
+    /// audible clock from the daemon's `heard` times. The page sent the master's gain 0.5, then
+    /// muted, and heard `volumechange` for each.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func aVolumeAndAMuteAreHeardOnTheSoundServer() throws {
+        try Self.withPlayerLesson { dir, lessons, made, daemon, server in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&chain=ask#token=\(daemon.token)"
+            let report = try Self.drive([
+                url, dir.file("shots"), "--record", "start,clipStart,word,clipEnd,volumechange,finished,error",
+                "--call", "heard.some(h => h.type === 'word' && h.detail.index === 1)::P.volume = 0.5",
+                "--call", "heard.some(h => h.type === 'word' && h.detail.index === 4)::P.muted = true",
+            ])
+            let recording = try server.recording()
+            let heard = try #require(report["heard"] as? [[String: Any]])
+            let events = heard.map(Self.detail)
+            let words = events.filter { $0["type"] as? String == "word" }
+            try #require(words.count == ReadAlongLesson.words.count, "\(events.map { $0["type"] ?? "" })")
+            let clipEnd = try #require(events.first { $0["type"] as? String == "clipEnd" })
+            func at(_ event: Event) -> Int { Int(recording.frame(audibleAt: UInt64((event["heard"] as? NSNumber)?.int64Value ?? 0)).rounded()) }
+            // Per 10 ms window of the left channel: its peak, over the tone's (sox's 0.3 of full
+            // scale as played before the change: the median of those windows).
+            let window = recording.rate / 100
+            func peak(_ start: Int) -> Double {
+                (start..<min(start + window, recording.frames)).reduce(0.0) { max($0, abs(Double(recording.samples[$1 * recording.channels]))) }
+            }
+            func peaks(_ from: Int, _ to: Int) -> [Double] {
+                stride(from: from + window, to: to - 2 * window, by: window).map(peak)
+            }
+            let margin = window  // the audible clock's error, and a window
+            let fullPeaks = peaks(at(words[0]) + margin, at(words[1]))
+            let full = fullPeaks.sorted()[fullPeaks.count / 2]
+            print(String(format: "volume: the tone peaks at %.0f (sox: 0.3 of full scale, %.0f)", full, 0.3 * 32_767))
+            #expect(full > 0.1 * 32_767, "the tone is not heard: \(full)")
+            func levels(_ from: Int, _ to: Int) -> [Double] { peaks(from, to).map { $0 / full } }
+            let before = levels(at(words[0]) + margin, at(words[1]))
+            let half = levels(at(words[3]) + margin, at(words[4]))
+            let silent = levels(at(words[5]) + margin, at(clipEnd))
+            let falling = levels(at(words[1]), at(words[3]) + margin)
+            print("volume: levels before \(before.count) windows \(before.map { String(format: "%.3f", $0) }.prefix(4)); falling \(falling.map { String(format: "%.3f", $0) }.prefix(6)); half \(half.map { String(format: "%.3f", $0) }.prefix(4)); silent max \(silent.max() ?? -1)")
+            #expect(before.count >= 20 && before.allSatisfy { abs($0 - 1) <= 0.03 }, "before: \(before)")
+            #expect(half.count >= 40 && half.allSatisfy { abs($0 - 0.5) <= 0.015 }, "half: \(half)")
+            #expect(silent.count >= 20 && silent.allSatisfy { $0 <= 0.005 }, "muted: \(silent)")
+            for (k, pair) in zip(falling, falling.dropFirst()).enumerated() {
+                #expect(pair.1 <= pair.0 + 0.01, "window \(k) after the second word: the level rose from \(pair.0) to \(pair.1)")
+            }
+            let sent = Self.sent(report, ["volume"]).map { "\($0["bus"] ?? "")/\($0["gain"] ?? "")/\($0["muted"] ?? "")" }
+            #expect(sent == ["master/0.5/0", "master/0.5/1"], "\(sent)")
+            let changes = heard.filter { $0["type"] as? String == "volumechange" }.map(Self.detail).map { "\($0["volume"] ?? "")/\($0["muted"] ?? "")" }
+            #expect(changes == ["0.5/0", "0.5/1"], "\(changes)")
+        }
+    }
+
+    /// Bad values of speed and volume, as attributes and as properties (speed "abc", "0", "100",
+    /// 0, volume 1.5 and "-1"), set once the playback has started at `&speed=1.5` (the demo
+    /// page's address): each is one console warning naming it, none is sent (the driver's own
+    /// record of the WebSocket), no second `speedChanged`; the one `speed` sent, 1.5 at `start`,
+    /// is heard: the words after its `speedChanged` reach the page 1.5 times closer together.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func badSpeedsAndVolumesAreWarnedOfAndNotSent() throws {
+        try Self.withPlayerLesson { dir, lessons, made, daemon, _ in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&chain=ask&speed=1.5#token=\(daemon.token)"
+            let report = try Self.drive([
+                url, dir.file("shots"), "--record", "start,word,speedChanged,volumechange,finished,error",
+                "--call", "heard.some(h => h.type === 'start')::P.setAttribute('speed', 'abc'); P.setAttribute('speed', '0'); P.setAttribute('speed', '100');"
+                    + " P.speed = 0; P.volume = 1.5; P.setAttribute('volume', '-1')",
+            ])
+            let heard = try #require(report["heard"] as? [[String: Any]])
+            let warnings = report["warnings"] as? [String] ?? []
+            #expect(warnings.count == 6, "\(warnings)")
+            for (warning, value) in zip(warnings, ["speed \"abc\"", "speed \"0\"", "speed \"100\"", "speed \"0\"", "volume \"1.5\"", "volume \"-1\""]) {
+                #expect(warning.contains(value + " ignored"), "\(warning)")
+            }
+            let sent = Self.sent(report, ["speed", "volume"])
+            #expect(sent.map { "\($0["op"] ?? "") \($0["speed"] ?? "")" } == ["speed 1.5"], "\(sent)")
+            let changes = heard.filter { $0["type"] as? String == "speedChanged" }.map(Self.detail)
+            #expect(changes.map { $0["speed"] as? Double } == [1.5], "\(changes)")
+            let changeFrame = try #require(changes.first?["frame"] as? Int)
+            let span = try Self.wordSpan(heard, after: changeFrame)
+            let expected = Double(span.frames) / 48 / 1.5
+            print(String(format: "bad values: speed 1.5 from frame %d; %d words %.0f ms apart on the page, %.0f ms at 1.5x, %.0f ms at 1x", changeFrame, span.words, span.page, expected, expected * 1.5))
+            #expect(abs(span.page - expected) <= 80, "words \(span.page) ms apart on the page, \(expected) ms at 1.5×")
+            let final = try #require(report["final"] as? [String: Any])
+            #expect(final["speed"] as? Double == 1.5 && final["volume"] as? Double == 1, "\(final)")
+            #expect(heard.last.map(Self.detail)?["type"] as? String == "finished")
+        }
+    }
+
+    /// close() on an activity while its prompt plays: the daemon's close (a `tap` with result
+    /// `close`, then `close`, `activityEnd` with reason `close`, `finished`), then the element's
+    /// `closed`; for 1.5 s after it no cue (the prompt had words to come), state `closed`.
+    @Test(.requires(canBrowse, "needs chromium, python3-websockets, axe-selenium-python and the private sound server"))
+    func closeEndsAnActivityWithNoCueAfter() throws {
+        try Self.withPlayerLesson { dir, lessons, made, daemon, _ in
+            let url = "http://127.0.0.1:\(daemon.port)/?lesson=player.json&activity=pick#token=\(daemon.token)"
+            let report = try Self.drive([
+                url, dir.file("shots"), "--record", "start,clipStart,word,pulse,clipEnd,chainEnd,tap,close,activityEnd,closed,finished,stopped,error",
+                "--call", "heard.some(h => h.type === 'word' && h.detail.index === 1)::P.close()",
+                "--until", "(() => { const c = heard.find(h => h.type === 'closed'); return !!c && performance.now() - c.at > 1500; })()",
+            ])
+            let heard = try #require(report["heard"] as? [[String: Any]])
+            let types = heard.map { $0["type"] as? String ?? "" }
+            #expect(Self.sent(report, ["close", "stop"]).map { $0["op"] as? String } == ["close"])
+            let tap = try #require(types.firstIndex(of: "tap"), "\(types)")
+            #expect(Array(types[tap...]) == ["tap", "close", "activityEnd", "finished", "closed"], "\(types)")
+            #expect(Self.detail(heard[tap])["result"] as? String == "close" && Self.detail(heard[tap + 2])["reason"] as? String == "close", "\(heard[tap...].map(Self.detail))")
+            #expect(Self.detail(heard[tap + 4])["ended"] as? String == "finished")
+            let words = heard.filter { $0["type"] as? String == "word" }.count
+            #expect(words >= 2 && words < ReadAlongLesson.words.count, "\(words) words")
+            #expect((report["final"] as? [String: Any]).flatMap { ($0["view"] as? [String: Any])?["state"] as? String } == "closed")
         }
     }
 }

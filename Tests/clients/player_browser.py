@@ -13,8 +13,10 @@ origin than the daemon's, as an app's page is) and opened from there.
 
 A listener the host page gets before it loads (capture listeners on `document` for each of
 --record's comma-separated event types) records every event the element dispatches, in order,
-with its `detail` and what the element showed once it had (the word lit, the tiles pulsing with
-their animation and outline, the tiles marked wrong or right, its state): "heard".
+with its `detail`, when the listener ran (`at`, the page's performance.now() in ms) and what the
+element showed once it had (the word lit, the tiles pulsing with their animation and outline,
+the tiles marked wrong or right, its state): "heard". Every message the page sends on a
+WebSocket ("sent", each with its `at`) and every console.warn ("warnings") are recorded too.
 Each --tap, in order, clicks with the mouse at its centre the tile named NAME once the page
 expression holds (P is the element, R its shadow root, heard the events recorded); each --shot saves OUT_DIR/NAME.png, the element's box, the
 first time its expression holds, with the boxes (in the shot's pixels) of the lit word, of every
@@ -23,7 +25,7 @@ pixels of each theme colour in each box and in the whole shot ("colors"); each -
 axe-core (bundled by the axe-selenium-python package) on the page when its expression holds and
 keeps its violations. Each --call EXPRESSION::CODE runs CODE in the page (the host app calling
 the element's methods), in order, once its expression holds. --until ends the watch (default: the element's state is ended).
-It prints {"heard", "shots", "axe", "final", "timedOut", "pending"}.
+It prints {"heard", "sent", "warnings", "shots", "axe", "final", "timedOut", "pending"}.
 
 With --layout it opens URL in windows of each size and prints, for each, the boxes of the menu's
 Start button, of the element, its play button, tiles and words once its state is ready or
@@ -82,10 +84,20 @@ SHOWN = r"""
 HOOK = r"""
 (() => {
   window.__heard = [];
+  // What the page sends on any WebSocket, and its console warnings: seen from outside the element.
+  window.__sent = [];
+  window.__warnings = [];
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    try { window.__sent.push({ at: performance.now(), message: JSON.parse(data) }); } catch (e) { window.__sent.push({ at: performance.now(), raw: String(data) }); }
+    return send.call(this, data);
+  };
+  const warn = console.warn;
+  console.warn = function (...args) { window.__warnings.push(args.map(String).join(" ")); return warn.apply(this, args); };
   for (const type of %s) {
     document.addEventListener(type, (event) => {
       if (!event.target || event.target.localName !== "narrator-player") return;
-      window.__heard.push({ type: event.type, detail: event.detail, shown: %s });
+      window.__heard.push({ type: event.type, at: performance.now(), detail: event.detail, shown: %s });
     }, true);
   }
 })();
@@ -250,12 +262,16 @@ async def watch(url, out_dir, devtools_url, args):
         for shot in taken.values():
             analyse(shot)
         heard = await tools.evaluate("window.__heard")
+        sent = await tools.evaluate("window.__sent")
+        warnings = await tools.evaluate("window.__warnings")
         final = await tools.evaluate(
             "(() => { const P = document.querySelector('narrator-player'); return {view: {state: P.view.state, error: P.view.error,"
             " taps: P.view.taps, pulses: P.view.pulses, log: P.view.log}, shown: %s,"
             " caption: document.getElementById('caption') ? document.getElementById('caption').textContent : null,"
+            " status: document.getElementById('status') ? document.getElementById('status').textContent : null,"
+            " speed: P.speed, volume: P.volume, muted: P.muted,"
             " hostPictures: [...document.querySelectorAll('[data-pulsed]')].map(e => e.id)}; })()" % SHOWN.strip())
-    return {"heard": heard, "shots": taken, "axe": checked, "final": final, "tapped": tapped, "timedOut": timed_out,
+    return {"heard": heard, "sent": sent, "warnings": warnings, "shots": taken, "axe": checked, "final": final, "tapped": tapped, "timedOut": timed_out,
             "pending": {"taps": taps, "shots": shots, "axe": axes, "calls": calls}}
 
 

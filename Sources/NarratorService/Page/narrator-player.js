@@ -10,7 +10,11 @@
 // cue schedule, and plays it when asked (play(), or `autoplay`). Every event of the playback is
 // dispatched on the element as a CustomEvent named by the event's type (`word`, `pulse`, `tap`,
 // `feedbackEnd`, `finished` …) with the daemon's event in `detail`, after the element has drawn
-// it: the host app animates its own pictures from them. Theming: CSS custom properties
+// it: the host app animates its own pictures from them. Controls: `speed` (0.5–2, the daemon's
+// `speed`), `volume` (0–1) and `muted` (the connection's master bus), as attributes or
+// properties, and close(); a value out of range is ignored with a console warning, and not
+// sent. The element's own events: `statechange`, `library`, `volumechange` (the daemon took a
+// volume) and `closed` (a playback close() ended). Theming: CSS custom properties
 // (--narrator-*) and ::part() (player, text, word, lit, sentence, tiles, tile, picture, label,
 // pulsing, correct, wrong, controls, button, status, end).
 //
@@ -93,7 +97,22 @@ template.innerHTML = `
   <div class="status" part="status" role="status">connecting…</div>
 </div>`;
 
-const observed = ["src", "token", "lesson", "activity", "chain", "state", "locale", "seed"];
+const observed = ["src", "token", "lesson", "activity", "chain", "state", "locale", "seed", "speed", "volume", "muted"];
+
+// The controls' ranges: the daemon's for speed; volume is the master bus's gain up to 1
+// (the daemon's goes to 4: louder than recorded is the device's business, not a child's page).
+const ranges = { speed: [0.5, 2], volume: [0, 1] };
+
+// `value` (a number, or a string that is only a decimal number) within `name`'s range, else
+// null after one console warning naming it.
+function controlValue(name, value) {
+  const [low, high] = ranges[name];
+  const number = typeof value === "number" ? value
+    : typeof value === "string" && /^\s*(\d+\.?\d*|\.\d+)\s*$/.test(value) ? Number(value) : NaN;
+  if (Number.isFinite(number) && number >= low && number <= high) return number;
+  console.warn("<narrator-player>: " + name + " " + JSON.stringify(String(value)) + " ignored: expected a number from " + low + " to " + high);
+  return null;
+}
 
 function part(element, names) {
   element.setAttribute("part", names);
@@ -121,6 +140,11 @@ export class NarratorPlayer extends HTMLElement {
     this.block = null;
     this.pendingClip = null;
     this.tileByName = new Map();
+    // The controls as asked (sent to each playback, and to each connection for the volume).
+    this.controls = { speed: 1, volume: 1, muted: false };
+    this.started = false;
+    this.closing = null;
+    this.volumeRequests = new Map();
     this.ui.toggle.addEventListener("click", () => (this.view.state === "playing" ? this.pause() : this.play()));
     this.ui.replay.addEventListener("click", () => this.replay());
     this.ui.again.addEventListener("click", () => this.replay());
@@ -136,6 +160,7 @@ export class NarratorPlayer extends HTMLElement {
   }
 
   attributeChangedCallback(name, before, after) {
+    if (name === "speed" || name === "volume" || name === "muted") { this.controlChanged(name, after); return; }
     if (before === after || !this.socket) return;
     if (name === "src" || name === "token") this.connect();
     else if (this.view.library.length && !this.chooseQueued) {
@@ -147,6 +172,45 @@ export class NarratorPlayer extends HTMLElement {
 
   get state() { return this.view.state; }
   get program() { return this.view.program; }
+
+  /** The speed asked for (1: as recorded); setting it reflects to the attribute. */
+  get speed() { return this.controls.speed; }
+  set speed(value) { if (controlValue("speed", value) !== null) this.setAttribute("speed", String(Number(value))); }
+  /** The master volume asked for, 0–1. */
+  get volume() { return this.controls.volume; }
+  set volume(value) { if (controlValue("volume", value) !== null) this.setAttribute("volume", String(Number(value))); }
+  get muted() { return this.controls.muted; }
+  set muted(value) { this.toggleAttribute("muted", Boolean(value)); }
+
+  // An attribute of the controls set (also at the element's upgrade, before it connects):
+  // kept when valid, sent when it changes what plays or the connection's levels.
+  controlChanged(name, value) {
+    if (name === "muted") {
+      if (this.controls.muted === (value !== null)) return;
+      this.controls.muted = value !== null;
+      this.sendVolume();
+      return;
+    }
+    const number = value === null ? 1 : controlValue(name, value);
+    if (number === null || number === this.controls[name]) return;
+    this.controls[name] = number;
+    if (name === "speed") this.sendSpeed();
+    else this.sendVolume();
+  }
+
+  // The speed to the playback, once the daemon plays it (the `start` event); before, it is
+  // sent at that event.
+  sendSpeed() {
+    if (this.view.playing && this.started) this.send({ op: "speed", request: this.view.playing, speed: this.controls.speed });
+  }
+
+  // The connection's master level (the daemon keeps it across the connection's playbacks; a
+  // new connection starts at 1, unmuted).
+  sendVolume() {
+    if (!this.socket || this.socket.readyState !== WebSocket.OPEN) return;
+    const asked = { volume: this.controls.volume, muted: this.controls.muted };
+    this.volumeRequests.set(this.send({ op: "volume", bus: "master", gain: asked.volume, muted: asked.muted }), asked);
+  }
 
   // The daemon's HTTP address (pictures are relative to it) and WebSocket address.
   base() {
@@ -163,7 +227,11 @@ export class NarratorPlayer extends HTMLElement {
     this.view.library = [];
     const socket = new WebSocket(address.href);
     this.socket = socket;
-    socket.onopen = () => { this.setState("loading", "reading the library…"); this.send({ id: "library", op: "library" }); };
+    socket.onopen = () => {
+      this.setState("loading", "reading the library…");
+      this.send({ id: "library", op: "library" });
+      if (this.controls.volume !== 1 || this.controls.muted) this.sendVolume();
+    };
     socket.onmessage = (message) => { if (this.socket === socket) this.onEvent(JSON.parse(message.data)); };
     socket.onclose = () => { if (this.socket === socket) this.setState("disconnected", "disconnected from the daemon"); };
   }
@@ -193,6 +261,7 @@ export class NarratorPlayer extends HTMLElement {
     if (this.view.playing || !this.view.program) { this.wantPlay = !this.view.playing; return; }
     if (!this.sheetReady) { this.wantPlay = true; return; }
     this.highlight(null);
+    this.started = false;
     this.view.playing = this.send(Object.assign({ op: "play" }, this.request()));
     this.setState("starting");
   }
@@ -200,6 +269,17 @@ export class NarratorPlayer extends HTMLElement {
   pause() { if (this.view.playing) this.send({ op: "pause", request: this.view.playing }); }
   resume() { if (this.view.playing) this.send({ op: "resume", request: this.view.playing }); }
   stop() { if (this.view.playing) this.send({ op: "stop", request: this.view.playing }); }
+
+  /** Ends the playback as the child's ✕ would: an activity playing is closed (the daemon's
+   * `close`: its `tap` close, `close` and `activityEnd` cues), anything else stopped; then, no
+   * cue after it, the state is `closed` and the element dispatches `closed`. */
+  close() {
+    const playing = this.view.playing;
+    if (!playing || this.closing === playing) return;
+    this.closing = playing;
+    if (this.started && this.view.program.activity !== undefined) this.send({ op: "close", request: playing });
+    else this.send({ op: "stop", request: playing });
+  }
 
   /** Goes on from `{frame}` or `{clip, word}` / `{clip, sentence}`. */
   seek(where) { if (this.view.playing) this.send(Object.assign({ op: "seek", request: this.view.playing }, where)); }
@@ -262,6 +342,8 @@ export class NarratorPlayer extends HTMLElement {
     this.tileByName.clear();
     this.block = null;
     this.pendingClip = null;
+    this.started = false;
+    this.closing = null;
     this.book = new Map();
     this.texts = new Map(Object.entries(program.texts || {}));
     this.pulseAnswers = new Map(Object.entries(program.pulseAnswers || {}));
@@ -538,6 +620,13 @@ export class NarratorPlayer extends HTMLElement {
       if (["finished", "error", "stopped"].includes(event.type)) { this.bookIds.delete(event.id); this.nextBook(); }
       return;
     }
+    if (this.volumeRequests.has(event.id)) {
+      const asked = this.volumeRequests.get(event.id);
+      this.volumeRequests.delete(event.id);
+      if (event.type === "finished") this.dispatchEvent(new CustomEvent("volumechange", { detail: asked }));
+      else console.warn("<narrator-player>: volume refused: " + event.message);
+      return;
+    }
     if (event.id !== this.view.playing) {
       // The answer to a control: one terminal event each.
       this.view.replies[event.id] = event.type;
@@ -545,17 +634,27 @@ export class NarratorPlayer extends HTMLElement {
       return;
     }
     this.view.log.push(event.type + (event.frame === null || event.frame === undefined ? "" : "@" + event.frame));
+    const closed = this.closing === event.id && ["finished", "stopped", "error"].includes(event.type);
     try {
       this.draw(event);
     } finally {
       // The host hears every event, even one the element could not draw.
       this.dispatchEvent(new CustomEvent(event.type, { detail: event }));
+      if (closed) {
+        this.closing = null;
+        this.dispatchEvent(new CustomEvent("closed", { detail: { playback: event.playback, frame: event.frame, ended: event.type } }));
+      }
     }
   }
 
   draw(event) {
     switch (event.type) {
-      case "start": case "resumed": this.setState("playing"); break;
+      case "start":
+        this.started = true;
+        this.setState("playing");
+        if (this.controls.speed !== 1) this.sendSpeed();
+        break;
+      case "resumed": this.setState("playing"); break;
       case "paused": this.highlight(null); this.setState("paused", "paused: ▶ goes on"); break;
       case "seeked": this.highlight(null); break;
       case "clipStart":
@@ -582,16 +681,28 @@ export class NarratorPlayer extends HTMLElement {
         for (const element of this.tileByName.values()) this.mark(element, "correct", false);
         this.showChoices(Number(event.step) || 0);
         break;
-      case "tap": this.onTap(event); break;
+      case "tap":
+        // A close the activity does not take now (its final playing): stopped instead.
+        if (event.answer === "close" && event.result === "ignored" && this.closing === event.id) this.send({ op: "stop", request: event.id });
+        this.onTap(event);
+        break;
       case "feedback": this.ui.status.textContent = event.kind === "correct" ? "right!" : "try again"; break;
       case "feedbackEnd": if (event.kind === "wrong") this.clearFeedback(); break;
       case "close": this.setState("closed"); break;
       case "finished":
         this.highlight(null);
         this.view.playing = null;
-        if (this.view.state !== "closed") this.setState("ended", "ended");
+        this.started = false;
+        if (this.closing === event.id) this.setState("closed");
+        else if (this.view.state !== "closed") this.setState("ended", "ended");
         break;
-      case "stopped": this.highlight(null); this.view.playing = null; this.setState("stopped", "stopped: " + (event.reason || "")); break;
+      case "stopped":
+        this.highlight(null);
+        this.view.playing = null;
+        this.started = false;
+        if (this.closing === event.id) this.setState("closed");
+        else this.setState("stopped", "stopped: " + (event.reason || ""));
+        break;
       case "error": this.highlight(null); this.view.playing = null; this.setState("error", event.message); break;
     }
   }
