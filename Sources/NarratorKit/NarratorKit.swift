@@ -49,7 +49,9 @@ public struct NarratorLesson: Sendable {
         switch program {
         case .chain(let chain, let repeats):
             let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
-            return PreparedProgram(schedule: try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws))
+            let schedule = try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
+            guard let bed = try chainBed(besides: bank) else { return PreparedProgram(schedule: schedule) }
+            return PreparedProgram(schedule: bed.under(schedule))
         case .requests(let list, let interruptions):
             let bank = try bank(for: list.map(\.chain))
             let schedule = try Announcer { chain throws(NarratorError) in
@@ -63,11 +65,22 @@ public struct NarratorLesson: Sendable {
             let untilFrame =
                 until ?? (live ? 86400 * rate : (taps!.map(\.frame).max() ?? 40 * rate) + 20 * rate)
             // Everything in memory: a plan that changes while it plays seeks, and streams cannot.
-            let bank = try bank(for: activity.chainIDs, also: activity.music.map { [$0.clip] } ?? [], decoder: SndFileDecoder(streamAboveSeconds: nil))
+            let bed = try lesson.bed(for: activity)
+            let bank = try bank(for: activity.chainIDs, also: bed.map { [$0.music.clip] } ?? [], decoder: SndFileDecoder(streamAboveSeconds: nil))
             let planner = ActivityPlanner(
-                activity: activity, bank: bank, bed: try ActivityRunner.Bed.resolve(activity, bank: bank), seed: seed, until: untilFrame, state: state)
+                activity: activity, bank: bank, bed: try MusicBed.resolve(activity, bank: bank), seed: seed, until: untilFrame, state: state)
             return PreparedProgram(schedule: try planner.plan(taps: taps ?? []), planner: live ? planner : nil)
         }
+    }
+
+    /// The lesson's music bed for a chain played on its own, if it has one: its clip from
+    /// `bank` (the chain's) when that holds it in memory, else decoded whole on its own (a
+    /// chain's long clips stream; a bed loops and seeks from memory).
+    private func chainBed(besides bank: ClipBank) throws(NarratorError) -> MusicBed? {
+        guard let (music, _) = try lesson.bed(for: nil) else { return nil }
+        if case .memory? = bank.clips[music.clip]?.audio.source { return try MusicBed.resolve(nil, bank: bank) }
+        let own = try ClipBank.prepare(lesson: lesson, clipIDs: [music.clip], decoder: SndFileDecoder(streamAboveSeconds: nil))
+        return try MusicBed.resolve(nil, bank: own)
     }
 
     /// The clips every one of `chains` can play, decoded once.
@@ -86,7 +99,7 @@ public struct NarratorLesson: Sendable {
 struct ActivityPlanner: Sendable {
     let activity: Activity
     let bank: ClipBank
-    let bed: ActivityRunner.Bed?
+    let bed: MusicBed?
     let seed: UInt64
     let until: Int
     let state: String?

@@ -30,7 +30,7 @@ struct MusicBedLiveTests {
             var runner = ActivityRunner(activity: activity, sampleRate: 48000) { chain throws(NarratorError) in
                 try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
             }
-            runner.bed = try ActivityRunner.Bed.resolve(activity, bank: bank)
+            runner.bed = try MusicBed.resolve(activity, bank: bank)
             return try runner.run(taps: taps, until: until).schedule
         }
     }
