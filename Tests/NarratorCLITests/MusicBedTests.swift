@@ -114,6 +114,24 @@ struct MusicBedTests {
         #expect(played.contains { $0.type == "paused" } && played.contains { $0.type == "resumed" })
     }
 
+    /// The daemon prepares a chain with the lesson's bed under it: `cues` of chain `item`
+    /// gives `musicStart` first, the chain's cues and `chainEnd` at 1 s, then `musicStop`
+    /// (faded) 0.25 s later, then `finished`, each line fitting the daemon's event schema.
+    /// (Its `play` of the chain, heard on a sound server: DaemonLiveTests.)
+    @Test(.requires(PulseTestServer.findExecutable("socat") != nil, "needs socat (Makefile APT_PACKAGES)"))
+    func theDaemonLaysTheLessonsBedUnderAChain() throws {
+        let fixture = MusicBedFixture(lessonMusic: MusicBedFixture.noiseBed)
+        defer { fixture.dir.remove() }
+        let daemon = try Daemon(dir: fixture.dir, library: fixture.dir.path, arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let raw = try Clients.socat(daemon, input: #"{"id": 1, "op": "cues", "lesson": "bed.json", "chain": "item"}"# + "\n")
+        let events = try ReceivedEvent.parse(raw.stdout).map { "\($0.type)@\($0.frame ?? -1)" }
+        #expect(
+            events == ["musicStart@0", "clipStart@0", "clipEnd@48000", "chainEnd@48000", "musicStop@60000", "finished@60000"],
+            "\(raw.stdout) \(raw.stderr)")
+        #expect(try EventSchema.problems(raw.stdout, as: "daemonLine") == nil)
+    }
+
     /// The lesson's bed plays under an activity with no bed of its own (`c`); an activity's own
     /// bed wins (`a` plays only its noise, `b` only its tone).
     @Test func anActivitysOwnBedWinsOverTheLessons() throws {
