@@ -288,11 +288,22 @@ public struct MusicBed: Sendable {
         return (voice, cues, length)
     }
 
-    /// `schedule` (a chain played on its own) with the bed under it: `musicStart` its first
+    /// The longest a bed plays under a chain played on its own, in seconds (a day, as an
+    /// activity's plan): with loops of at least `Activity.Music.minLoopSeconds`, at most 86 400
+    /// `musicLoop` cues, whatever a session's repeats.
+    public static let maxChainSeconds = 86_400
+
+    /// `schedule` (a chain played on its own) with the bed under it, or an error naming
+    /// `file`'s `music` when the session lasts over `maxChainSeconds`: `musicStart` its first
     /// cue, the bed's voice from frame 0, its `musicLoop`s among the chain's cues (after those
     /// of the same frame) and its `musicStop` last, `fadeOutFrames` after the schedule's end,
     /// which it lengthens to there. Music ducks under the voice from then on.
-    public func under(_ schedule: Schedule) -> Schedule {
+    public func under(_ schedule: Schedule, file: String) throws(NarratorError) -> Schedule {
+        guard schedule.frames <= Self.maxChainSeconds * schedule.sampleRate else {
+            throw NarratorError(
+                file: file, place: "music",
+                "a music bed plays under at most a day (\(Self.maxChainSeconds) s) of a chain; this session lasts \(Frames.describe(schedule.frames, rate: schedule.sampleRate)): play fewer repeats")
+        }
         let placed = placed(endingAt: schedule.frames)
         var voices = schedule.voices
         if let voice = placed.voice { voices.insert(voice, at: 0) }

@@ -51,7 +51,7 @@ public struct NarratorLesson: Sendable {
             let bank = try ClipBank.prepare(lesson: lesson, chain: chain, decoder: SndFileDecoder())
             let schedule = try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
             guard let bed = try chainBed(besides: bank) else { return PreparedProgram(schedule: schedule) }
-            return PreparedProgram(schedule: bed.under(schedule))
+            return PreparedProgram(schedule: try bed.under(schedule, file: lesson.path))
         case .requests(let list, let interruptions):
             let bank = try bank(for: list.map(\.chain))
             let schedule = try Announcer { chain throws(NarratorError) in

@@ -289,6 +289,27 @@ struct MusicBedTests {
         }
     }
 
+    /// A bed plays under at most a day of a chain (at most 86 400 `musicLoop`s, as under an
+    /// activity): a session of 25 hours over a bed is one line naming `music`, exit status 1,
+    /// with no file left; the same session a day long plays: loops at 2 s, 3 s, … to the
+    /// day's last second (86 398 of them).
+    @Test func aBedUnderAChainLastsAtMostADay() throws {
+        let fixture = MusicBedFixture()
+        defer { fixture.dir.remove() }
+        let lesson = fixture.dir.write(
+            "long.json",
+            #"{"sampleRate": 8000, "music": {"clip": "noise", "loop": {"start": 1, "end": 2}, "fadeOut": 0}, "clips": {"noise": {"file": "noise.wav"}}, "chains": {"hour": [{"silence": 3600}]}}"#)
+        let out = fixture.dir.file("long.wav")
+        let refused = try run(Repo.narrator, ["render", lesson, "--chain", "hour", "--repeat", "25", "--output", out])
+        #expect(refused.status == 1 && refused.stderr.filter { $0 == "\n" }.count == 1, "\(refused.stderr)")
+        #expect(refused.stderr.hasPrefix("narrator: \(lesson): music: a music bed plays under at most a day (86400 s) of a chain; this session lasts 90000 s"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let day = try run(Repo.narrator, ["cues", lesson, "--chain", "hour", "--repeat", "24"])
+        #expect(day.status == 0, "\(day.stderr)")
+        let loops = day.stdout.split(separator: "\n").filter { $0.contains(#""type":"musicLoop""#) }
+        #expect(loops.count == 86_398 && loops.last?.contains(#""frame":691192000"#) == true, "\(loops.last ?? "")")
+    }
+
     /// `narrator validate` checks every bed's loop against its clip as it plays (simulate,
     /// render, play and the daemon do), an activity's and the lesson's: one line naming the
     /// lesson file and the key, exit status 1. Past the clip's end (3 s), a start not before

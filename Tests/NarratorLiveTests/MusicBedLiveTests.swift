@@ -42,7 +42,7 @@ struct MusicBedLiveTests {
         let bank = try ClipBank.prepare(lesson: lesson, chain: "pause", decoder: SndFileDecoder())
         var draws = PoolDraws(seed: 1)
         let chain = try Scheduler.schedule(chain: "pause", bank: bank, draws: &draws)
-        return try #require(try MusicBed.resolve(nil, bank: try ClipBank.prepare(lesson: lesson, clipIDs: ["noise"], decoder: SndFileDecoder(streamAboveSeconds: nil)))).under(chain)
+        return try #require(try MusicBed.resolve(nil, bank: try ClipBank.prepare(lesson: lesson, clipIDs: ["noise"], decoder: SndFileDecoder(streamAboveSeconds: nil)))).under(chain, file: bed.path)
     }
 
     static let fade = TransportTests.fade
