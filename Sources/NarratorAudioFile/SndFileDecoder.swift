@@ -21,6 +21,9 @@ public struct SndFileDecoder: AudioDecoder {
         self.streamAboveSeconds = streamAboveSeconds
     }
 
+    /// The same limits, streaming nothing.
+    public var wholeFiles: SndFileDecoder { SndFileDecoder(maxSeconds: maxSeconds, streamAboveSeconds: nil) }
+
     public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? {
         guard let streamAboveSeconds else { return nil }
         let file = try SoundFileReader(path: path)

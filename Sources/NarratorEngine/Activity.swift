@@ -218,8 +218,9 @@ public struct Activity: Sendable, Equatable {
         return activity
     }
 
-    /// `"music"`: a clip id, or `{"clip", "loop", "fadeIn", "fadeOut"}` (seconds).
-    private static func music(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Music {
+    /// `"music"` (an activity's, or the lesson's): a clip id, or `{"clip", "loop", "fadeIn",
+    /// "fadeOut"}` (seconds).
+    static func music(_ cursor: JSONCursor, rate: Int) throws(NarratorError) -> Music {
         let defaultFadeOut = Frames.from(seconds: Music.defaultFadeOutSeconds, rate: rate)!
         if case .string(let clip) = cursor.value { return Music(clip: clip, loop: .whole, fadeOutFrames: defaultFadeOut) }
         guard case .object = cursor.value else { throw cursor.fail("expected a clip id, or {\"clip\": …, \"loop\": …}") }

@@ -63,39 +63,15 @@ struct TimelineBuilder {
         }
     }
 
-    /// The activity's music bed from frame 0, ending `fadeOutFrames` after `end` (the
-    /// activity's last frame) with its fade-out, or where its clip ends if it does not loop
-    /// and is shorter; its `musicLoop` and `musicStop` in the trace. Returns the bed's end.
-    mutating func addBed(_ bed: ActivityRunner.Bed, activityEnd end: Int) -> Int {
+    /// The activity's music bed from frame 0 until `fadeOutFrames` after `end` (the activity's
+    /// last frame): its voice, its `musicLoop` and `musicStop` in the trace. Returns its end.
+    mutating func addBed(_ bed: MusicBed, activityEnd end: Int) -> Int {
         channels = max(channels, bed.channels)
         ducking = bed.ducking
-        var length = end + bed.fadeOutFrames
-        var fadeOut = bed.fadeOutFrames
-        var reason = "faded"
-        if bed.loop == nil && bed.audio.frames < length {
-            // A bed that plays once ends with its clip: during the fade-out (which then reaches
-            // silence there), or before the activity ends (no fade).
-            length = bed.audio.frames
-            fadeOut = max(0, length - end)
-            if fadeOut == 0 { reason = "clip ended" }
-        }
-        if length > 0 {
-            voices.append(
-                Voice(
-                    audio: bed.audio, startFrame: 0, bus: .music,
-                    shape: VoiceShape(frames: length, loop: bed.loop, fadeInFrames: min(bed.fadeInFrames, length), fadeOutFrames: fadeOut)))
-        }
-        if let loop = bed.loop {
-            var at = loop.upperBound
-            var count = 1
-            while at < length {
-                note(at, .musicLoop, ["clip": .string(bed.clip), "loop": .int(count)])
-                at += loop.count
-                count += 1
-            }
-        }
-        note(length, .musicStop, ["clip": .string(bed.clip), "reason": .string(reason)])
-        return length
+        let placed = bed.placed(endingAt: end)
+        if let voice = placed.voice { voices.append(voice) }
+        trace += placed.cues
+        return placed.end
     }
 
     /// What an activity's transition produced, in its order.
@@ -154,61 +130,8 @@ public struct ActivityRunner {
     public let sampleRate: Int
     /// Lays out a chain of the lesson, from frame 0.
     public let schedule: (String) throws(NarratorError) -> Schedule
-    /// The activity's music bed (`Activity.music` with its clip), if it has one.
-    public var bed: Bed? = nil
-
-    /// An activity's music bed, its clip prepared: one voice on the music bus from the
-    /// activity's first frame until `fadeOutFrames` after its end, looped over `loop` (frames
-    /// of the clip), ducked under every voice like any music.
-    public struct Bed: Sendable {
-        public let clip: String
-        public let audio: ClipAudio
-        public let loop: Range<Int>?
-        public let fadeInFrames: Int
-        public let fadeOutFrames: Int
-        /// The lesson's channels, else the clip's.
-        public let channels: Int
-        public let ducking: Lesson.Ducking
-
-        /// `activity`'s bed with its clip from `bank` (which holds it), or nil when it has none.
-        /// A loop past the clip's end, or shorter than `Activity.Music.minLoopSeconds`, is an
-        /// error naming the key (`activities.ID.music.loop.end`).
-        public static func resolve(_ activity: Activity, bank: ClipBank) throws(NarratorError) -> Bed? {
-            guard let music = activity.music else { return nil }
-            let lesson = bank.lesson
-            let place = "activities.\(activity.id).music"
-            guard let audio = bank.clips[music.clip]?.audio else {
-                throw NarratorError(file: lesson.path, place: "\(place).clip", "clip '\(music.clip)' was not prepared")
-            }
-            guard case .memory = audio.source else {
-                throw NarratorError(file: lesson.path, place: "\(place).clip", "a music bed plays from memory: decode its clip whole")
-            }
-            let rate = lesson.sampleRate
-            let loop: Range<Int>?
-            switch music.loop {
-            case .none:
-                loop = nil
-            case .whole:
-                let shortest = Frames.from(seconds: Activity.Music.minLoopSeconds, rate: rate)!
-                guard audio.frames >= shortest else {
-                    throw NarratorError(
-                        file: lesson.path, place: place,
-                        "clip '\(music.clip)' lasts \(Frames.describe(audio.frames, rate: rate)): a loop lasts at least \(Frames.describe(shortest, rate: rate)) (loop a longer clip, or \"loop\": false)")
-                }
-                loop = 0..<audio.frames
-            case .region(let start, let end):
-                guard end <= audio.frames else {
-                    throw NarratorError(
-                        file: lesson.path, place: "\(place).loop.end",
-                        "the loop ends at \(Frames.describe(end, rate: rate)), past the end of clip '\(music.clip)' (\(Frames.describe(audio.frames, rate: rate)))")
-                }
-                loop = start..<end
-            }
-            return Bed(
-                clip: music.clip, audio: audio, loop: loop, fadeInFrames: music.fadeInFrames, fadeOutFrames: music.fadeOutFrames,
-                channels: lesson.channels ?? audio.channels, ducking: lesson.ducking)
-        }
-    }
+    /// The activity's music bed (its own, else the lesson's: `MusicBed.resolve`), if any.
+    public var bed: MusicBed? = nil
 
     public init(activity: Activity, sampleRate: Int, schedule: @escaping (String) throws(NarratorError) -> Schedule) {
         self.activity = activity
@@ -233,8 +156,7 @@ public struct ActivityRunner {
         out.add(try machine.start(variant: state))
         if let bed {
             // Right after `activityStart`: the bed starts with the activity.
-            out.trace.insert(
-                Cue(frame: 0, kind: .activity(type: .musicStart, fields: ["clip": .string(bed.clip)])), at: min(1, out.trace.count))
+            out.trace.insert(bed.startCue, at: min(1, out.trace.count))
         }
         var next = 0
         run: while !machine.hasEnded {
@@ -257,5 +179,134 @@ public struct ActivityRunner {
         // (Added first: the builder is read as `timeline` is called.)
         let bedEnd = out.addBed(bed, activityEnd: end)
         return out.timeline(end: max(end, bedEnd))
+    }
+}
+
+/// A music bed, its clip prepared: one voice on the music bus from the first frame of what it
+/// plays under (an activity, or a chain played on its own) until `fadeOutFrames` after its end,
+/// looped over `loop` (frames of the clip), ducked under every voice like any music. The one
+/// place a bed is resolved, checked against its clip and laid on a timeline, for activities
+/// and chains alike.
+public struct MusicBed: Sendable {
+    public let clip: String
+    public let audio: ClipAudio
+    public let loop: Range<Int>?
+    public let fadeInFrames: Int
+    public let fadeOutFrames: Int
+    /// The lesson's channels, else the clip's.
+    public let channels: Int
+    public let ducking: Lesson.Ducking
+
+    /// The bed under `activity` (its own, else the lesson's), or under a chain played on its
+    /// own when `activity` is nil (the lesson's), with its clip from `bank` (which holds it,
+    /// decoded whole); nil when there is none. A loop past the clip's end, or shorter than
+    /// `Activity.Music.minLoopSeconds`, is an error naming the key (`activities.ID.music.loop.end`,
+    /// `music.loop.end`).
+    public static func resolve(_ activity: Activity?, bank: ClipBank) throws(NarratorError) -> MusicBed? {
+        let lesson = bank.lesson
+        guard let (music, place) = try lesson.bed(for: activity) else { return nil }
+        guard let audio = bank.clips[music.clip]?.audio else {
+            throw NarratorError(file: lesson.path, place: "\(place).clip", "clip '\(music.clip)' was not prepared")
+        }
+        guard case .memory = audio.source else {
+            throw NarratorError(file: lesson.path, place: "\(place).clip", "a music bed plays from memory: decode its clip whole")
+        }
+        let loop = try loopFrames(of: music, clipFrames: audio.frames, rate: lesson.sampleRate, file: lesson.path, place: place)
+        return MusicBed(
+            clip: music.clip, audio: audio, loop: loop, fadeInFrames: music.fadeInFrames, fadeOutFrames: music.fadeOutFrames,
+            channels: lesson.channels ?? audio.channels, ducking: lesson.ducking)
+    }
+
+    /// The frames of the clip `music` loops over, for a clip `clipFrames` long (at `rate`), or
+    /// nil when it plays once; a loop past the clip's end, or a whole-clip loop shorter than
+    /// `Activity.Music.minLoopSeconds`, is an error naming `file` and the key under `place`.
+    /// (A region's own order and length are checked as the lesson parses.) What plays and
+    /// `narrator validate` check with this one function.
+    public static func loopFrames(
+        of music: Activity.Music, clipFrames: Int, rate: Int, file: String, place: String
+    ) throws(NarratorError) -> Range<Int>? {
+        switch music.loop {
+        case .none:
+            return nil
+        case .whole:
+            let shortest = Frames.from(seconds: Activity.Music.minLoopSeconds, rate: rate)!
+            guard clipFrames >= shortest else {
+                throw NarratorError(
+                    file: file, place: place,
+                    "clip '\(music.clip)' lasts \(Frames.describe(clipFrames, rate: rate)): a loop lasts at least \(Frames.describe(shortest, rate: rate)) (loop a longer clip, or \"loop\": false)")
+            }
+            return 0..<clipFrames
+        case .region(let start, let end):
+            guard end <= clipFrames else {
+                throw NarratorError(
+                    file: file, place: "\(place).loop.end",
+                    "the loop ends at \(Frames.describe(end, rate: rate)), past the end of clip '\(music.clip)' (\(Frames.describe(clipFrames, rate: rate)))")
+            }
+            return start..<end
+        }
+    }
+
+    /// `musicStart`, at frame 0.
+    public var startCue: Cue { Cue(frame: 0, kind: .activity(type: .musicStart, fields: ["clip": .string(clip)])) }
+
+    /// The bed from frame 0 under something that ends at `end`: its voice (none when it has
+    /// no frames), lasting until `fadeOutFrames` after `end` with its fade-out, or until its
+    /// clip ends if it does not loop and is shorter (fading out over what is left of it after
+    /// `end`, or not at all: `clip ended`); its `musicLoop` cues and last its `musicStop`; and
+    /// the frame where it falls silent.
+    public func placed(endingAt end: Int) -> (voice: Voice?, cues: [Cue], end: Int) {
+        var length = end + fadeOutFrames
+        var fadeOut = fadeOutFrames
+        var reason = "faded"
+        if loop == nil && audio.frames < length {
+            length = audio.frames
+            fadeOut = max(0, length - end)
+            if fadeOut == 0 { reason = "clip ended" }
+        }
+        var voice: Voice?
+        if length > 0 {
+            voice = Voice(
+                audio: audio, startFrame: 0, bus: .music,
+                shape: VoiceShape(frames: length, loop: loop, fadeInFrames: min(fadeInFrames, length), fadeOutFrames: fadeOut))
+        }
+        var cues: [Cue] = []
+        func note(_ frame: Int, _ kind: TraceKind, _ fields: [String: Cue.Field]) {
+            cues.append(Cue(frame: frame, kind: .activity(type: kind, fields: fields)))
+        }
+        if let loop {
+            var at = loop.upperBound
+            var count = 1
+            while at < length {
+                note(at, .musicLoop, ["clip": .string(clip), "loop": .int(count)])
+                at += loop.count
+                count += 1
+            }
+        }
+        note(length, .musicStop, ["clip": .string(clip), "reason": .string(reason)])
+        return (voice, cues, length)
+    }
+
+    /// The longest a bed plays under a chain played on its own, in seconds (a day, as an
+    /// activity's plan): with loops of at least `Activity.Music.minLoopSeconds`, at most 86 400
+    /// `musicLoop` cues, whatever a session's repeats.
+    public static let maxChainSeconds = 86_400
+
+    /// `schedule` (a chain played on its own) with the bed under it, or an error naming
+    /// `file`'s `music` when the session lasts over `maxChainSeconds`: `musicStart` its first
+    /// cue, the bed's voice from frame 0, its `musicLoop`s among the chain's cues (after those
+    /// of the same frame) and its `musicStop` last, `fadeOutFrames` after the schedule's end,
+    /// which it lengthens to there. Music ducks under the voice from then on.
+    public func under(_ schedule: Schedule, file: String) throws(NarratorError) -> Schedule {
+        guard schedule.frames <= Frames.capped(seconds: Self.maxChainSeconds, rate: schedule.sampleRate) else {
+            throw NarratorError(
+                file: file, place: "music",
+                "a music bed plays under at most a day (\(Self.maxChainSeconds) s) of a chain; this session lasts \(Frames.describe(schedule.frames, rate: schedule.sampleRate)): play fewer repeats")
+        }
+        let placed = placed(endingAt: schedule.frames)
+        var voices = schedule.voices
+        if let voice = placed.voice { voices.insert(voice, at: 0) }
+        return Schedule(
+            sampleRate: schedule.sampleRate, channels: max(schedule.channels, channels), frames: max(schedule.frames, placed.end),
+            voices: voices, cues: Cue.ordered([startCue] + schedule.cues + placed.cues), ducking: ducking)
     }
 }

@@ -104,6 +104,9 @@ public protocol AudioDecoder: Sendable {
     func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile?
     /// The file's cue markers, in frames at `sampleRate`, in the order the file lists them.
     func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker]
+    /// This decoder, decoding every file whole (never as a `StreamedFile`): for what must loop
+    /// and seek from memory, such as a music bed. A decoder that never streams is itself.
+    var wholeFiles: Self { get }
     /// The words of the timing file at `path` (any format the build reads), in frames at
     /// `sampleRate`. Natively, every format `WordTimings.read` knows.
     func wordTimings(path: String, sampleRate: Int) throws(NarratorError) -> TimingImport
@@ -114,6 +117,7 @@ public protocol AudioDecoder: Sendable {
 }
 
 extension AudioDecoder {
+    public var wholeFiles: Self { self }
     public func streamedFile(path: String, sampleRate: Int) throws(NarratorError) -> StreamedFile? { nil }
     public func markers(path: String, sampleRate: Int) throws(NarratorError) -> [AudioMarker] { [] }
     public func integratedLoudness(of audio: ClipAudio, sampleRate: Int, outputChannels: Int) throws(NarratorError) -> Double? {

@@ -32,6 +32,9 @@ public struct Lesson: Sendable {
     public var resolution: LocaleResolution? = nil
     /// The pictures of choices, answers, tap sounds and pulse targets (`"pictures"`), by name.
     public internal(set) var pictures: [String: Picture] = [:]
+    /// A music bed for the whole lesson (`"music"`, the spec of an activity's): under every
+    /// chain played on its own, and under every activity that has no bed of its own.
+    public var music: Activity.Music? = nil
 
     /// The bus clip `id` plays on, for its loudness: `music` when a chain plays it as a music
     /// item, else its own.
@@ -130,7 +133,7 @@ public struct Lesson: Sendable {
     enum Keys {
         static let lesson: Set<String> = [
             "sampleRate", "channels", "clips", "sprites", "pools", "chains", "activities", "ducking", "loudness", "locale", "locales",
-            "pictures",
+            "pictures", "music",
         ]
         static let clip: Set<String> = ["file", "timings", "start", "end", "bus", "markers", "transcript"]
         /// A locale's entry in `"locales"`, and what it may change in a clip (not its bus: a
@@ -308,11 +311,15 @@ public struct Lesson: Sendable {
         }
 
         let pictures = try top["pictures"].map { c throws(NarratorError) in try Picture.parse(c, resolve: resolve) } ?? [:]
+        let music = try top["music"].map { c throws(NarratorError) in try Activity.music(c, rate: sampleRate) }
+        if let music { musicItemClips.insert(music.clip) }
 
-        return Lesson(
+        var lesson = Lesson(
             path: path, folder: folder, sampleRate: sampleRate, channels: channels,
             clips: clips, pools: pools, chains: chains, activities: activities, ducking: ducking, loudness: loudness,
             musicItemClips: musicItemClips, locale: locale, locales: locales, localeTags: localeTags, pictures: pictures)
+        lesson.music = music
+        return lesson
     }
 
     /// The longest a clip's region may reach into its file, in seconds (a day).
@@ -401,10 +408,34 @@ public struct Lesson: Sendable {
         if let (chain, place) = activity.firstChain(where: { chains[$0] == nil }) {
             throw NarratorError(file: path, place: "activities.\(id).\(place)", "unknown chain '\(chain)' \(known("chains", chains.keys))")
         }
-        if let music = activity.music, clips[music.clip] == nil {
-            throw NarratorError(file: path, place: "activities.\(id).music.clip", "unknown clip '\(music.clip)' \(known("clips", clips.keys))")
-        }
+        _ = try bed(for: activity)
         return activity
+    }
+
+    /// Every music bed the lesson writes, with its key: the lesson's (`music`), then each
+    /// activity's own (`activities.ID.music`), by key.
+    public var beds: [(music: Activity.Music, place: String)] {
+        (music.map { [($0, "music")] } ?? [])
+            + activities.keys.sorted().compactMap { id in activities[id]!.music.map { ($0, "activities.\(id).music") } }
+    }
+
+    /// The music bed that plays under `activity` (its own `music`, else the lesson's: an
+    /// activity's own bed wins), or under a chain played on its own (nil: the lesson's), with
+    /// the key it is written at (`activities.ID.music` or `music`); nil when there is none. Its
+    /// clip is checked to exist: an unknown one is an error naming `KEY.clip`.
+    public func bed(for activity: Activity?) throws(NarratorError) -> (music: Activity.Music, place: String)? {
+        let found: (music: Activity.Music, place: String)
+        if let activity, let own = activity.music {
+            found = (own, "activities.\(activity.id).music")
+        } else if let music {
+            found = (music, "music")
+        } else {
+            return nil
+        }
+        guard clips[found.music.clip] != nil else {
+            throw NarratorError(file: path, place: "\(found.place).clip", "unknown clip '\(found.music.clip)' \(known("clips", clips.keys))")
+        }
+        return found
     }
 
     /// What the lesson has of a kind, for a message about a name it does not have: "(the

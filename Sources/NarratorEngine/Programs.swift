@@ -1,11 +1,24 @@
 /// What a lesson plays, laid out on its timeline: the one way both builds (native, through
 /// NarratorKit, and WebAssembly) turn a chain or an activity with its taps into a schedule.
 extension Lesson {
-    /// Chain `chain`, `repeats` times, its pools drawn with `seed`, its clips from `decoder`.
+    /// Chain `chain`, `repeats` times, its pools drawn with `seed`, its clips from `decoder`;
+    /// the lesson's music bed under it, when it has one.
     public func schedule(chain: String, repeats: Int = 1, seed: UInt64, decoder: some AudioDecoder) throws(NarratorError) -> Schedule {
         var draws = PoolDraws(seed: seed)
         let bank = try ClipBank.prepare(lesson: self, chain: chain, decoder: decoder)
-        return try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
+        let schedule = try Scheduler.schedule(chain: chain, repeats: repeats, bank: bank, draws: &draws)
+        guard let bed = try chainBed(besides: bank, decoder: decoder) else { return schedule }
+        return try bed.under(schedule, file: path)
+    }
+
+    /// The lesson's music bed for a chain played on its own, if it has one: its clip from
+    /// `bank` (the chain's) when that holds it in memory, else decoded whole on its own (a
+    /// chain's long clips stream; a bed loops and seeks from memory). A decoder that streams
+    /// long files is asked again for the bed's clip; it must then decode it whole.
+    private func chainBed(besides bank: ClipBank, decoder: some AudioDecoder) throws(NarratorError) -> MusicBed? {
+        guard let (music, _) = try bed(for: nil) else { return nil }
+        if case .memory? = bank.clips[music.clip]?.audio.source { return try MusicBed.resolve(nil, bank: bank) }
+        return try MusicBed.resolve(nil, bank: try ClipBank.prepare(lesson: self, clipIDs: [music.clip], decoder: decoder.wholeFiles))
     }
 
     /// The clips every one of `chains` can play (and `more`), each file decoded once.
@@ -24,7 +37,7 @@ extension Lesson {
 public struct ActivityPlanner: Sendable {
     public let activity: Activity
     let bank: ClipBank
-    let bed: ActivityRunner.Bed?
+    let bed: MusicBed?
     let seed: UInt64
     /// Where the virtual clock stops (frames).
     public let until: Int
@@ -42,8 +55,9 @@ public struct ActivityPlanner: Sendable {
         let lastTap = taps.map({ $0.frame }).max()
         self.activity = activity
         self.until = until ?? (live ? Frames.capped(seconds: 86400, rate: rate) : (lastTap ?? 40 * rate) + 20 * rate)
-        bank = try lesson.bank(for: activity.chainIDs, also: activity.music.map { [$0.clip] } ?? [], decoder: decoder)
-        bed = try ActivityRunner.Bed.resolve(activity, bank: bank)
+        let music = try lesson.bed(for: activity)
+        bank = try lesson.bank(for: activity.chainIDs, also: music.map { [$0.music.clip] } ?? [], decoder: decoder)
+        bed = try MusicBed.resolve(activity, bank: bank)
         self.seed = seed
         self.state = state
     }

@@ -84,7 +84,7 @@ public struct Voice: Sendable {
     public var endFrame: Int { startFrame + (shape?.frames ?? audio.frames) }
 }
 
-/// An activity's music bed on the timeline: its clip (`Voice.audio`) played from its start,
+/// A music bed (`MusicBed`) on the timeline: its clip (`Voice.audio`) played from its start,
 /// looped sample-exactly (after the clip's frame `loop.upperBound − 1` comes `loop.lowerBound`),
 /// faded in over its first frames and out over its last. A class, so that a voice stays small.
 public final class VoiceShape: Sendable {

@@ -35,11 +35,12 @@ public enum TraceKind: String, Sendable, CaseIterable {
     /// The run stopped without ending (`reason`): the virtual clock's end, or a child who never
     /// answers.
     case stop
-    /// The activity's music bed starts (`clip`), at frame 0.
+    /// A music bed starts (`clip`), at frame 0: the activity's, or the lesson's under an
+    /// activity without one or under a chain played on its own (`MusicBed`).
     case musicStart
     /// The bed goes back to its loop's start (`clip`, `loop`: how many times it has looped).
     case musicLoop
-    /// The bed falls silent (`clip`, `reason`: `faded` after the activity's end, or `clip
+    /// The bed falls silent (`clip`, `reason`: `faded` after the activity's or chain's end, or `clip
     /// ended` for a bed that does not loop).
     case musicStop
 

@@ -362,6 +362,16 @@ public struct LibraryValidator: Sendable {
             return [Finding(.error, check, lesson: name, file: display(error.file), place: error.place, error.message)]
         }
 
+        // A music bed's loop against the clip as it plays, as simulate, render, play and the
+        // daemon check it.
+        for (music, place) in lesson.musicItemClips.contains(id) ? lesson.beds : [] where music.clip == id {
+            do {
+                _ = try MusicBed.loopFrames(of: music, clipFrames: prepared.audio.frames, rate: lesson.sampleRate, file: lesson.path, place: place)
+            } catch {
+                findings.append(Finding(.error, .lesson, lesson: name, file: display(error.file), place: error.place, error.message))
+            }
+        }
+
         // A transcript is checked against words the clip has (from timings or markers).
         if let transcript = spec.transcript, spec.timings != nil || spec.markers == .words {
             if let mismatch = Self.compare(words: prepared.words.map(\.text), transcript: transcript) {
@@ -490,9 +500,12 @@ public struct LibraryValidator: Sendable {
                 findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
             }
         }
+        // A music bed (the lesson's, an activity's) plays its clip.
+        for (music, _) in lesson.beds { referenced.insert(music.clip) }
+        do { _ = try lesson.bed(for: nil) } catch {
+            findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
+        }
         for activity in lesson.activities.keys.sorted() {
-            // An activity's music bed plays its clip.
-            if let music = lesson.activities[activity]?.music { referenced.insert(music.clip) }
             do { _ = try lesson.activity(activity) } catch {
                 findings.append(Finding(.error, .lesson, lesson: name, file: name, place: error.place, error.message))
             }

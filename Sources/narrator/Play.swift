@@ -15,7 +15,7 @@ struct Play: ParsableCommand {
             format, period and buffer, and the measured output delay), then each cue as it is \
             heard, with the cue sheet's fields plus "heard" (CLOCK_MONOTONIC nanoseconds when its frame is heard), \
             "t" (that, in seconds since playback started) and "delivered" (when it was handed over). Playback ends with exactly one terminal event: \
-            the last "chainEnd" (marked "final": true), "stopped" (Ctrl-C; exit status 130) or "error" (exit status 1). \
+            the last "chainEnd" (marked "final": true; a music bed's "musicStop" when it fades out after the end), "stopped" (Ctrl-C; exit status 130) or "error" (exit status 1). \
             docs/events.md describes every event. \
             Events go to --events FILE, or to stdout when it is not a terminal; on a terminal \
             the chain's words are shown, the one being heard highlighted, on one line that fits \
@@ -277,8 +277,9 @@ final class EventSink: @unchecked Sendable {
         if writeFailure != 0 { printError(Output.failure(path ?? "stdout", writeFailure).description) }
     }
 
-    /// Which cue ends playback: the schedule's last, or an activity's end — or, when its music
-    /// bed plays on past that end (fading out), the bed's `musicStop`. Fed every event in order.
+    /// Which cue ends playback: the schedule's last (a chain's last `chainEnd`, or the
+    /// `musicStop` of the lesson's bed fading out after it), or an activity's end — or, when its
+    /// music bed plays on past that end (fading out), the bed's `musicStop`. Fed every event in order.
     struct FinalCue {
         let lastCue: Cue?
         private var bedPlaying = false

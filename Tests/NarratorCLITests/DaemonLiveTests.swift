@@ -538,4 +538,30 @@ struct DaemonLiveTests {
         let closed = try #require(report["closed"] as? [String: Any])
         #expect(closed["state"] as? String == "closed" && closed["display"] as? String == "none" && closed["red"] is NSNull)
     }
+
+    /// The lesson's music bed under a chain the daemon plays (issue 30.1): the sink hears the
+    /// offline render of the chain over the bed (whose samples MusicBedTests checks against
+    /// the fixture's noise, tiled over the loop), whole and without a gap; the events are the
+    /// bed's start, the chain's cues with the bed's loops among them, `chainEnd`, the bed's
+    /// `musicStop` 0.25 s later, then `finished`.
+    @Test func aLessonsBedPlaysUnderAChainTheDaemonPlays() throws {
+        let fixture = MusicBedFixture(channels: 2, lessonMusic: MusicBedFixture.noiseBed)
+        defer { fixture.dir.remove() }
+        let rendered = try run(Repo.narrator, ["render", fixture.path, "--chain", "pause", "--output", fixture.dir.file("reference.wav")])
+        try #require(rendered.status == 0, "\(rendered.stderr)")
+        let reference = try WAVFile(path: fixture.dir.file("reference.wav")).int16Samples
+        try #require(reference.count == 2 * (240_000 + 12_000))
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let daemon = try Daemon(dir: fixture.dir, library: fixture.dir.path, server: server, arguments: ["--output", OutputKind.pulse.rawValue])
+        defer { daemon.stop() }
+        let result = try Clients.run(daemon, unix: true, [#"{"id": "b", "op": "play", "lesson": "bed.json", "chain": "pause"}"#])
+        #expect(result.status == 0, "\(result.stderr) \(daemon.stderr)")
+        let cues = result.events.filter(\.isCue).map { "\($0.type)@\($0.frame ?? -1)" }
+        #expect(cues == ["musicStart@0", "clipStart@48000", "clipEnd@72000", "musicLoop@120000", "musicLoop@216000", "chainEnd@240000", "musicStop@252000"])
+        #expect(result.events.last?.type == "finished")
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete && alignment.gaps.isEmpty, "\(alignment)")
+    }
 }

@@ -51,4 +51,36 @@ struct ActivityFormatTests {
         #expect(throws: NarratorError.self) { try lesson.activity("x") }
         do { _ = try lesson.activity("x") } catch { #expect(error.description == "/l/lesson.json: activities.x.steps[0].correct: unknown chain 'nope' (the lesson has: c, p, w)") }
     }
+
+    /// A lesson's top-level `"music"` parses with an activity's spec (frames at the lesson's
+    /// rate) and makes its clip a music clip (its loudness bus); `bed(for:)` gives an
+    /// activity's own bed first, else the lesson's, with its key; `beds` lists every bed by
+    /// key; an unknown clip is named at `music.clip` only when the bed is asked for.
+    @Test func aLessonsMusicIsABedForChainsAndActivitiesWithoutOne() throws {
+        let json = """
+            {"sampleRate": 48000, "music": {"clip": "b", "loop": {"start": 0.5, "end": 2}, "fadeIn": 0.25},
+             "clips": {"a": {"file": "a.wav"}, "b": {"file": "b.wav"}},
+             "chains": {"p": [{"clip": "a"}]},
+             "activities": {"own": {"intro": "p", "music": "a"}, "none": {"intro": "p"}}}
+            """
+        let lesson = try Lesson.parse(Data(json.utf8), path: "/l/lesson.json", directory: URL(fileURLWithPath: "/l"))
+        let music = try #require(lesson.music)
+        #expect(music == Activity.Music(clip: "b", loop: .region(start: 24_000, end: 96_000), fadeInFrames: 12_000, fadeOutFrames: 24_000))
+        #expect(lesson.loudnessBus(of: "b") == .music && lesson.loudnessBus(of: "a") == .music)
+        #expect(try lesson.bed(for: nil)?.place == "music" && lesson.bed(for: nil)?.music.clip == "b")
+        #expect(try lesson.bed(for: lesson.activity("none"))?.place == "music")
+        #expect(try lesson.bed(for: lesson.activity("own"))?.place == "activities.own.music" && lesson.bed(for: lesson.activity("own"))?.music.clip == "a")
+        #expect(lesson.beds.map(\.place) == ["music", "activities.own.music"])
+
+        let unknown = try Lesson.parse(
+            Data(json.replacingOccurrences(of: #""clip": "b""#, with: #""clip": "zz""#).utf8), path: "/l/lesson.json", directory: URL(fileURLWithPath: "/l"))
+        do {
+            _ = try unknown.bed(for: nil)
+            Issue.record("an unknown clip is an error")
+        } catch {
+            #expect(error.description == "/l/lesson.json: music.clip: unknown clip 'zz' (the lesson has: a, b)")
+        }
+        #expect(throws: NarratorError.self) { try unknown.activity("none") }
+        #expect(try unknown.activity("own").music?.clip == "a", "an activity with its own bed does not need the lesson's")
+    }
 }

@@ -31,9 +31,19 @@ struct MusicBedLiveTests {
             var runner = ActivityRunner(activity: activity, sampleRate: 48000) { chain throws(NarratorError) in
                 try Scheduler.schedule(chain: chain, bank: bank, draws: &draws)
             }
-            runner.bed = try ActivityRunner.Bed.resolve(activity, bank: bank)
+            runner.bed = try MusicBed.resolve(activity, bank: bank)
             return try runner.run(taps: taps, until: until).schedule
         }
+    }
+
+    /// The lesson's bed (the same noise bed as `a`'s) under chain `pause` played on its own,
+    /// as NarratorKit prepares it: 5 s, the voice at 1 s, then 0.25 s of fade-out.
+    static func chainPlan(_ bed: MusicBedFixture) throws -> Schedule {
+        let lesson = try Lesson.load(path: bed.path)
+        let bank = try ClipBank.prepare(lesson: lesson, chain: "pause", decoder: SndFileDecoder())
+        var draws = PoolDraws(seed: 1)
+        let chain = try Scheduler.schedule(chain: "pause", bank: bank, draws: &draws)
+        return try #require(try MusicBed.resolve(nil, bank: try ClipBank.prepare(lesson: lesson, clipIDs: ["noise"], decoder: SndFileDecoder(streamAboveSeconds: nil)))).under(chain, file: bed.path)
     }
 
     static let fade = TransportTests.fade
@@ -47,12 +57,32 @@ struct MusicBedLiveTests {
         defer { fixture.bed.dir.remove() }
         let schedule = try fixture.plan(until: 6 * 48000)
         try #require(schedule.frames == 6 * 48000 + 12_000)
-        let reference = try LiveFixture.render(schedule, in: fixture.bed.dir, name: "reference.wav")
+        try Self.playsTheRender(schedule, fixture.bed, bedAt: [1000, 90_000, 119_999, 120_000, 200_000, 216_000, 280_000])
+    }
+
+    /// The same for the lesson's bed under a chain played on its own (`pause`, 5 s): paused
+    /// on the first loop point, resumed, sought back from the second; the output is the
+    /// offline render sample for sample, and the render is the fixture's noise tiled over the
+    /// loop where the voice does not play.
+    @Test func theLessonsBedUnderAChainPlaysTheRender() throws {
+        let bed = MusicBedFixture(channels: 2, lessonMusic: MusicBedFixture.noiseBed)
+        defer { bed.dir.remove() }
+        let schedule = try Self.chainPlan(bed)
+        try #require(schedule.frames == 5 * 48000 + 12_000 && schedule.cues.first?.traceKind == .musicStart)
+        try Self.playsTheRender(schedule, bed, bedAt: [1000, 90_000, 119_999, 120_000, 200_000, 216_000, 239_999])
+    }
+
+    /// Plays `schedule` (the noise bed from frame 0, its voice at 1 s) on the virtual output:
+    /// paused at its first `musicLoop`, resumed a second later, sought back to frame 100 000
+    /// at its second; checks the output against the offline render, and the render against
+    /// the fixture's noise tiled over the loop at the frames `bedAt`.
+    static func playsTheRender(_ schedule: Schedule, _ bed: MusicBedFixture, bedAt: [Int]) throws {
+        let reference = try LiveFixture.render(schedule, in: bed.dir, name: "reference.wav")
         // The render is the bed, tiled, where nothing else plays (left channel; mono on both).
-        for frame in [1000, 90_000, 119_999, 120_000, 200_000, 216_000, 280_000] {
-            #expect(reference[frame * 2] == MusicBedFixture.looped(fixture.bed.noise, at: frame) && reference[frame * 2 + 1] == reference[frame * 2])
+        for frame in bedAt {
+            #expect(reference[frame * 2] == MusicBedFixture.looped(bed.noise, at: frame) && reference[frame * 2 + 1] == reference[frame * 2])
         }
-        try #require(fixture.bed.noise[0] != 0, "the output's first frame that is not silence is the timeline's first")
+        try #require(bed.noise[0] != 0, "the output's first frame that is not silence is the timeline's first")
         let loops = schedule.cues.filter { $0.traceKind == .musicLoop }
         try #require(loops.map(\.frame) == [120_000, 216_000])
 

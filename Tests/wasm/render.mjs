@@ -26,7 +26,7 @@ for (const job of manifest.jobs) {
     if (job.streamed) {
       const playback = narrator.open(job);
       const streamed = new Float32Array(Math.ceil(playback.frames / 128) * 128 * playback.channels);
-      for (let at = 0; at < streamed.length; at += 128 * playback.channels) streamed.set(playback.render(128), at);
+      for (let at = 0; at < streamed.length; at += 128 * playback.channels) streamed.set(playback.render(128).subarray(0, 128 * playback.channels), at);
       playback.close();
       fs.writeFileSync(job.streamed, new Uint8Array(streamed.buffer, 0, playback.frames * playback.channels * 4));
     }
