@@ -70,13 +70,20 @@ export class NarratorPack {
     return this.decoded.get(key);
   }
 
-  /** What the engine needs for a lesson: every document of the pack and the audio at its rate. */
+  /**
+   * What the engine needs for a lesson: the files and audio it uses (the manifest's `uses`;
+   * a pack without it: every document, and every audio file at the lesson's rate).
+   */
   async prepare(lessonPath) {
     const lesson = this.lesson(lessonPath);
-    const files = await Promise.all(this.manifest.files.map(async (file) => ({ path: file.path, bytes: await this.#bytes(file.url) })));
+    const uses = lesson.uses ? new Set(lesson.uses) : null;
+    const wanted = (entry) => (uses ? uses.has(entry.path) : true);
+    const files = await Promise.all(
+      this.manifest.files.filter(wanted).map(async (file) => ({ path: file.path, bytes: await this.#bytes(file.url) })),
+    );
     const audio = await Promise.all(
       this.manifest.audio
-        .filter((entry) => entry.sampleRate === lesson.sampleRate)
+        .filter((entry) => wanted(entry) && entry.sampleRate === lesson.sampleRate)
         .map(async (entry) => ({ path: entry.path, markers: entry.markers ?? [], ...(await this.#decode(entry)) })),
     );
     return { files, audio };

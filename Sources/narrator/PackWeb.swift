@@ -222,8 +222,9 @@ struct WebPack: Sendable {
         }
     }
 
-    /// narrator-web.json: every lesson (its rate, chains, activities and their intro states),
-    /// every file the engine asks for by the path it asks for it by, and every audio file.
+    /// narrator-web.json: every lesson (its rate, chains, activities and their intro states, the
+    /// paths of what it uses), every file the engine asks for by the path it asks for it by,
+    /// and every audio file.
     func manifest(lessons paths: [String]) throws(NarratorError) -> Data {
         var lessons: [[String: Any]] = []
         var files: [[String: Any]] = []
@@ -238,15 +239,15 @@ struct WebPack: Sendable {
         }
         for path in paths {
             let lesson = try lesson(path)
-            lessons.append([
-                "path": path, "sampleRate": lesson.sampleRate, "chains": lesson.chains.keys.sorted(),
-                "activities": lesson.activities.keys.sorted().map { ["id": $0, "states": lesson.activities[$0]!.intro.keys.sorted()] },
-            ])
+            // What this lesson's engine asks for (every locale's): the page fetches and decodes
+            // only these for it.
+            var uses: Set<String> = [path]
             if listed.insert(path).inserted { files.append(["path": path, "url": try url(path)]) }
             var variants = [lesson]
             for tag in lesson.locales.keys.sorted() { variants.append(try lesson.localized(to: tag)) }
             for variant in variants {
                 for spec in variant.clips.values.sorted(by: { $0.id < $1.id }) {
+                    uses.formUnion([spec.file, spec.timings, spec.spriteMap].compactMap { $0 })
                     for file in [spec.timings, spec.spriteMap].compactMap({ $0 }) where listed.insert(file).inserted {
                         files.append(["path": file, "url": try url(file)])
                     }
@@ -261,6 +262,11 @@ struct WebPack: Sendable {
                     audio.append(entry)
                 }
             }
+            lessons.append([
+                "path": path, "sampleRate": lesson.sampleRate, "chains": lesson.chains.keys.sorted(),
+                "activities": lesson.activities.keys.sorted().map { ["id": $0, "states": lesson.activities[$0]!.intro.keys.sorted()] },
+                "uses": uses.sorted(),
+            ])
         }
         let top: [String: Any] = ["format": "narrator-web", "version": 1, "lessons": lessons, "files": files, "audio": audio]
         guard let data = try? JSONSerialization.data(withJSONObject: top, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) else {

@@ -48,6 +48,18 @@ import Testing
             #expect(entry["chains"] as? [String] == original.chains.keys.sorted(), "\(name)")
             let activities = (entry["activities"] as? [[String: Any]] ?? []).map { "\($0["id"] as? String ?? ""): \($0["states"] as? [String] ?? ["?"])" }
             #expect(activities == original.activities.keys.sorted().map { "\($0): \(original.activities[$0]!.intro.keys.sorted())" }, "\(name)")
+            // What it uses: every clip's file (and timing file) of every locale, as the engine
+            // names them when it parses the packed lesson by its path in the pack.
+            let packedLesson = try Lesson.parse(
+                Data(contentsOf: URL(fileURLWithPath: site + "/Timings/lessons/" + name)), path: "Timings/lessons/" + name,
+                directory: URL(fileURLWithPath: site + "/Timings/lessons"))
+            let uses = Set(entry["uses"] as? [String] ?? [])
+            for variant in [packedLesson] + (try packedLesson.locales.keys.map { try packedLesson.localized(to: $0) }) {
+                for spec in variant.clips.values {
+                    let named = [spec.file, spec.timings].compactMap { $0 }.map { "Timings/lessons/" + String($0.dropFirst(site.count + "/Timings/lessons/".count)) }
+                    #expect(Set(named).isSubset(of: uses), "\(name): \(named) not in uses")
+                }
+            }
             // Its loudness is baked in: the packed lesson has no target left.
             let packed = try String(contentsOfFile: site + "/Timings/lessons/" + name, encoding: .utf8)
             #expect(!packed.contains("\"loudness\""), "\(name)")
