@@ -5,40 +5,14 @@
 // Usage: node scripts/bench-wasm.mjs PACK LESSON PROGRAM-JSON [ROUNDS]
 import fs from "node:fs";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const [folder, lessonName, programText, roundsText] = process.argv.slice(2);
-const { Narrator } = await import(pathToFileURL(path.join(folder, "narrator.js")).href);
+const { openPack } = await import(pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), "../Tests/wasm/node-pack.mjs")).href);
 const manifest = JSON.parse(fs.readFileSync(path.join(folder, "narrator-web.json"), "utf8"));
 const lesson = manifest.lessons.find((entry) => entry.path.endsWith("/" + lessonName));
 if (!lesson) throw new Error(`${lessonName}: not in the pack`);
-
-/** The samples of a 32-bit float WAV (format 3, or extensible with the float subformat). */
-function floatWAV(file) {
-  const bytes = fs.readFileSync(file);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let channels = 0;
-  for (let at = 12; at + 8 <= bytes.length; ) {
-    const id = bytes.toString("latin1", at, at + 4);
-    const size = view.getUint32(at + 4, true);
-    if (id === "fmt ") channels = view.getUint16(at + 10, true);
-    if (id === "data") {
-      const samples = new Float32Array(size / 4);
-      for (let i = 0; i < samples.length; i++) samples[i] = view.getFloat32(at + 8 + i * 4, true);
-      return { channels, samples };
-    }
-    at += 8 + size + (size & 1);
-  }
-  throw new Error(`${file}: no data chunk`);
-}
-
-const narrator = await Narrator.load(fs.readFileSync(path.join(folder, "narrator.wasm")));
-for (const file of manifest.files) narrator.addFile(file.path, fs.readFileSync(path.join(folder, decodeURIComponent(file.url))));
-for (const entry of manifest.audio.filter((audio) => audio.sampleRate === lesson.sampleRate)) {
-  const { channels, samples } = floatWAV(path.join(folder, decodeURIComponent(entry.url)));
-  narrator.addAudio(entry.path, channels, samples);
-  if (entry.markers && entry.markers.length) narrator.addMarkers(entry.path, entry.markers);
-}
+const { narrator } = await openPack(folder, lesson.path);
 const program = { lesson: lesson.path, seed: 7, ...JSON.parse(programText) };
 const rounds = Number(roundsText ?? 5);
 const times = [];

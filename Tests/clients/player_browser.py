@@ -155,14 +155,21 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(path):
-    """Serves `path`'s folder on a free port of 127.0.0.1 (the app's own origin); its URL."""
-    folder, name = os.path.split(os.path.abspath(path))
+def serve_folder(folder):
+    """Serves `folder` on a free port of 127.0.0.1 with a plain static server; the server and
+    its base URL (ending in /)."""
     handler = lambda *a, **k: Quiet(*a, directory=folder, **k)  # noqa: E731
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, "http://127.0.0.1:%d/%s" % (server.server_address[1], name)
+    return server, "http://127.0.0.1:%d/" % server.server_address[1]
+
+
+def serve(path):
+    """Serves `path`'s folder on a free port of 127.0.0.1 (the app's own origin); its URL."""
+    folder, name = os.path.split(os.path.abspath(path))
+    server, base = serve_folder(folder)
+    return server, base + name
 
 
 async def click_at(tools, x, y):

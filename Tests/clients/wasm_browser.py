@@ -19,12 +19,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from player_browser import Quiet  # noqa: E402
+from player_browser import serve_folder  # noqa: E402
 from read_along_browser import headless_chromium, new_tab  # noqa: E402
-
-import http.server  # noqa: E402,F401
-import socketserver  # noqa: E402
-import threading  # noqa: E402
 
 import websockets  # noqa: E402
 
@@ -44,15 +40,6 @@ async def evaluate(url, expression, devtools_url, timeout):
             details = result["exceptionDetails"]
             raise RuntimeError("the page threw: %s" % details.get("exception", {}).get("description", details.get("text")))
         return result["result"].get("value")
-
-
-def serve_folder(folder):
-    """Serves `folder` on a free port of 127.0.0.1; the server and its base URL."""
-    handler = lambda *a, **k: Quiet(*a, directory=folder, **k)  # noqa: E731
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, "http://127.0.0.1:%d/" % server.server_address[1]
 
 
 def main():

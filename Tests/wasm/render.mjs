@@ -8,6 +8,7 @@
 // Each job writes its samples (raw float32) and cue sheet, or its error line; with "streamed",
 // also the samples of the same program played 128 frames at a time (an AudioWorklet's quantum).
 import fs from "node:fs";
+import { renderJobs } from "./node-pack.mjs";
 
 const manifest = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const { Narrator, NarratorError } = await import(manifest.narrator);
@@ -18,20 +19,4 @@ for (const clip of manifest.audio) {
   narrator.addAudio(clip.path, clip.channels, new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
   if (clip.markers) narrator.addMarkers(clip.path, clip.markers);
 }
-for (const job of manifest.jobs) {
-  try {
-    const result = narrator.render(job);
-    fs.writeFileSync(job.samples, new Uint8Array(result.samples.buffer));
-    fs.writeFileSync(job.cues, result.cues);
-    if (job.streamed) {
-      const playback = narrator.open(job);
-      const streamed = new Float32Array(Math.ceil(playback.frames / 128) * 128 * playback.channels);
-      for (let at = 0; at < streamed.length; at += 128 * playback.channels) streamed.set(playback.render(128).subarray(0, 128 * playback.channels), at);
-      playback.close();
-      fs.writeFileSync(job.streamed, new Uint8Array(streamed.buffer, 0, playback.frames * playback.channels * 4));
-    }
-  } catch (error) {
-    if (!(error instanceof NarratorError)) throw error;
-    fs.writeFileSync(job.error, error.message);
-  }
-}
+renderJobs(narrator, NarratorError, manifest.jobs);

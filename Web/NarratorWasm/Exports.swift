@@ -142,6 +142,21 @@ func layOut(
     return (try planner.plan(taps: scripted), live ? planner : nil)
 }
 
+/// `layOut` of the arguments an export takes; nil with the error line as the result's text.
+func layOut(
+    _ lessonPath: UnsafePointer<UInt8>, _ lessonPathLength: Int32, _ kind: Int32, _ id: UnsafePointer<UInt8>, _ idLength: Int32,
+    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
+) -> (schedule: Schedule, planner: ActivityPlanner?)? {
+    do throws(NarratorError) {
+        return try layOut(
+            string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength),
+            state: string(state, stateLength), seed: seed)
+    } catch {
+        host.text = Array(error.description.utf8)
+        return nil
+    }
+}
+
 /// Renders what `layOut` gives, whole: the samples are the result's (`narrator_result_*`),
 /// the same floats `narrator render --format f32` writes. 0, or 1 with the error line.
 @_cdecl("narrator_render")
@@ -150,11 +165,7 @@ public func narratorRender(
     _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
 ) -> Int32 {
     host.samples = []
-    let schedule: Schedule
-    do throws(NarratorError) {
-        schedule = try layOut(string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength), state: string(state, stateLength), seed: seed).schedule
-    } catch {
-        host.text = Array(error.description.utf8)
+    guard let schedule = layOut(lessonPath, lessonPathLength, kind, id, idLength, taps, tapsLength, state, stateLength, seed)?.schedule else {
         return 1
     }
     let channels = schedule.channels
@@ -191,17 +202,10 @@ public func narratorPlayOpen(
     _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
 ) -> Int32 {
     narratorPlayClose()
-    let schedule: Schedule
-    do throws(NarratorError) {
-        let laidOut = try layOut(
-            string(lessonPath, lessonPathLength), kind: kind, id: string(id, idLength), taps: string(taps, tapsLength),
-            state: string(state, stateLength), seed: seed)
-        schedule = laidOut.schedule
-        host.planner = laidOut.planner
-    } catch {
-        host.text = Array(error.description.utf8)
+    guard let (schedule, planner) = layOut(lessonPath, lessonPathLength, kind, id, idLength, taps, tapsLength, state, stateLength, seed) else {
         return 1
     }
+    host.planner = planner
     host.schedule = schedule
     host.taps = []
     host.mixer = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames, gains: host.gains)
