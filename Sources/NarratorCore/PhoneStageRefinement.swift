@@ -68,6 +68,83 @@ extension BoundaryRefinement {
         public static let outward = 150
         /// What the sharpened edge of a run may grow on the unsmoothed blocks.
         public static let sharpen = 10
+        /// In a clean recording, the word-to-word boundaries and the floor's runs (at least
+        /// `deepPause` of unsmoothed blocks under the threshold, `deepCore` of them within
+        /// `deepRise` dB of the floor) are matched in order (`assignInOrder`): a boundary may
+        /// move this far onto its run; a boundary left alone (a join) costs `joinCost`, a
+        /// floor's run left alone (silence inside a word, rare where the floor is digital
+        /// silence) `runCost`, in ms of movement. A run inside a stop the stage heard is its
+        /// closure, never matched.
+        public static let assignReach = 350
+        public static let joinCost = 150.0
+        public static let runCost = 350.0
+        /// The weight of the tie-break between runs equally near a boundary (per ms).
+        public static let tieBreak = 0.01
+        /// A floor's run has at least this much of it within `deepRise` dB of the floor (the rest
+        /// under the threshold: a resampler's ringing, a tail fading out).
+        public static let deepCore = 10
+        /// In a clean recording an edge moves over the quiet stretch to the floor only when
+        /// that stretch holds a sound this many dB over the threshold (a stop's burst or
+        /// release), not only noise flickering about the threshold.
+        public static let tailRise = 10.0
+        /// ... and when its sound lasts at most this long (a burst or a release: a breath lasts
+        /// longer).
+        public static let releaseLength = 40
+        /// ... and, at a stop, over a quiet run this long (its closure) to a stretch of this much
+        /// sound (its burst or release).
+        public static let closure = 20...150
+        public static let burst = 10...120
+    }
+
+    /// Matches word-to-word boundaries with pauses in order, each at most once (a dynamic
+    /// programme, as an edit distance): boundary `k` may take pause `j` when `distance(k, j)` is
+    /// at most `reach`, at that cost; a boundary left alone costs `unmatched`, a pause left
+    /// alone `unmatchedPause(j)` (`unmatched` if nil). Returns
+    /// the pause each boundary takes (nil: none). The first stage can misplace a stretch of words
+    /// by a few hundred ms (espeak-ng and flite voices, docs/align.md); taken one boundary at a
+    /// time, the nearest pause is then a neighbour's, while in order each keeps its own.
+    public static func assignInOrder(
+        boundaries: Int, pauses: Int, reach: Double, unmatched: Double, unmatchedPause: ((Int) -> Double)? = nil,
+        distance: (Int, Int) -> Double
+    ) -> [Int?] {
+        // (A table of at most 4 M cells, 36 MB: a piece holds a few hundred words; more is left
+        // to the rules one boundary at a time.)
+        guard boundaries > 0, pauses > 0, (boundaries + 1) * (pauses + 1) <= 1 << 22 else { return [Int?](repeating: nil, count: boundaries) }
+        let unmatchedPause = (0..<pauses).map { unmatchedPause?($0) ?? unmatched }
+        let width = pauses + 1
+        var cost = [Double](repeating: 0, count: (boundaries + 1) * width)
+        // 0: boundary k left alone, 1: pause j left alone, 2: k takes j.
+        var step = [UInt8](repeating: 0, count: (boundaries + 1) * width)
+        for j in 1...pauses { cost[j] = cost[j - 1] + unmatchedPause[j - 1]; step[j] = 1 }
+        for k in 1...boundaries {
+            cost[k * width] = Double(k) * unmatched
+            step[k * width] = 0
+            for j in 1...pauses {
+                var best = cost[(k - 1) * width + j] + unmatched
+                var how: UInt8 = 0
+                let skipPause = cost[k * width + j - 1] + unmatchedPause[j - 1]
+                if skipPause < best { best = skipPause; how = 1 }
+                let d = distance(k - 1, j - 1)
+                if d <= reach {
+                    let take = cost[(k - 1) * width + j - 1] + d
+                    if take < best { best = take; how = 2 }
+                }
+                cost[k * width + j] = best
+                step[k * width + j] = how
+            }
+        }
+        var taken = [Int?](repeating: nil, count: boundaries)
+        var k = boundaries
+        var j = pauses
+        while k > 0 {
+            if j == 0 { k -= 1; continue }
+            switch step[k * width + j] {
+            case 2: taken[k - 1] = j - 1; k -= 1; j -= 1
+            case 1: j -= 1
+            default: k -= 1
+            }
+        }
+        return taken
     }
 
     /// Stop consonants in PocketSphinx's (CMUdict's) phone set: a word starting with one starts
@@ -143,7 +220,75 @@ extension BoundaryRefinement {
         let quietRuns = runs(quiet: true, minimum: PhoneRules.shortPause)
         let clean = speechLevel - floorLevel > PhoneRules.cleanRange
         var used = Set<Int>()
-        for index in 0..<(words.count - 1) {
+        // A run at least half inside a stop the stage heard inside a word is its closure (a
+        // noise gate shuts on closures too), not a pause. (A word's first or last stop takes in
+        // a pause beside it: the stage cannot tell the two apart.)
+        let stops = words.flatMap { $0.phones.dropFirst().dropLast().filter { stopPhones.contains($0.name) } }
+            .map { (start: $0.startFrame / block, end: $0.endFrame / block) }
+        func insideStop(_ run: Run) -> Bool {
+            stops.contains { 2 * (min($0.end, run.end) - max($0.start, run.start)) >= run.end - run.start }
+        }
+        // Sound `tailRise` dB over the threshold: a word's, not noise flickering about it.
+        let strongLevel = envelope.threshold * pow(10, PhoneRules.tailRise / 10)
+        func strong(_ index: Int) -> Bool { envelope.energy[index] >= strongLevel }
+        // A clean recording: its floor's runs are pauses, matched with the boundaries in order.
+        var deepRuns: [Run] = []
+        if clean {
+            // Runs of unsmoothed blocks under the threshold (their edges to the millisecond, as
+            // every pause's) at least `deepPause` long, with a core of `deepCore` at the floor.
+            let deep = max(envelope.floor * pow(10, PhoneRules.deepRise / 10), envelope.speech * 1e-7)
+            var index = 0
+            while index < count {
+                guard !envelope.rawSound(index) else {
+                    index += 1
+                    continue
+                }
+                var end = index
+                var core = 0
+                var longestCore = 0
+                while end < count, !envelope.rawSound(end) {
+                    core = envelope.energy[end] <= deep ? core + 1 : 0
+                    longestCore = max(longestCore, core)
+                    end += 1
+                }
+                if end - index >= PhoneRules.deepPause && longestCore >= PhoneRules.deepCore { deepRuns.append((index, end)) }
+                index = end
+            }
+            // Runs with a word's sound before and after them inside the stage's first start and
+            // last end (the silence before the first word or after the last, a pause before a
+            // breath, are the edges', below).
+            let first = max(0, Int(stageStarts[0])), last = min(count, Int(stageEnds[words.count - 1]))
+            let inner = deepRuns.filter { run in
+                run.start > first && run.end < last
+                    && (first..<run.start).contains(where: strong) && (run.end..<last).contains(where: strong)
+                    && !insideStop(run)
+            }
+            let taken = assignInOrder(
+                boundaries: words.count - 1, pauses: inner.count, reach: Double(PhoneRules.assignReach),
+                unmatched: PhoneRules.joinCost, unmatchedPause: { _ in PhoneRules.runCost }
+            ) { k, j in
+                let (a, b) = (min(ends[k], starts[k + 1]), max(ends[k], starts[k + 1]))
+                let run = inner[j]
+                let distance = max(0, Double(run.start) - b, a - Double(run.end))
+                // Between runs equally near (a long silence from the stage over two): after a
+                // word ending in a stop, the later (the earlier is its closure, before its
+                // release); otherwise the longer (the other most often a quiet onset).
+                let stopBefore = words[k].phones.last.map { stopPhones.contains($0.name) } ?? false
+                return distance + PhoneRules.tieBreak * (stopBefore ? b - Double(run.end) : -Double(run.end - run.start))
+            }
+            for (index, pause) in taken.enumerated() {
+                guard let pause else { continue }
+                ends[index] = Double(inner[pause].start)
+                starts[index + 1] = Double(inner[pause].end)
+                afterPause[index + 1] = true
+            }
+            // The smoothed runs over a taken pause are not taken again.
+            for (position, run) in quietRuns.enumerated()
+            where taken.contains(where: { $0.map { inner[$0].start < run.end && run.start < inner[$0].end } ?? false }) {
+                used.insert(position)
+            }
+        }
+        for index in 0..<(words.count - 1) where !afterPause[index + 1] {
             let a = ends[index]
             let b = starts[index + 1]
             let stageSilence = b - a >= Double(PhoneRules.stageSilence)
@@ -183,7 +328,9 @@ extension BoundaryRefinement {
 
         // Clip edges: the first and last speech-like sound.
         var segments: [Run] = []
-        for run in runs(quiet: false, minimum: 1) {
+        // Noise flickering about the threshold (a floor 10 dB under it) is no sound of its own:
+        // merged, its blips would carry an edge on past the word.
+        for run in runs(quiet: false, minimum: 1) where (run.start..<run.end).contains(where: { envelope.smoothed[$0] >= strongLevel }) {
             if let last = segments.last, run.start - last.end < PhoneRules.mergeGap {
                 segments[segments.count - 1].end = run.end
             } else {
@@ -197,18 +344,77 @@ extension BoundaryRefinement {
             // The smoothed level rises up to half a window before the sound: on to where the
             // unsmoothed level crosses.
             for _ in 0..<PhoneRules.sharpen where start < count && !envelope.rawSound(start) { start += 1 }
-            let moved = min(max(Double(start), first - Double(PhoneRules.outward)), first + Double(PhoneRules.inward), ends[0] - Double(PhoneRules.keep))
+            // In a clean recording, the sound the stage's start lies in is the word's however far
+            // it reaches back (a breath or a click would be parted from it by the floor).
+            let reach = clean && onset.start < Int(first) && Double(onset.end) > first ? Double(start) : first - Double(PhoneRules.outward)
+            let moved = min(max(Double(start), reach), first + Double(PhoneRules.inward), ends[0] - Double(PhoneRules.keep))
             starts[0] = max(0, moved)
+        }
+        // In a clean recording an edge goes on to where the floor begins, within `outward`, over
+        // a stretch that holds a sound `tailRise` dB over the threshold and at most
+        // `releaseLength` of sound (a soft onset or tail), not over noise flickering about the
+        // threshold or a breath. When the stage heard a stop at that edge of the word, it goes
+        // on over a quiet run of `closure` (the stop's closure, under the threshold) to a
+        // stretch of `burst` sound before the floor (its release or burst: a click is shorter,
+        // a breath longer).
+        func releasedEdge(from edge: Int, forward: Bool, stop: Bool) -> Int {
+            // Positions counted outward from the edge: block `at(p)` is `p` blocks out.
+            func at(_ position: Int) -> Int { forward ? position : count - 1 - position }
+            let floorRuns = forward ? deepRuns : deepRuns.reversed().map { (start: count - $0.end, end: count - $0.start) }
+            let origin = forward ? edge : count - edge
+            // The sound up to the next floor's run beginning after `from`, if it qualifies.
+            func stretch(from: Int, sound allowed: ClosedRange<Int>) -> Int? {
+                guard let run = floorRuns.first(where: { $0.end > from }), run.start > from, run.start - origin <= PhoneRules.outward else { return nil }
+                let blocks = from..<run.start
+                guard allowed.contains(blocks.filter { envelope.rawSound(at($0)) }.count), blocks.contains(where: { strong(at($0)) }) else { return nil }
+                return blocks.last(where: { envelope.rawSound(at($0)) }).map { $0 + 1 }
+            }
+            var reached = stretch(from: origin, sound: 0...PhoneRules.releaseLength) ?? origin
+            if stop {
+                var quiet = reached
+                while quiet < count, !envelope.rawSound(at(quiet)) { quiet += 1 }
+                if PhoneRules.closure.contains(quiet - reached), let released = stretch(from: quiet, sound: PhoneRules.burst) { reached = released }
+            }
+            return forward ? reached : count - reached
+        }
+        if clean {
+            let stop = words[0].phones.first.map { stopPhones.contains($0.name) } ?? false
+            starts[0] = Double(releasedEdge(from: Int(starts[0].rounded(.up)), forward: false, stop: stop))
         }
         let last = stageEnds[words.count - 1]
         if let offset = speech.last(where: { Double($0.start) < last + Double(PhoneRules.mergeGap) }) {
             // Mirrored: back to where the unsmoothed level falls under the threshold.
             var end = offset.end
             for _ in 0..<PhoneRules.sharpen where end > 0 && !envelope.rawSound(end - 1) { end -= 1 }
+            let reach = clean && Double(offset.start) < last && offset.end > Int(last) ? Double(end) : last + Double(PhoneRules.outward)
             let moved = max(
-                min(Double(end), last + Double(PhoneRules.outward)), last - Double(PhoneRules.inward),
+                min(Double(end), reach), last - Double(PhoneRules.inward),
                 starts[words.count - 1] + Double(PhoneRules.keep))
             ends[words.count - 1] = moved
+        }
+        // In a clean recording a speech-like sound (`speech`: long and loud, not a breath or a
+        // click) within a closure's length of the word is still the word's: a stop inside it
+        // ("tur|tle", which synthetic voices can render as digital silence) parts them.
+        if clean {
+            var start = Int(starts[0])
+            for segment in speech.reversed() where segment.end <= start {
+                guard start - segment.end <= PhoneRules.closure.upperBound else { break }
+                start = segment.start
+                while start < count && !envelope.rawSound(start) { start += 1 }
+            }
+            starts[0] = min(starts[0], Double(start))
+            var end = Int(ends[words.count - 1])
+            for segment in speech where segment.start >= end {
+                guard segment.start - end <= PhoneRules.closure.upperBound else { break }
+                end = segment.end
+                while end > 0 && !envelope.rawSound(end - 1) { end -= 1 }
+            }
+            ends[words.count - 1] = max(ends[words.count - 1], Double(end))
+        }
+        // Mirrored: the last word's end, over a final stop's closure to its release.
+        if clean {
+            let stop = words[words.count - 1].phones.last.map { stopPhones.contains($0.name) } ?? false
+            ends[words.count - 1] = Double(releasedEdge(from: Int(ends[words.count - 1]), forward: true, stop: stop))
         }
 
         var refined: [Word] = []

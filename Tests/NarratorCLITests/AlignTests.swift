@@ -477,9 +477,10 @@ struct AlignEnginesTests {
         return SpokenWords.Fixture(path: path, truth: truth, frames: samples.count)
     }
 
-    /// p50, p95 and max of the refined error must stay within the bound; the first stage's
-    /// own error is printed beside it.
-    @Test(arguments: [("espeak-ng", 5.0, 110.0), ("flite", 5.0, 60.0)])
+    /// p50 and p95 of the refined error must stay within the bound (the goal for clean
+    /// synthetic speech, p95 ≤ 5 ms; measured 0.9 ms for both, the stage alone 122 and 84 ms);
+    /// the first stage's own error is printed beside it.
+    @Test(arguments: [("espeak-ng", 2.0, 5.0), ("flite", 2.0, 5.0)])
     func exactBoundariesOfAnEngine(engine: String, p50Bound: Double, p95Bound: Double) throws {
         let dir = TempDir()
         defer { dir.remove() }

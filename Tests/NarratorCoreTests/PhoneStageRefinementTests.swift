@@ -93,6 +93,111 @@ struct PhoneStageRefinementTests {
     /// The program's output read strictly: good output gives frames = round(seconds × rate) in
     /// the whole recording; a time out of its piece, out of order, not finite, the wrong number
     /// of words, or an unknown key is an error naming the file.
+    /// Synthetic speech laid word by word with digital silence between (a clean recording): the
+    /// stage misplaced a stretch of three boundaries by 180–260 ms (as PocketSphinx does on
+    /// some espeak-ng and flite words), each nearer a neighbour's gap than its own. In order,
+    /// every boundary takes its own gap: each word's edges within 1 ms of its sound.
+    @Test func inACleanRecordingEachBoundaryTakesItsOwnGapInOrder() {
+        // Words (ms): sound in each span, exact zeros elsewhere.
+        let spans = [(200, 420), (470, 600), (660, 900), (940, 1080), (1150, 1400)]
+        var generator = SeededGenerator(seed: 5)
+        var samples = [Float](repeating: 0, count: 1600 * Self.ms)
+        for (start, end) in spans {
+            for frame in (start * Self.ms)..<(end * Self.ms) { samples[frame] = 0.3 * Float.random(in: -1...1, using: &generator) }
+        }
+        // The stage: boundary 1 a join 40 ms before its gap, boundaries 2 and 3 joins 220 and
+        // 210 ms early. Taken one at a time, boundary 2's nearest gap (600–660, 20 ms away) is
+        // boundary 1's and boundary 3's (900–940, 30 ms) is boundary 2's.
+        var stage = Self.stage([(200, 420), (470, 560), (560, 680), (680, 870), (870, 1400)])
+        for index in stage.indices { stage[index].phones[0].name = "AA" }
+        let refined = Self.refine(stage, samples)
+        for (found, truth) in zip(refined, spans) {
+            #expect(abs(found.0 - truth.0) <= 1 && abs(found.1 - truth.1) <= 1, "found \(refined), truth \(spans)")
+        }
+    }
+
+    /// A noise-gated recording (clean) with a 70 ms closure gated to the floor inside a word
+    /// whose stop the stage heard there, and a join 100 ms from it: the join stays (+5 ms), the
+    /// closure is left alone. Without the stop phone the closure would be taken as the pause.
+    @Test func aGatedClosureInsideAStopIsNoPause() {
+        var generator = SeededGenerator(seed: 13)
+        var samples = [Float](repeating: 0, count: 1300 * Self.ms)
+        for (start, end) in [(300, 600), (670, 1000)] {
+            for frame in (start * Self.ms)..<(end * Self.ms) { samples[frame] = 0.3 * Float.random(in: -1...1, using: &generator) }
+        }
+        var words = Self.stage([(300, 770), (770, 1000)])
+        words[0].phones = [
+            .init(name: "AH", startFrame: 300 * Self.ms, endFrame: 590 * Self.ms, score: -100),
+            .init(name: "T", startFrame: 590 * Self.ms, endFrame: 680 * Self.ms, score: -100),
+            .init(name: "AH", startFrame: 680 * Self.ms, endFrame: 770 * Self.ms, score: -100),
+        ]
+        let refined = Self.refine(words, samples)
+        #expect(refined[0].1 == 775 && refined[1].0 == 775, "\(refined)")
+        words[0].phones[1].name = "AA"
+        let vowel = Self.refine(words, samples)
+        #expect(abs(vowel[0].1 - 600) <= 1 && abs(vowel[1].0 - 670) <= 1, "\(vowel)")
+    }
+
+    /// A word ending in a stop, in a clean recording: its vowel, a 70 ms closure (quiet, not
+    /// silent) and a 15 ms release burst, then digital silence. The stage ends the word at the
+    /// closure; the word ends with its release. Noise flickering just over the threshold after a
+    /// word in a room (not clean) does not carry the word's end on.
+    @Test func aFinalReleaseIsTheWordsButAFlickerIsNot() {
+        var generator = SeededGenerator(seed: 9)
+        var samples = [Float](repeating: 0, count: 1200 * Self.ms)
+        for frame in (300 * Self.ms)..<(700 * Self.ms) { samples[frame] = 0.3 * Float.random(in: -1...1, using: &generator) }
+        for frame in (700 * Self.ms)..<(770 * Self.ms) { samples[frame] = 0.0005 * Float.random(in: -1...1, using: &generator) }
+        for frame in (770 * Self.ms)..<(785 * Self.ms) { samples[frame] = 0.1 * Float.random(in: -1...1, using: &generator) }
+        let released = Self.refine(Self.stage([(300, 700)]), samples)
+        #expect(abs(released[0].0 - 300) <= 1 && abs(released[0].1 - 785) <= 1, "\(released)")
+
+        // A room's floor (−60 dBFS), the word, then three 8 ms blips 3 dB over the floor's
+        // threshold 20–80 ms after it: the word ends at its sound.
+        var room = Self.signal([(300, 700, 1)], milliseconds: 1200, floor: 0.002)
+        for blip in [720, 750, 780] {
+            for frame in (blip * Self.ms)..<((blip + 8) * Self.ms) { room[frame] += 0.009 * Float.random(in: -1...1, using: &generator) }
+        }
+        let flicker = Self.refine(Self.stage([(300, 700)]), room)
+        #expect(abs(flicker[0].1 - 700) <= 3, "\(flicker)")
+    }
+
+    /// The in-order matching against every matching tried (small cases, random distances): the
+    /// least cost, and the matching it returns costs that.
+    @Test func assigningInOrderFindsTheLeastCost() {
+        var generator = SeededGenerator(seed: 3)
+        for _ in 0..<300 {
+            let boundaries = Int.random(in: 1...4, using: &generator)
+            let pauses = Int.random(in: 1...4, using: &generator)
+            let table = (0..<boundaries).map { _ in (0..<pauses).map { _ in Double(Int.random(in: 0...400, using: &generator)) } }
+            let reach = 300.0, unmatched = 150.0
+            let unmatchedPause = (0..<pauses).map { _ in [0.0, 150.0, 350.0][Int.random(in: 0...2, using: &generator)] }
+            func cost(_ taken: [Int?]) -> Double {
+                let matched = taken.compactMap { $0 }
+                var moved = 0.0
+                for (k, j) in taken.enumerated() { if let j { moved += table[k][j] } }
+                return moved + Double(boundaries - matched.count) * unmatched + (0..<pauses).filter { !matched.contains($0) }.reduce(0.0) { $0 + unmatchedPause[$1] }
+            }
+            // Every order-keeping matching, by brute force.
+            var best = Double.infinity
+            func search(_ k: Int, _ next: Int, _ taken: [Int?]) {
+                if k == boundaries {
+                    best = min(best, cost(taken))
+                    return
+                }
+                search(k + 1, next, taken + [nil])
+                for j in next..<pauses where table[k][j] <= reach { search(k + 1, j + 1, taken + [j]) }
+            }
+            search(0, 0, [])
+            let found = BoundaryRefinement.assignInOrder(
+                boundaries: boundaries, pauses: pauses, reach: reach, unmatched: unmatched, unmatchedPause: { unmatchedPause[$0] }
+            ) { table[$0][$1] }
+            let used = found.compactMap { $0 }
+            #expect(used == used.sorted() && Set(used).count == used.count)
+            #expect(found.enumerated().allSatisfy { k, j in j.map { table[k][$0] <= reach } ?? true })
+            #expect(abs(cost(found) - best) < 1e-9, "\(table): \(found) costs \(cost(found)), least \(best)")
+        }
+    }
+
     @Test func thePocketSphinxOutputIsReadStrictly() throws {
         let pieces = [PocketSphinxStage.Piece(start: 16000, end: 48000, words: ["Hello,", "world."])]
         func read(_ text: String) throws(NarratorError) -> [PocketSphinxStage.Result] {
