@@ -45,16 +45,20 @@ LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTes
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber
 
-.PHONY: deps build release wasm demo test test-pipewire test-slurm bench fuzz fixtures clean
-
-## deps: install the system packages (apt-get update first; skipped when all are present)
-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+# $(call apt_install,PACKAGES): installs those of PACKAGES that are not installed yet (apt-get
+# update first; nothing when all are present).
+apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+.PHONY: deps build release wasm demo test test-pipewire test-slurm bench fuzz fixtures clean
+
+## deps: install the system packages (apt-get update first; skipped when all are present)
+deps:
+	@$(call apt_install,$(APT_PACKAGES))
 	@python3 -c "import $(PIP_IMPORTS)" 2>/dev/null || env -u PKG_CONFIG_PATH python3 -m pip install -q $(PIP_PACKAGES) || \
 		env -u PKG_CONFIG_PATH python3 -m pip install -q --break-system-packages $(PIP_PACKAGES)
 	@command -v swift >/dev/null || { echo "swift not found: install the Swift 6 toolchain (swift.org) and put it on PATH"; exit 1; }
@@ -119,12 +123,7 @@ test: deps
 ## PipeWire graph, so they are off here). Installs its packages first.
 PIPEWIRE_TESTS := LivePlaybackTests|PulseOutputTests|PulseHarnessTests|UnavailableDeviceTests
 test-pipewire: deps
-	@missing=$$(for p in $(PIPEWIRE_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@$(call apt_install,$(PIPEWIRE_APT_PACKAGES))
 	swift build --build-tests $(SWIFT_BUILD_FLAGS)
 	NARRATOR_TEST_SOUND_SERVER=pipewire NARRATOR_IDLE_CPUS=1 timeout --kill-after=30 $(LIVE_TRY_SECONDS) \
 		swift test --skip-build --no-parallel $(SWIFT_BUILD_FLAGS) --filter '$(PIPEWIRE_TESTS)'
@@ -135,17 +134,15 @@ test-pipewire: deps
 ## root; installs slurm-wlm and munge first. CI runs it after `make test`; about 30 s.
 SLURM_APT_PACKAGES := slurm-wlm munge
 test-slurm: deps
-	@missing=$$(for p in $(SLURM_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-		echo "installing:" $$missing; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@$(call apt_install,$(SLURM_APT_PACKAGES))
 	swift build $(SWIFT_BUILD_FLAGS)
 	timeout --kill-after=10 180 $(SUDO) env NARRATOR=$$(swift build $(SWIFT_BUILD_FLAGS) --show-bin-path)/narrator bash scripts/test-slurm.sh
 
 ## bench: render benchmark against sox, live playback, daemon, speed, controls, start-up, batch (both cores) and word alignment (scripts/bench-align.sh) figures (prints figures; not a test)
+## festival (and its kal voice): a third engine for scripts/bench-align.sh's other-* sets.
+BENCH_APT_PACKAGES := festival festvox-kallpc16k
 bench: deps
+	@$(call apt_install,$(BENCH_APT_PACKAGES))
 	bash scripts/bench-render.sh
 	bash scripts/bench-live.sh
 	bash scripts/bench-daemon.sh

@@ -5,7 +5,10 @@
 #   - real read speech with hand-placed word boundaries, read at bench time from public
 #     repositories (never committed: see scripts/align-eval/corpus.py and docs/align-research.md),
 #   - synthetic voices (espeak-ng, four flite voices) with exact boundaries, clean and with a
-#     piano-like bed 20 dB under the voice.
+#     piano-like bed 20 dB under the voice,
+#   - other synthetic voices (espeak-ng en-gb slow and en-us+f3 fast, flite kal and rms,
+#     festival), other texts, at 22.05 and 44.1 kHz: clean, dithered, and through MP3
+#     (scripts/align-eval/heldout.py).
 #
 # usage: scripts/bench-align.sh [WORKDIR]
 #   ALIGN_MIRRORS  where the bare git dirs of the corpus repositories are (OWNER+NAME/repo);
@@ -44,8 +47,12 @@ fi
 
 python3 "$here/align-eval/corpus.py" "$work/real" --mirrors "${ALIGN_MIRRORS:-/work/.mirror}"
 python3 "$here/align-eval/synth.py" "$work/synth"
+# Material the refinement was not tuned on: other voices, rates and texts, dithered and MP3 files.
+python3 "$here/align-eval/heldout.py" "$work/other"
+command -v text2wave >/dev/null || echo "bench-align: festival is not installed (make bench installs it); its voice is left out of other-*" >&2
 
-sets=("synth-clean=$work/synth/clean" "synth-bed20=$work/synth/bed20")
+sets=("synth-clean=$work/synth/clean" "synth-bed20=$work/synth/bed20"
+      "other-clean=$work/other/clean" "other-dither=$work/other/dither" "other-mp3=$work/other/mp3")
 ls "$work/real"/*.json >/dev/null 2>&1 && sets=("real=$work/real" "${sets[@]}")
 
 for ((r = 1; r <= runs; r++)); do
