@@ -387,6 +387,44 @@ import Testing
         #expect(events.last?["type"] as? String == "stopped")
     }
 
+    /// The example of docs/component.md's "Standalone, from a web pack", taken from the page and
+    /// written into a pack of the sample library: its button plays the chain, and its caption
+    /// shows each word `narrator cues` lists, in order, then "The end".
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func theDocsPackExampleCaptionsItsChain() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, _) = try Self.pack(dir)
+        let page = try String(contentsOfFile: Repo.path("docs/component.md"), encoding: .utf8)
+        let marker = try #require(page.range(of: "<!-- runnable: player-pack -->"))
+        let fence = try #require(page.range(of: "```html\n", range: marker.upperBound..<page.endIndex))
+        let end = try #require(page.range(of: "\n```", range: fence.upperBound..<page.endIndex))
+        try String(page[fence.upperBound..<end.lowerBound]).write(toFile: folder + "/my-app.html", atomically: true, encoding: .utf8)
+        let native = try run(Repo.narrator, ["cues", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7"])
+        try #require(native.status == 0, "\(native.stderr)")
+        let words = try Self.sheetLines(native.stdout).lines.compactMap { line -> String? in
+            guard let cue = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], cue["type"] as? String == "word" else { return nil }
+            return cue["text"] as? String
+        }
+        let script = """
+            (async () => {
+              const caption = document.getElementById("caption");
+              const player = document.querySelector("narrator-player");
+              const shown = [];
+              new MutationObserver(() => shown.push(caption.textContent)).observe(caption, { childList: true, characterData: true, subtree: true });
+              const deadline = performance.now() + 60000;
+              while (player.state !== "ready") { if (performance.now() > deadline) throw new Error("never ready: " + player.state); await new Promise((r) => setTimeout(r, 20)); }
+              document.getElementById("go").click();
+              while (caption.textContent !== "The end") { if (performance.now() > deadline) throw new Error("no end: " + shown); await new Promise((r) => setTimeout(r, 20)); }
+              await new Promise((r) => setTimeout(r, 50));
+              return shown;
+            })()
+            """
+        let shown = try #require(
+            try Self.browse(folder, "my-app.html", script, ready: "customElements.get('narrator-player') !== undefined") as? [String])
+        #expect(shown == words + ["The end"], "\(shown)")
+    }
+
     /// What the pack cannot play is the element's error line, never an exception or a hang: a
     /// lesson not in the pack, a chain not in the lesson (the engine's line, as `narrator`
     /// prints it), a folder with no pack; a speed on a narrator.wasm without it is the
