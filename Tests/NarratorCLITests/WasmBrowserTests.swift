@@ -20,7 +20,7 @@ import Testing
         let pack = try run(Repo.narrator, ["pack", Repo.path("Timings/lessons"), "--to", folder, "--web", "--no-progress"])
         try #require(pack.status == 0, "pack --web: \(pack.stderr)")
         try FileManager.default.createDirectory(atPath: folder + "/pages", withIntermediateDirectories: true)
-        for page in ["offline.html", "live.html", "component.html"] {
+        for page in ["offline.html", "live.html", "component.html", "meter.js"] {
             try FileManager.default.copyItem(atPath: Repo.path("Tests/wasm/pages/" + page), toPath: folder + "/pages/" + page)
         }
         let manifest = try #require(
@@ -39,6 +39,17 @@ import Testing
         let result = try runTool("python3", [driver, folder, page, expression, "--ready", ready, "--timeout", "120"])
         try #require(result.status == 0, "\(page) \(expression): \(result.stderr)")
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8))
+    }
+
+    /// A fresh pack in `dir`, and what `function` of the test page `page` returned, called with
+    /// the pack's path of the lesson file `lesson` and `arguments`; and that path.
+    static func scenario(_ dir: TempDir, _ page: String, _ function: String, lesson file: String, _ arguments: String...) throws -> (
+        seen: [String: Any], lesson: String
+    ) {
+        let (folder, manifest) = try pack(dir)
+        let lesson = try lessonPath(manifest, file)
+        let call = function + "(" + ([lesson] + arguments).map { "'\($0)'" }.joined(separator: ", ") + ")"
+        return (try #require(try browse(folder, "pages/" + page, call) as? [String: Any]), lesson)
     }
 
     /// A chain, a scripted activity and the hat shop (its music bed looping under the taps),
@@ -84,9 +95,7 @@ import Testing
     func liveCuesComeInOrderAndNeverEarly() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "sample.json")
-        let seen = try #require(try Self.browse(folder, "pages/live.html", "chain('\(lesson)', 'correct')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "live.html", "chain", lesson: "sample.json", "correct")
         let sheet = try #require(seen["sheet"] as? [[String: Any]])
         let events = try #require(seen["events"] as? [[String: Any]])
         #expect(sheet.count >= 10)
@@ -105,9 +114,7 @@ import Testing
     func tapsDuringTheWaitPlayTheirFeedback() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "homer-sight-words.json")
-        let seen = try #require(try Self.browse(folder, "pages/live.html", "activity('\(lesson)', 'sight-words', 'prompt-1', 'the', 'see')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "live.html", "activity", lesson: "homer-sight-words.json", "sight-words", "prompt-1", "the", "see")
         let events = try #require(seen["events"] as? [[String: Any]])
         let order = events.compactMap { event -> String? in
             let type = event["type"] as? String ?? ""
@@ -127,9 +134,7 @@ import Testing
     func pauseSeekAndVolumeBehaveAsDocumented() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "sample.json")
-        let seen = try #require(try Self.browse(folder, "pages/live.html", "controls('\(lesson)', 'correct')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "live.html", "controls", lesson: "sample.json", "correct")
         #expect(seen["duringPause"] as? Int == 0, "cues while paused")
         #expect((seen["silentWhilePaused"] as? Double ?? 1) == 0, "sound while paused")
         #expect((seen["pausedAt"] as? Int ?? 0) > 0)
@@ -146,9 +151,7 @@ import Testing
     func aWordSaidOnItsOwnGoesBackWherePlaybackWas() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "sample.json")
-        let seen = try #require(try Self.browse(folder, "pages/live.html", "sayWord('\(lesson)', 'correct')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "live.html", "sayWord", lesson: "sample.json", "correct")
         let target = try #require(seen["target"] as? [String: Any])
         let said = try #require(seen["saidEvents"] as? [[String: Any]])
         let words = said.filter { $0["type"] as? String == "word" }
@@ -318,10 +321,7 @@ import Testing
     func aTapOnTheComponentsTilePlaysItsFeedback() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "homer-sight-words.json")
-        let seen = try #require(
-            try Self.browse(folder, "pages/component.html", "activity('\(lesson)', 'sight-words', 'prompt-1', 'the', 'see')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "component.html", "activity", lesson: "homer-sight-words.json", "sight-words", "prompt-1", "the", "see")
         #expect(seen["state"] as? String == "closed")
         #expect((seen["wrongTile"] as? [String])?.contains("wrong") == true, "\(seen["wrongTile"] ?? "")")
         #expect((seen["answerTile"] as? [String])?.contains("correct") == true, "\(seen["answerTile"] ?? "")")
@@ -364,9 +364,7 @@ import Testing
     func theComponentsPauseSeekAndVolumeOnThePack() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "sample.json")
-        let seen = try #require(try Self.browse(folder, "pages/component.html", "controls('\(lesson)', 'correct')") as? [String: Any])
+        let (seen, _) = try Self.scenario(dir, "component.html", "controls", lesson: "sample.json", "correct")
         #expect(seen["duringPause"] as? [String] == [], "events while paused")
         #expect(seen["silentWhilePaused"] as? Double == 0, "sound while paused")
         #expect(seen["litWhilePaused"] as? Bool == false)
@@ -433,9 +431,7 @@ import Testing
     func whatThePackCannotPlayIsTheComponentsErrorLine() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (folder, manifest) = try Self.pack(dir)
-        let lesson = try Self.lessonPath(manifest, "sample.json")
-        let seen = try #require(try Self.browse(folder, "pages/component.html", "problems('\(lesson)', 'correct')") as? [String: Any])
+        let (seen, lesson) = try Self.scenario(dir, "component.html", "problems", lesson: "sample.json", "correct")
         let missing = try #require(seen["missing"] as? [String: Any])
         #expect(missing["state"] as? String == "error")
         #expect(missing["status"] as? String == "request: lesson: no lesson 'Timings/lessons/not-packed.json' in the pack")
