@@ -423,6 +423,45 @@ import Testing
         #expect(shown == words + ["The end"], "\(shown)")
     }
 
+    /// narrator-local.js alone, given requests made to break it (not JSON, no id, an unknown op,
+    /// a lesson outside the pack, both a chain and an activity, a bad seed, gain, bus, frame,
+    /// word, a tap on a chain, a control of no playback, an id still active, a stop twice): each
+    /// is answered by exactly one terminal line, in the daemon's words where it has them, and
+    /// the playback still plays until stopped.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func theLocalTransportAnswersEveryRequestOnce() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (seen, _) = try Self.scenario(dir, "component.html", "protocol", lesson: "sample.json", "correct")
+        let lines = try #require(seen["lines"] as? [String])
+        let events = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let terminal = events.filter { ["finished", "stopped", "error"].contains($0["type"] as? String ?? "") }
+        #expect(terminal.count == seen["asked"] as? Int, "one terminal line a request: \(terminal)")
+        var byID: [String: [String]] = [:]
+        for event in terminal {
+            byID["\(event["id"] ?? "null")", default: []].append((event["message"] as? String) ?? (event["type"] as? String ?? ""))
+        }
+        #expect(terminal.filter { $0["id"] is NSNull }.count == 3, "not JSON, not an object, no id: \(byID)")
+        #expect(byID["u"] == ["request: op: unknown op 'dance' (expected one of: play, cues, library, tap, replay, close, stop, subscribe, pause, resume, seek, say, speed, volume)"])
+        #expect(byID["l1"] == ["request: lesson: no lesson '../../etc/passwd' in the pack"])
+        #expect(byID["l2"] == ["request: activity: give a chain or an activity, not both"])
+        #expect(byID["v1"] == ["request: gain: expected a gain from 0 to 4 (a factor: 1 leaves the level alone)"])
+        #expect(byID["c1"] == ["request nothing is not playing on this connection"])
+        #expect(byID["t1"] == ["request 7 plays a chain: only an activity answered live takes taps"])
+        #expect(byID["k1"] == ["request: word: no word 0 of clip 'no-such-clip' in what plays"])
+        #expect(byID["x1"] == ["finished"])
+        #expect(byID["x2"] == ["request 7 is not playing on this connection"])
+        #expect(byID["7"]?.sorted() == ["request 7 is still active on this connection: give each request its own id", "stopped"], "\(byID["7"] ?? [])")
+        for id in ["l3", "l4", "l5", "v2", "v3", "s1", "k2", "w1", "w2", "r1"] { #expect(byID[id]?.count == 1, "\(id): \(byID[id] ?? [])") }
+        // Every line: `id` first, keys then in byte order.
+        let key = try NSRegularExpression(pattern: #"(?<=[{,])"([A-Za-z]+)":"#)
+        for line in lines {
+            let keys = key.matches(in: line, range: NSRange(line.startIndex..., in: line)).map { String(line[Range($0.range(at: 1), in: line)!]) }
+            #expect(keys.first == "id" && Array(keys.dropFirst()) == keys.dropFirst().sorted(), "\(line)")
+        }
+        #expect(seen["thrown"] as? String == "LocalSocket: not open")
+    }
+
     /// What the pack cannot play is the element's error line, never an exception or a hang: a
     /// lesson not in the pack, a chain not in the lesson (the engine's line, as `narrator`
     /// prints it), a folder with no pack; a speed on a narrator.wasm without it is the
