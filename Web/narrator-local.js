@@ -178,7 +178,7 @@ export class LocalSocket {
         const word = player.cues.find((cue) => cue.type === "word" && cue.clip === request.clip && cue.index === request.word);
         if (!word) throw new Refusal(`request: word: no word ${request.word} of clip '${request.clip}' in what plays`);
         const from = this.#position(playback);
-        playback.saying = true;
+        playback.saying = word;
         await player.say(request.clip, request.word, { then });
         playback.paused = false;
         this.#event(playback, "seeked", word.frame, this.#now(), { from });
@@ -398,8 +398,10 @@ export class LocalSocket {
   #said(player, detail) {
     const playback = this.playingOn.get(player);
     if (!playback || playback.done) return;
-    const word = playback.last;
-    this.#event(playback, "seeked", detail.frame, this.#now(), { from: word ? word.frame : detail.frame });
+    // Back from the word's end to where playback was.
+    const word = playback.saying;
+    playback.saying = null;
+    this.#event(playback, "seeked", detail.frame, this.#now(), { from: word ? word.endFrame : detail.frame });
     if (!detail.playing) {
       playback.paused = true;
       playback.pausedAt = detail.frame;

@@ -357,7 +357,8 @@ import Testing
     }
 
     /// The element's controls on the pack: pause holds the events and the sound (no word lit),
-    /// resume goes on from the paused frame, a seek to frame 0 starts the cues again from
+    /// a word's button clicked while paused says that word alone and goes back, still paused,
+    /// resume goes on from the paused frame with the next word of `narrator cues`, a seek to frame 0 starts the cues again from
     /// there, and the volume at 0 is the master bus at 0 (silence at the worklet's output),
     /// back at 1 loud again.
     @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
@@ -365,15 +366,33 @@ import Testing
         let dir = TempDir()
         defer { dir.remove() }
         let (seen, _) = try Self.scenario(dir, "component.html", "controls", lesson: "sample.json", "correct")
+        let native = try run(Repo.narrator, ["cues", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7"])
+        try #require(native.status == 0, "\(native.stderr)")
+        let nativeWords = try Self.sheetLines(native.stdout).lines.compactMap { line -> [String: Any]? in
+            let cue = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return cue?["type"] as? String == "word" ? cue : nil
+        }
+        try #require(nativeWords.count >= 3)
         #expect(seen["duringPause"] as? [String] == [], "events while paused")
         #expect(seen["silentWhilePaused"] as? Double == 0, "sound while paused")
         #expect(seen["litWhilePaused"] as? Bool == false)
         let events = try #require(seen["events"] as? [[String: Any]])
         let paused = try #require(events.first { $0["type"] as? String == "paused" })
+        let pausedAt = try #require(paused["frame"] as? Int)
+        #expect((nativeWords[1]["frame"] as! Int) < pausedAt && pausedAt < (nativeWords[2]["frame"] as! Int), "paused between the second and third words: \(pausedAt)")
+        // The first word's button clicked while paused: it alone is said (lit), then back, paused.
+        let said = try #require(seen["said"] as? [[String: Any]])
+        #expect(said.map { $0["type"] as? String ?? "" } == ["seeked", "sentence", "word", "seeked", "paused"], "\(said)")
+        if said.count == 5 {
+            #expect(said[0]["frame"] as? Int == nativeWords[0]["frame"] as? Int && said[0]["from"] as? Int == pausedAt)
+            #expect(said[2]["text"] as? String == nativeWords[0]["text"] as? String && said[2]["lit"] as? String == nativeWords[0]["text"] as? String)
+            #expect(said[3]["from"] as? Int == nativeWords[0]["endFrame"] as? Int && said[3]["frame"] as? Int == pausedAt)
+            #expect(said[4]["frame"] as? Int == pausedAt)
+        }
         let resumed = try #require(seen["resumed"] as? [String: Any])
-        #expect(resumed["frame"] as? Int == paused["frame"] as? Int)
-        let words = events.filter { $0["type"] as? String == "word" }.compactMap { $0["frame"] as? Int }
-        #expect(words.count >= 3 && words[1] < (paused["frame"] as? Int ?? 0) && words[2] > (paused["frame"] as? Int ?? .max), "\(words)")
+        #expect(resumed["frame"] as? Int == pausedAt)
+        let afterResume = try #require(seen["afterResume"] as? [String: Any])
+        #expect(afterResume["frame"] as? Int == nativeWords[2]["frame"] as? Int, "the third word next: \(afterResume)")
         let afterSeek = try #require(seen["afterSeek"] as? [[String: Any]])
         #expect(afterSeek.first?["type"] as? String == "seeked" && afterSeek.first?["frame"] as? Int == 0)
         #expect(afterSeek.dropFirst().first?["frame"] as? Int == 0, "the chain's first cue again: \(afterSeek.prefix(2))")
