@@ -292,7 +292,10 @@ export class LocalSocket {
   async #play(id, request) {
     const program = this.#program(request);
     if (this.active.has(id)) throw new Refusal(`request ${id} is still active on this connection: give each request its own id`);
-    const playback = { id, name: "p" + ++this.playbacks, program, player: null, started: false, done: false, paused: false, ended: null, last: null, timer: null };
+    const playback = {
+      id, name: "p" + ++this.playbacks, program, player: null, started: false, done: false, paused: false, ended: null, last: null, timer: null,
+      asked: this.#now(), opened: null,
+    };
     this.active.set(id, playback);
     // One playback at a time in a page: the one playing stops.
     if (this.current) this.#stop(this.current, "stopped", true);
@@ -304,6 +307,7 @@ export class LocalSocket {
       playback.player = player;
       this.player = player;
       await player.play(program.activity !== undefined ? { ...program, live: true } : program);
+      playback.opened = this.#now();
       if (playback.done) return;
       for (const [bus, level] of this.gains) await player.setGain(bus, level.muted ? 0 : level.gain);
       this.#watch(playback);
@@ -379,9 +383,13 @@ export class LocalSocket {
     const player = playback.player;
     const context = player.context;
     const latency = (context.outputLatency || 0) + (context.baseLatency || 0);
+    // The daemon's members, as the page knows them: the render quantum, the context's own
+    // buffering (baseLatency) and its whole output delay; the page sets no thread's policy.
     this.#event(playback, "start", 0, this.#heardAt(player, player.due(0)), {
       device: "AudioContext", sampleRate: context.sampleRate, channels: player.node.channelCount, format: "f32",
-      periodFrames: 128, latencyFrames: Math.round(latency * context.sampleRate), latencyMs: Math.round(latency * 1e6) / 1000,
+      periodFrames: 128, bufferFrames: Math.round((context.baseLatency || 0) * context.sampleRate),
+      latencyFrames: Math.round(latency * context.sampleRate), latencyMs: Math.round(latency * 1e6) / 1000, realtime: false,
+      startClock: playback.asked, firstWriteClock: playback.opened ?? playback.asked,
     });
   }
 

@@ -248,9 +248,9 @@ import Testing
     /// From the pack, with no daemon: the element lists every program of every lesson (as the
     /// lesson files give their chains and activities), its `cues` answer is `narrator cues`
     /// byte for byte in the daemon's envelope, and the chain plays: every cue line is the
-    /// sheet's line, in order; each word reaches the listener no earlier than its frame's
+    /// sheet's line, in order, and every line a daemon line by the events' schema; each word reaches the listener no earlier than its frame's
     /// output time, on the page's clock and on the output clock, with that word lit.
-    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    @Test(.requires(ready && EventSchema.available, "needs make wasm, chromium, python3-websockets and python3-jsonschema"))
     func theComponentPlaysAChainFromThePack() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -285,6 +285,8 @@ import Testing
         #expect(playing.first?.contains(#""type":"start""#) == true && playing.first?.contains(#""frame":0,"#) == true, "\(playing.prefix(1))")
         #expect(playing.dropFirst().dropLast().map(Self.cueLine) == sheet.lines)
         #expect(playing.last?.contains(#""type":"finished""#) == true)
+        // Every line the element received is a daemon line by the events' schema.
+        #expect(try EventSchema.problems((listing + playing).joined(separator: "\n"), as: "daemonLine") == nil)
         let events = try #require(seen["events"] as? [[String: Any]])
         let start = try #require(events.first { $0["type"] as? String == "start" })
         let startHeard = try #require(start["heard"] as? Double)
@@ -447,7 +449,7 @@ import Testing
     /// word, a tap on a chain, a control of no playback, an id still active, a stop twice): each
     /// is answered by exactly one terminal line, in the daemon's words where it has them, and
     /// the playback still plays until stopped.
-    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    @Test(.requires(ready && EventSchema.available, "needs make wasm, chromium, python3-websockets and python3-jsonschema"))
     func theLocalTransportAnswersEveryRequestOnce() throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -479,6 +481,7 @@ import Testing
             #expect(keys.first == "id" && Array(keys.dropFirst()) == keys.dropFirst().sorted(), "\(line)")
         }
         #expect(seen["thrown"] as? String == "LocalSocket: not open")
+        #expect(try EventSchema.problems(lines.joined(separator: "\n"), as: "daemonLine") == nil)
     }
 
     /// What the pack cannot play is the element's error line, never an exception or a hang: a
