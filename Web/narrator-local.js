@@ -133,6 +133,9 @@ export class LocalSocket {
       case "volume": return this.#volume(id, request);
       case "subscribe": throw new Refusal("request: op: 'subscribe' is the daemon's: a page plays only its own playbacks");
     }
+    if (typeof request.request !== "string" && !Number.isInteger(request.request)) {
+      throw new Refusal("request: request: expected the id of a request of this connection");
+    }
     const playback = this.active.get(request.request);
     if (!playback) throw new Refusal(`request ${request.request} is not playing on this connection`);
     await playback.ready;
@@ -143,9 +146,11 @@ export class LocalSocket {
         this.#stop(playback, "stopped", true);
         return this.#reply(id, "finished");
       case "tap": case "replay": case "close": {
-        if (playback.program.activity === undefined) throw new Refusal(`request ${request.request} plays a chain: only an activity answered live takes taps`);
         const answer = op === "tap" ? request.answer : op;
         if (typeof answer !== "string") throw new Refusal("request: answer: expected a string");
+        const bytes = new TextEncoder().encode(answer).length;
+        if (bytes > 256) throw new Refusal(`request: answer: at most 256 bytes, got ${bytes}`);
+        if (playback.program.activity === undefined) throw new Refusal(`request ${request.request} plays a chain: only an activity answered live takes taps`);
         await player.tap(answer);
         return this.#reply(id, "finished");
       }
@@ -239,8 +244,10 @@ export class LocalSocket {
 
   #narrator(path) {
     if (!this.narrators.has(path)) {
+      // One lesson's engine and audio at a time on the main thread (the element lists one lesson's sheets at a time).
+      this.narrators.clear();
       const made = this.pack.narrator(path);
-      made.catch(() => this.narrators.delete(path));
+      made.catch(() => { if (this.narrators.get(path) === made) this.narrators.delete(path); });
       this.narrators.set(path, made);
     }
     return this.narrators.get(path);
@@ -283,7 +290,7 @@ export class LocalSocket {
         player.addEventListener("said", (event) => this.#said(player, event.detail));
         return player;
       });
-      made.catch(() => this.players.delete(path));
+      made.catch(() => { if (this.players.get(path) === made) this.players.delete(path); });
       this.players.set(path, made);
     }
     return this.players.get(path);

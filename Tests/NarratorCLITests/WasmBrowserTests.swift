@@ -469,6 +469,8 @@ import Testing
         #expect(byID["v1"] == ["request: gain: expected a gain from 0 to 4 (a factor: 1 leaves the level alone)"])
         #expect(byID["c1"] == ["request nothing is not playing on this connection"])
         #expect(byID["t1"] == ["request 7 plays a chain: only an activity answered live takes taps"])
+        #expect(byID["t2"] == ["request: answer: at most 256 bytes, got 300"])
+        #expect(byID["c2"] == ["request: request: expected the id of a request of this connection"])
         #expect(byID["k1"] == ["request: word: no word 0 of clip 'no-such-clip' in what plays"])
         #expect(byID["x1"] == ["finished"])
         #expect(byID["x2"] == ["request 7 is not playing on this connection"])
