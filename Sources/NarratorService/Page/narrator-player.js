@@ -6,8 +6,9 @@
 //                    activity="sight-words" autoplay></narrator-player>
 //
 // It talks to the daemon over its WebSocket (`src`, default: the page's own origin; `token`,
-// default: the page address's `#token=`) — or, with `pack` (a `narrator pack --web` folder's URL)
-// instead, plays that folder in the page with no daemon (narrator-local.js) — asks for the library's listing of its program and its
+// default: the page address's `#token=`) — or, with `pack` instead (a `narrator pack --web`
+// folder's URL), to narrator-local.js, which plays that folder in the page with no daemon and
+// answers alike —, asks for the library's listing of its program and its
 // cue schedule, and plays it when asked (play(), or `autoplay`). Every event of the playback is
 // dispatched on the element as a CustomEvent named by the event's type (`word`, `pulse`, `tap`,
 // `feedbackEnd`, `finished` …) with the daemon's event in `detail`, after the element has drawn
