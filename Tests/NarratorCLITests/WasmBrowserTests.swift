@@ -20,7 +20,7 @@ import Testing
         let pack = try run(Repo.narrator, ["pack", Repo.path("Timings/lessons"), "--to", folder, "--web", "--no-progress"])
         try #require(pack.status == 0, "pack --web: \(pack.stderr)")
         try FileManager.default.createDirectory(atPath: folder + "/pages", withIntermediateDirectories: true)
-        for page in ["offline.html", "live.html", "component.html", "meter.js"] {
+        for page in ["offline.html", "live.html", "component.html"] {
             try FileManager.default.copyItem(atPath: Repo.path("Tests/wasm/pages/" + page), toPath: folder + "/pages/" + page)
         }
         let manifest = try #require(
