@@ -320,6 +320,43 @@ import Testing
         #expect(dir.contents() == ["lib", "speech.wav"], "left \(dir.contents())")
     }
 
+    /// Each lesson's `programs` in narrator-web.json are what the daemon's `library` lists for
+    /// the original lesson (one member each as the daemon gives it), the lesson named by its
+    /// path in the pack and each picture by its file there, whose bytes are the original's.
+    @Test(.requires(ready && Clients.havePythonWebSockets, "needs make wasm, node and python3-websockets"))
+    func theManifestListsTheDaemonsPrograms() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let out = dir.file("web")
+        let packed = try run(Repo.narrator, ["pack", Repo.path("Timings/lessons"), "--to", out, "--web", "--no-progress"])
+        try #require(packed.status == 0, "\(packed.stderr)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/narrator-web.json"))) as? [String: Any])
+        let lessons = try #require(manifest["lessons"] as? [[String: Any]])
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": 1, "op": "library"}"#])
+        #expect(reply.status == 0, "\(reply.stderr)")
+        let listed = reply.events.filter { $0.fields["type"] as? String == "program" }.map(\.fields)
+        try #require(listed.count >= 40, "\(listed.count) programs")
+        var inPack: [[String: Any]] = []
+        for lesson in lessons { inPack += try #require(lesson["programs"] as? [[String: Any]], "\(lesson["path"] ?? "")") }
+        #expect(inPack.count == listed.count)
+        for (daemons, packs) in zip(listed, inPack) {
+            let name = daemons["lesson"] as? String ?? ""
+            var expected = daemons.filter { !["id", "type", "frame", "heard", "received", "pictures"].contains($0.key) }
+            expected["lesson"] = "Timings/lessons/" + name
+            var actual = packs
+            let pictures = actual.removeValue(forKey: "pictures") as? [String: [String: String]]
+            #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(name): \(actual) against the daemon's \(expected)")
+            let daemonPictures = daemons["pictures"] as? [String: [String: String]]
+            #expect(pictures?.mapValues { $0["alt"] } == daemonPictures?.mapValues { $0["alt"] }, "\(name)")
+            for (picture, entry) in pictures ?? [:] {
+                let original = try #require(try? Data(contentsOf: URL(fileURLWithPath: Repo.path("Timings/lessons/" + (entry["url"] ?? "").replacingOccurrences(of: "Timings/lessons/", with: "")))), "\(picture)")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/" + (entry["url"] ?? ""))) == original, "\(name) \(picture)")
+            }
+        }
+    }
+
     /// The build named by $NARRATOR_WASM_DIR (and --wasm, over it) is what is copied, with the
     /// page (the component's demo page, its element given `pack="."`, and narrator-player.js as
     /// the daemon serves them), into a DIR that exists and is empty; a build without
