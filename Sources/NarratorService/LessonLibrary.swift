@@ -4,7 +4,7 @@ import NarratorKit
 /// The folder of lesson files the daemon may open. A request names a lesson by its path
 /// relative to the folder; anything that resolves outside it (an absolute path, `..`, a
 /// symbolic link that leads out) is refused.
-struct LessonLibrary: Sendable {
+public struct LessonLibrary: Sendable {
     /// The folder's real path, without a trailing slash.
     let root: String
 
@@ -104,35 +104,46 @@ struct LessonLibrary: Sendable {
                 events.append([lessonMember, EventEncoder.Member("problem", .string(publicDescription(of: error)))])
                 continue
             }
-            var textBudget = Self.maxLessonTextBytes
-            func textsMember(_ chains: some Sequence<String>) -> [EventEncoder.Member] {
-                let texts = Self.texts(of: chains, in: lesson, budget: &textBudget)
-                return texts.isEmpty ? [] : [EventEncoder.Member("texts", .stringMap(texts))]
-            }
-            for chain in lesson.chains.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                events.append([lessonMember, EventEncoder.Member("chain", .string(chain))] + textsMember([chain]))
-            }
-            for id in lesson.activities.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                guard let activity = lesson.activities[id] else { continue }
-                var answers: [String] = []
-                var seen: Set<String> = []
-                for step in activity.steps where seen.insert(step.answer).inserted { answers.append(step.answer) }
-                let (steps, stepsLeftOut) = Self.steps(of: activity)
-                let pictures = Self.pictures(of: activity, in: lesson, lessonName: name)
-                events.append(
-                    [
-                        lessonMember, EventEncoder.Member("activity", .string(id)),
-                        EventEncoder.Member("answers", .strings(answers)),
-                        EventEncoder.Member("pulseAnswers", .stringMap(Self.pulseAnswers(of: activity))),
-                        EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
-                        EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
-                        EventEncoder.Member("steps", .array(steps)),
-                    ] + (pictures.isEmpty ? [] : [EventEncoder.Member("pictures", .object(pictures))])
-                        + (stepsLeftOut > 0 ? [EventEncoder.Member("stepsLeftOut", .int(stepsLeftOut))] : [])
-                        + textsMember(activity.chainIDs))
-            }
+            events += Self.programs(of: lesson, named: name) { Self.pictureURL(lesson: name, name: $0) }
         }
         return (events, notLessons)
+    }
+
+    /// The `program` events of `lesson`, listed as `name` (as `programs()` describes them):
+    /// one per chain and one per activity, sorted by name. `pictureURL`: where the page finds a
+    /// picture of the lesson, by its name (the daemon's `pictures/LESSON/NAME`; `pack --web`'s
+    /// file in the pack). `narrator pack --web` writes the same events into its manifest.
+    public static func programs(of lesson: Lesson, named name: String, pictureURL: (String) -> String) -> [[EventEncoder.Member]] {
+        var events: [[EventEncoder.Member]] = []
+        let lessonMember = EventEncoder.Member("lesson", .string(name))
+        var textBudget = Self.maxLessonTextBytes
+        func textsMember(_ chains: some Sequence<String>) -> [EventEncoder.Member] {
+            let texts = Self.texts(of: chains, in: lesson, budget: &textBudget)
+            return texts.isEmpty ? [] : [EventEncoder.Member("texts", .stringMap(texts))]
+        }
+        for chain in lesson.chains.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            events.append([lessonMember, EventEncoder.Member("chain", .string(chain))] + textsMember([chain]))
+        }
+        for id in lesson.activities.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            guard let activity = lesson.activities[id] else { continue }
+            var answers: [String] = []
+            var seen: Set<String> = []
+            for step in activity.steps where seen.insert(step.answer).inserted { answers.append(step.answer) }
+            let (steps, stepsLeftOut) = Self.steps(of: activity)
+            let pictures = Self.pictures(of: activity, in: lesson, pictureURL: pictureURL)
+            events.append(
+                [
+                    lessonMember, EventEncoder.Member("activity", .string(id)),
+                    EventEncoder.Member("answers", .strings(answers)),
+                    EventEncoder.Member("pulseAnswers", .stringMap(Self.pulseAnswers(of: activity))),
+                    EventEncoder.Member("sounds", .strings(activity.sounds.keys.sorted())),
+                    EventEncoder.Member("states", .strings(activity.intro.keys.sorted())),
+                    EventEncoder.Member("steps", .array(steps)),
+                ] + (pictures.isEmpty ? [] : [EventEncoder.Member("pictures", .object(pictures))])
+                    + (stepsLeftOut > 0 ? [EventEncoder.Member("stepsLeftOut", .int(stepsLeftOut))] : [])
+                    + textsMember(activity.chainIDs))
+        }
+        return events
     }
 
     /// The members only a lesson has at its top level.
@@ -206,12 +217,12 @@ struct LessonLibrary: Sendable {
     /// for, `{"alt", "url"}`, the URL relative to the page (`pictures/LESSON/NAME`, each
     /// percent-encoded), where the daemon's web server serves it. At most
     /// `maxProgramMapBytes` of names, texts and URLs, in byte order of the names.
-    static func pictures(of activity: Activity, in lesson: Lesson, lessonName: String) -> [String: EventEncoder.Value] {
+    static func pictures(of activity: Activity, in lesson: Lesson, pictureURL: (String) -> String) -> [String: EventEncoder.Value] {
         var pictures: [String: EventEncoder.Value] = [:]
         var bytes = 0
         let names = lesson.pictureNames(of: activity).filter { lesson.pictures[$0] != nil }
         for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-            let url = pictureURL(lesson: lessonName, name: name)
+            let url = pictureURL(name)
             let alt = lesson.pictures[name]!.alt
             let size = name.utf8.count + url.utf8.count + alt.utf8.count
             guard bytes + size <= maxProgramMapBytes else { continue }

@@ -150,7 +150,7 @@ struct SocketContext: RequestContext, WebSocketRequestContext {
 }
 
 /// The read-along page's files, from the target's resources.
-struct Page: Sendable {
+public struct Page: Sendable {
     struct File: Sendable {
         let bytes: [UInt8]
         let contentType: String
@@ -167,11 +167,17 @@ struct Page: Sendable {
         ]
         var files: [String: File] = [:]
         for (path, name, type) in names {
-            guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Page"),
-                let data = try? Data(contentsOf: url)
-            else { throw NarratorError(file: name, "the read-along page's file is missing from the installation") }
-            files[path] = File(bytes: Array(data), contentType: type)
+            files[path] = File(bytes: try read(name), contentType: type)
         }
         return Page(files: files)
+    }
+
+    /// The page's file `name`, from the target's resources (`pack --web` ships the component
+    /// and its demo page from here too).
+    public static func read(_ name: String) throws(NarratorError) -> [UInt8] {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Page"),
+            let data = try? Data(contentsOf: url)
+        else { throw NarratorError(file: name, "the read-along page's file is missing from the installation") }
+        return Array(data)
     }
 }

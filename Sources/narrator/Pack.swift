@@ -492,8 +492,8 @@ struct Packer {
             let leveled = lessons.filter { !$0.loudness.isEmpty }.count
             text.append(
                 "\(Wording.count(lessons.count, "lesson")), \(Wording.count(jobs.count, "audio file")) written as 32-bit float WAV at their lessons' rates"
-                    + " (the loudness targets of \(Wording.count(leveled, "lesson")) baked in), with narrator.wasm, narrator.js"
-                    + (web.page == nil ? "" : ", the page") + " and \(WebBuild.manifestName) under \(out); every chain's cues read back from it are unchanged")
+                    + " (the loudness targets of \(Wording.count(leveled, "lesson")) baked in), with narrator.wasm, its modules, the <narrator-player> page (index.html)"
+                    + " and \(WebBuild.manifestName) under \(out); every chain's cues read back from it are unchanged")
             return text.joined(separator: "\n")
         }
         complete = true

@@ -2,16 +2,15 @@ import Foundation
 import NarratorAudioFile
 import NarratorCore
 import NarratorKit
+import NarratorService
 
-/// `narrator pack --web`: the browser build a web pack ships (narrator.wasm and narrator.js,
-/// and the page), and the checks and steps only a web pack has. `Packer` does the rest as for
+/// `narrator pack --web`: the browser build a web pack ships (narrator.wasm and its modules, and
+/// the page: the daemon's `<narrator-player>` demo page, its element playing the pack), and the checks and steps only a web pack has. `Packer` does the rest as for
 /// any pack: the lessons found, the layout mirrored, the audio converted (here to 32-bit float
 /// WAV at each lesson's rate, the loudness baked in), the lessons rewritten.
 struct WebBuild: Sendable {
-    /// The folder holding narrator.wasm and narrator.js.
+    /// The folder holding narrator.wasm and its modules (narrator.js … narrator-local.js).
     let folder: String
-    /// The page's files (Web/standalone), copied as they are; nil when there is none yet.
-    let page: String?
 
     /// The manifest's name in DIR.
     static let manifestName = "narrator-web.json"
@@ -28,8 +27,7 @@ struct WebBuild: Sendable {
     }
 
     /// The build: `--wasm`, else $NARRATOR_WASM_DIR, else the .build-wasm of the repository
-    /// the executable is in (walking up from its folder). The page: `standalone/` beside
-    /// narrator.wasm, else the repository's Web/standalone.
+    /// the executable is in (walking up from its folder).
     static func find(option: String?, environment: [String: String]) throws(NarratorError) -> WebBuild {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var ancestors: [String] = []
@@ -47,8 +45,10 @@ struct WebBuild: Sendable {
         guard let chosen, isFile(chosen + "/narrator.wasm"), isFile(chosen + "/narrator.js") else {
             throw NarratorError(file: searched, "narrator.wasm not found: build it with `make wasm` (or give --wasm)")
         }
-        let page = [chosen + "/standalone"] + ancestors.map { $0 + "/Web/standalone" }
-        return WebBuild(folder: chosen, page: page.first { isFolder($0) })
+        guard isFile(chosen + "/narrator-local.js") else {
+            throw NarratorError(file: chosen, "has no narrator-local.js (a build older than the component's local transport): build it again with `make wasm`")
+        }
+        return WebBuild(folder: chosen)
     }
 
     /// Where the pack is written before it becomes `out` (beside it, on its file system).
@@ -112,29 +112,32 @@ struct WebBuild: Sendable {
         return Data(text.utf8)
     }
 
+    /// The page: the daemon's demo page of `<narrator-player>` (its menu of the library's
+    /// programs around the element), its element given `pack="."`: it plays the folder it is in.
+    static let pageElement = "<narrator-player id=\"player\">"
+
     /// Copies narrator.wasm, the build's modules (narrator.js, narrator-worklet.js,
-    /// narrator-web.js: every .js beside narrator.wasm) and the page into `root`, beside what
-    /// is packed there.
+    /// narrator-web.js, narrator-local.js: every .js beside narrator.wasm), the component
+    /// (narrator-player.js) and its page (index.html) into `root`, beside what is packed there.
     func copy(into root: String) throws(NarratorError) {
         let modules = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".js") && isFile(folder + "/" + $0) }
-        var files = (["narrator.wasm"] + modules.sorted()).map { (from: folder + "/" + $0, to: $0) }
-        if let page, let walker = FileManager.default.enumerator(atPath: page) {
-            while let name = walker.nextObject() as? String {
-                if !isFolder(page + "/" + name) { files.append((page + "/" + name, name)) }
-            }
+        var files: [(from: String, to: String, bytes: Data)] = []
+        for name in ["narrator.wasm"] + modules.sorted() {
+            files.append((folder + "/" + name, name, try InputFile.read(path: folder + "/" + name, limit: 1 << 30)))
         }
+        files.append(("narrator-player.js", "narrator-player.js", Data(try Page.read("narrator-player.js"))))
+        let page = String(decoding: try Page.read("index.html"), as: UTF8.self)
+        let parts = page.components(separatedBy: Self.pageElement)
+        guard parts.count == 2 else {
+            throw NarratorError(file: "index.html", "the component's demo page has no one \(Self.pageElement) to give the pack to")
+        }
+        files.append(("index.html", "index.html", Data(parts.joined(separator: "<narrator-player id=\"player\" pack=\".\">").utf8)))
         for file in files {
             let target = root + "/" + file.to
             guard !FileManager.default.fileExists(atPath: target) else {
                 throw NarratorError(file: file.from, "and a packed file would both become \(file.to): rename one")
             }
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: URL(fileURLWithPath: target).deletingLastPathComponent().path, withIntermediateDirectories: true)
-            } catch {
-                throw NarratorError(file: target, "cannot create its folder")
-            }
-            try AtomicFile.write(try InputFile.read(path: file.from, limit: 1 << 30), to: target)
+            try AtomicFile.write(file.bytes, to: target)
         }
     }
 
@@ -262,10 +265,23 @@ struct WebPack: Sendable {
                     audio.append(entry)
                 }
             }
+            // The daemon's `library` listing of the lesson (one writer of it), its pictures the
+            // files in the pack: what <narrator-player pack> lists.
+            var pictures: [String: String] = [:]
+            for (name, picture) in lesson.pictures { pictures[name] = try url(picture.file) }
+            var programs: [Any] = []
+            for members in LessonLibrary.programs(of: lesson, named: path, pictureURL: { pictures[$0] ?? "" }) {
+                var line: [UInt8] = []
+                EventEncoder.appendObject(members, to: &line)
+                guard let program = try? JSONSerialization.jsonObject(with: Data(line)) else {
+                    throw NarratorError(file: path, "its programs cannot be listed as JSON")
+                }
+                programs.append(program)
+            }
             lessons.append([
                 "path": path, "sampleRate": lesson.sampleRate, "chains": lesson.chains.keys.sorted(),
                 "activities": lesson.activities.keys.sorted().map { ["id": $0, "states": lesson.activities[$0]!.intro.keys.sorted()] },
-                "uses": uses.sorted(),
+                "uses": uses.sorted(), "programs": programs,
             ])
         }
         let top: [String: Any] = ["format": "narrator-web", "version": 1, "lessons": lessons, "files": files, "audio": audio]

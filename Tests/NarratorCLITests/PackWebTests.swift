@@ -276,7 +276,7 @@ import Testing
         #expect(again.status == 0, "\(again.stderr)")
         // The packed files, the build's (narrator.wasm and its modules) and the page's.
         let build = try FileManager.default.contentsOfDirectory(atPath: WasmEngineTests.built).filter { $0 == "narrator.wasm" || $0.hasSuffix(".js") }
-        let page = try FileManager.default.subpathsOfDirectory(atPath: Repo.path("Web/standalone"))
+        let page = ["index.html", "narrator-player.js"]
         #expect(try FileManager.default.subpathsOfDirectory(atPath: out).sorted() == (["c.wav", "l.json", "narrator-web.json"] + build + page).sorted())
         #expect(dir.contents() == ["empty", "lib", "site"], "left \(dir.contents())")
     }
@@ -320,8 +320,47 @@ import Testing
         #expect(dir.contents() == ["lib", "speech.wav"], "left \(dir.contents())")
     }
 
-    /// The build named by $NARRATOR_WASM_DIR (and --wasm, over it) is what is copied, with every
-    /// file of the page beside it (standalone/), into a DIR that exists and is empty.
+    /// Each lesson's `programs` in narrator-web.json are what the daemon's `library` lists for
+    /// the original lesson (one member each as the daemon gives it), the lesson named by its
+    /// path in the pack and each picture by its file there, whose bytes are the original's.
+    @Test(.requires(ready && Clients.havePythonWebSockets, "needs make wasm, node and python3-websockets"))
+    func theManifestListsTheDaemonsPrograms() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let out = dir.file("web")
+        let packed = try run(Repo.narrator, ["pack", Repo.path("Timings/lessons"), "--to", out, "--web", "--no-progress"])
+        try #require(packed.status == 0, "\(packed.stderr)")
+        let manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/narrator-web.json"))) as? [String: Any])
+        let lessons = try #require(manifest["lessons"] as? [[String: Any]])
+        let daemon = try Daemon(dir: dir, library: Repo.path("Timings/lessons"), arguments: ["--output", "alsa", "--device", "null"])
+        defer { daemon.stop() }
+        let reply = try Clients.run(daemon, unix: true, [#"{"id": 1, "op": "library"}"#])
+        #expect(reply.status == 0, "\(reply.stderr)")
+        let listed = reply.events.filter { $0.fields["type"] as? String == "program" }.map(\.fields)
+        try #require(listed.count >= 40, "\(listed.count) programs")
+        var inPack: [[String: Any]] = []
+        for lesson in lessons { inPack += try #require(lesson["programs"] as? [[String: Any]], "\(lesson["path"] ?? "")") }
+        #expect(inPack.count == listed.count)
+        for (daemons, packs) in zip(listed, inPack) {
+            let name = daemons["lesson"] as? String ?? ""
+            var expected = daemons.filter { !["id", "type", "frame", "heard", "received", "pictures"].contains($0.key) }
+            expected["lesson"] = "Timings/lessons/" + name
+            var actual = packs
+            let pictures = actual.removeValue(forKey: "pictures") as? [String: [String: String]]
+            #expect(NSDictionary(dictionary: actual).isEqual(to: expected), "\(name): \(actual) against the daemon's \(expected)")
+            let daemonPictures = daemons["pictures"] as? [String: [String: String]]
+            #expect(pictures?.mapValues { $0["alt"] } == daemonPictures?.mapValues { $0["alt"] }, "\(name)")
+            for (picture, entry) in pictures ?? [:] {
+                let original = try #require(try? Data(contentsOf: URL(fileURLWithPath: Repo.path("Timings/lessons/" + (entry["url"] ?? "").replacingOccurrences(of: "Timings/lessons/", with: "")))), "\(picture)")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/" + (entry["url"] ?? ""))) == original, "\(name) \(picture)")
+            }
+        }
+    }
+
+    /// The build named by $NARRATOR_WASM_DIR (and --wasm, over it) is what is copied, with the
+    /// page (the component's demo page, its element given `pack="."`, and narrator-player.js as
+    /// the daemon serves them), into a DIR that exists and is empty; a build without
+    /// narrator-local.js is refused in one line.
     @Test(.requires(ready, "needs make wasm and node"))
     func copiesTheNamedBuildAndItsPage() throws {
         let dir = TempDir()
@@ -333,22 +372,31 @@ import Testing
             dir.write("build/" + name, "the build's \(name)")
             dir.write("other/" + name, "another build's \(name)")
         }
-        dir.write("build/standalone/index.html", "the build's page")
-        dir.write("build/standalone/css/page.css", "body {}")
         try FileManager.default.createDirectory(atPath: dir.file("site"), withIntermediateDirectories: true)
+        let old = try HelpTests.narrator(
+            ["pack", dir.file("lib"), "--to", dir.file("site"), "--web", "--no-progress"], variables: ["NARRATOR_WASM_DIR": dir.file("build")])
+        #expect(old.status == 1 && old.stderr.split(separator: "\n").count == 1 && old.stderr.contains("has no narrator-local.js"), "\(old.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("site")).isEmpty)
+        dir.write("build/narrator-local.js", "the build's narrator-local.js")
+        dir.write("other/narrator-local.js", "another build's narrator-local.js")
         let result = try HelpTests.narrator(
             ["pack", dir.file("lib"), "--to", dir.file("site"), "--web", "--no-progress"], variables: ["NARRATOR_WASM_DIR": dir.file("build")])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("with narrator.wasm, narrator.js, the page and narrator-web.json"), "\(result.stdout)")
-        for (name, text) in [("narrator.wasm", "the build's narrator.wasm"), ("narrator.js", "the build's narrator.js"), ("index.html", "the build's page"), ("css/page.css", "body {}")] {
+        #expect(result.stdout.contains("with narrator.wasm, its modules, the <narrator-player> page (index.html) and narrator-web.json"), "\(result.stdout)")
+        for (name, text) in [("narrator.wasm", "the build's narrator.wasm"), ("narrator.js", "the build's narrator.js"), ("narrator-local.js", "the build's narrator-local.js")] {
             #expect((try? String(contentsOfFile: dir.file("site/" + name), encoding: .utf8)) == text, "\(name)")
         }
+        let component = try String(contentsOfFile: Repo.path("Sources/NarratorService/Page/narrator-player.js"), encoding: .utf8)
+        #expect((try? String(contentsOfFile: dir.file("site/narrator-player.js"), encoding: .utf8)) == component)
+        let demo = try String(contentsOfFile: Repo.path("Sources/NarratorService/Page/index.html"), encoding: .utf8)
+        let page = try String(contentsOfFile: dir.file("site/index.html"), encoding: .utf8)
+        #expect(page == demo.replacingOccurrences(of: #"<narrator-player id="player">"#, with: #"<narrator-player id="player" pack=".">"#))
+        #expect(page != demo)
         let over = try HelpTests.narrator(
             ["pack", dir.file("lib"), "--to", dir.file("site"), "--web", "--wasm", dir.file("other"), "--no-progress"],
             variables: ["NARRATOR_WASM_DIR": dir.file("build")])
         #expect(over.status == 0, "\(over.stderr)")
         #expect((try? String(contentsOfFile: dir.file("site/narrator.wasm"), encoding: .utf8)) == "another build's narrator.wasm")
-        // (Its page, if any, is the repository's Web/standalone: not the first build's.)
-        #expect((try? String(contentsOfFile: dir.file("site/index.html"), encoding: .utf8)) != "the build's page")
+        #expect((try? String(contentsOfFile: dir.file("site/narrator-local.js"), encoding: .utf8)) == "another build's narrator-local.js")
     }
 }

@@ -3,11 +3,11 @@
 functions returns, as JSON.
 
 Usage:
-  wasm_browser.py FOLDER PAGE EXPRESSION [--chromium PATH] [--timeout S]
+  wasm_browser.py FOLDER PAGE EXPRESSION [--ready EXPRESSION] [--chromium PATH] [--timeout S]
 
 FOLDER is served on a free port of 127.0.0.1 (a static server: nothing of Narrator's runs);
 PAGE (relative to FOLDER) is opened in a new tab with autoplay allowed (a live AudioContext
-starts without a gesture) and, once `window.ready` is true, EXPRESSION (a promise, such as
+starts without a gesture) and, once `window.ready` is true (or the --ready expression), EXPRESSION (a promise, such as
 `run()`) is awaited in it; its value is printed. Console errors and exceptions of the page are
 printed to stderr, and a page that throws makes the exit status 1.
 """
@@ -25,15 +25,15 @@ from read_along_browser import headless_chromium, new_tab  # noqa: E402
 import websockets  # noqa: E402
 
 
-async def evaluate(url, expression, devtools_url, timeout):
+async def evaluate(url, expression, devtools_url, timeout, ready):
     async with websockets.connect(devtools_url, max_size=None) as socket:
         tools = await new_tab(socket, hook="")
         await tools.call("Runtime.enable")
         await tools.call("Page.navigate", url=url)
         try:
-            await tools.wait_for("window.ready === true", timeout)
+            await tools.wait_for(ready, timeout)
         except TimeoutError:
-            raise RuntimeError("%s never set window.ready (a module that failed to load?)" % url)
+            raise RuntimeError("%s: never %s (a module that failed to load?)" % (url, ready))
         result = await asyncio.wait_for(
             tools.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True), timeout)
         if "exceptionDetails" in result:
@@ -47,6 +47,7 @@ def main():
     parser.add_argument("folder")
     parser.add_argument("page")
     parser.add_argument("expression")
+    parser.add_argument("--ready", default="window.ready === true")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
@@ -58,7 +59,7 @@ def main():
             if devtools_url is None:
                 print("chromium did not start", file=sys.stderr)
                 return 1
-            value = asyncio.run(evaluate(url, args.expression, devtools_url, args.timeout))
+            value = asyncio.run(evaluate(url, args.expression, devtools_url, args.timeout, args.ready))
     finally:
         server.shutdown()
     print(json.dumps(value))

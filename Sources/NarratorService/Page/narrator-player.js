@@ -6,7 +6,9 @@
 //                    activity="sight-words" autoplay></narrator-player>
 //
 // It talks to the daemon over its WebSocket (`src`, default: the page's own origin; `token`,
-// default: the page address's `#token=`), asks for the library's listing of its program and its
+// default: the page address's `#token=`) — or, with `pack` instead (a `narrator pack --web`
+// folder's URL), to narrator-local.js, which plays that folder in the page with no daemon and
+// answers alike —, asks for the library's listing of its program and its
 // cue schedule, and plays it when asked (play(), or `autoplay`). Every event of the playback is
 // dispatched on the element as a CustomEvent named by the event's type (`word`, `pulse`, `tap`,
 // `feedbackEnd`, `finished` …) with the daemon's event in `detail`, after the element has drawn
@@ -97,7 +99,7 @@ template.innerHTML = `
   <div class="status" part="status" role="status">connecting…</div>
 </div>`;
 
-const observed = ["src", "token", "lesson", "activity", "chain", "state", "locale", "seed", "speed", "volume", "muted"];
+const observed = ["src", "token", "pack", "lesson", "activity", "chain", "state", "locale", "seed", "speed", "volume", "muted"];
 
 // The controls' ranges: the daemon's for speed; volume is the master bus's gain up to 1
 // (the daemon's goes to 4: louder than recorded is the device's business, not a child's page).
@@ -162,7 +164,7 @@ export class NarratorPlayer extends HTMLElement {
   attributeChangedCallback(name, before, after) {
     if (name === "speed" || name === "volume" || name === "muted") { this.controlChanged(name, after); return; }
     if (before === after || !this.socket) return;
-    if (name === "src" || name === "token") this.connect();
+    if (name === "src" || name === "token" || name === "pack") this.connect();
     else if (this.view.library.length && !this.chooseQueued) {
       // Several attributes set together choose once.
       this.chooseQueued = true;
@@ -212,20 +214,36 @@ export class NarratorPlayer extends HTMLElement {
     this.volumeRequests.set(this.send({ op: "volume", bus: "master", gain: asked.volume, muted: asked.muted }), asked);
   }
 
-  // The daemon's HTTP address (pictures are relative to it) and WebSocket address.
+  // The daemon's HTTP address (pictures are relative to it) and WebSocket address; with
+  // `pack`, the pack's folder.
   base() {
-    return new URL(this.getAttribute("src") || location.origin, location.href);
+    const pack = this.getAttribute("pack");
+    return new URL(pack !== null ? (pack || ".").replace(/\/?$/, "/") : this.getAttribute("src") || location.origin, location.href);
   }
 
   connect() {
     if (this.socket) this.socket.close();
+    this.view.library = [];
+    const pack = this.getAttribute("pack");
+    if (pack !== null) {
+      // A `pack --web` folder, played in the page: narrator-local.js (beside this module, loaded
+      // only then) answers the same requests with the same events, in a WebSocket's shape.
+      const loading = { readyState: 0, close() {} };
+      this.socket = loading;
+      import(new URL("narrator-local.js", import.meta.url).href).then(
+        ({ LocalSocket }) => { if (this.socket === loading) this.listen(new LocalSocket(this.base().href)); },
+        (error) => { if (this.socket === loading) this.setState("error", "narrator-local.js: " + error.message); });
+      return;
+    }
     const token = this.getAttribute("token") || new URLSearchParams(location.hash.slice(1)).get("token") || "";
     const address = this.base();
     address.protocol = address.protocol === "https:" ? "wss:" : "ws:";
     address.pathname = "/ws";
     address.search = "?token=" + encodeURIComponent(token);
-    this.view.library = [];
-    const socket = new WebSocket(address.href);
+    this.listen(new WebSocket(address.href));
+  }
+
+  listen(socket) {
     this.socket = socket;
     socket.onopen = () => {
       this.setState("loading", "reading the library…");
