@@ -64,18 +64,32 @@ enum PocketSphinx {
             pieces = [(0, buffer.frames, 0..<words.count)]
         } else {
             let began = Date()
-            let texts = groups.map { words[$0].joined(separator: " ") }
-            let anchored = try Aeneas.alignInChunks(
-                audio: audio, buffer: buffer, words: texts, language: "eng", rate: rate, timeout: timeout, source: source,
-                chunkSeconds: aeneasChunk)
-            let onPauses = BoundaryRefinement.refine(anchored, samples: buffer.storage, channels: buffer.channels, rate: rate).map(\.timing)
+            // Where the recording may be cut after each sentence (nil: not there). From its own
+            // pauses first (SentenceAnchors: a bad stretch moves only the anchors beside it);
+            // where none fits, from aeneas's sentence alignment, as before.
+            var cuts = [Int?](repeating: nil, count: groups.count - 1)
+            if let found = SentenceAnchors.pauses(samples: buffer.storage, channels: buffer.channels, rate: rate) {
+                let lengths = groups.map { words[$0].reduce(0) { $0 + $1.unicodeScalars.filter { CharacterSet.letters.contains($0) }.count } }
+                for (index, pause) in SentenceAnchors.fit(pauses: found.pauses, speech: found.speech, lengths: lengths).enumerated() {
+                    if let pause { cuts[index] = (found.pauses[pause].start + found.pauses[pause].end) / 2 }
+                }
+            }
+            if cuts.allSatisfy({ $0 == nil }) {
+                let texts = groups.map { words[$0].joined(separator: " ") }
+                let anchored = try Aeneas.alignInChunks(
+                    audio: audio, buffer: buffer, words: texts, language: "eng", rate: rate, timeout: timeout, source: source,
+                    chunkSeconds: aeneasChunk)
+                let onPauses = BoundaryRefinement.refine(anchored, samples: buffer.storage, channels: buffer.channels, rate: rate).map(\.timing)
+                cuts = (0..<(groups.count - 1)).map { (onPauses[$0].endFrame + onPauses[$0 + 1].startFrame) / 2 }
+            }
             timing.anchors += Date().timeIntervalSince(began)
             var start = 0
             var first = 0
-            for index in onPauses.indices {
-                let isLast = index == onPauses.count - 1
-                let cut = isLast ? buffer.frames : (onPauses[index].endFrame + onPauses[index + 1].startFrame) / 2
-                if isLast || onPauses[index + 1].startFrame - start >= pieceSeconds * rate {
+            for index in groups.indices {
+                let isLast = index == groups.count - 1
+                guard isLast || cuts[index] != nil else { continue }
+                let cut = isLast ? buffer.frames : cuts[index]!
+                if isLast || cut - start >= pieceSeconds * rate {
                     if cut > start {
                         pieces.append((start, cut, groups[first].lowerBound..<groups[index].upperBound))
                         start = cut
