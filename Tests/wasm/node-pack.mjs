@@ -65,6 +65,19 @@ export async function openPack(folder, lessonPath) {
 /** Renders each job, writing its samples (raw float32) and cue sheet, or its error line. */
 export function renderJobs(narrator, NarratorError, jobs) {
   for (const job of jobs) {
+    // A speed as text: what JSON cannot carry (NaN, Infinity).
+    if (typeof job.speed === "string") job.speed = Number(job.speed);
+    if (job.setSpeed) {
+      // The same speed through setSpeed: "ok", or the error line.
+      try {
+        narrator.setSpeed(job.speed);
+        fs.writeFileSync(job.setSpeed, "ok");
+      } catch (error) {
+        if (!(error instanceof NarratorError)) throw error;
+        fs.writeFileSync(job.setSpeed, error.message);
+      }
+      narrator.setSpeed(1);
+    }
     try {
       const result = narrator.render(job);
       fs.writeFileSync(job.samples, new Uint8Array(result.samples.buffer));
