@@ -3,6 +3,9 @@
 # with Embedded Swift for wasm32, linked with the toolchain's wasm-ld against Debian's wasi-libc
 # (malloc, memcmp, pow; its WASI imports are narrator.js's) and compiler-rt's builtins, then
 # shrunk by binaryen's wasm-opt -Oz.
+# Sonic (speed) is compiled in from Debian's source of the libsonic-dev installed, fetched once
+# and cached in .build-wasm/sonic-VERSION (APT_SOURCES names another deb822 sources file to
+# derive the deb-src list from).
 # Prints the folder it wrote narrator.wasm and the modules of Web/ (narrator.js,
 # narrator-worklet.js, narrator-web.js) to (.build-wasm unless OUT is set).
 #
@@ -30,7 +33,7 @@ sonic_version=$(dpkg-query -W -f='${Version}' libsonic-dev 2>/dev/null) ||
     { echo "build-wasm: missing libsonic-dev (make deps installs it; its version is the Sonic compiled in)" >&2; exit 1; }
 sonic="$repo/.build-wasm/sonic-$sonic_version"
 if [[ ! -f "$sonic/sonic.c" || ! -f "$sonic/sonic.h" ]]; then
-    system_sources=/etc/apt/sources.list.d/debian.sources
+    system_sources=${APT_SOURCES:-/etc/apt/sources.list.d/debian.sources}
     grep -q '^Types: deb$' "$system_sources" 2>/dev/null ||
         { echo "build-wasm: cannot fetch Sonic's source: no 'Types: deb' entry in $system_sources to derive a deb-src list from (put sonic.c and sonic.h of sonic $sonic_version in $sonic)" >&2; exit 1; }
     fetch=$(mktemp -d)
@@ -71,7 +74,7 @@ cat > "$out/sonic-lp64.c" <<EOF
 #define long long long
 #include "$sonic/sonic.c"
 EOF
-"$toolchain/bin/clang" --target=wasm32-wasi -Oz -nostdlibinc -isystem /usr/include/wasm32-wasi \
+"$toolchain/bin/clang" --target=wasm32-wasi -O2 -nostdlibinc -isystem /usr/include/wasm32-wasi \
     -w -c "$out/sonic-lp64.c" -o "$out/sonic.o"
 rm -f "$out/sonic-lp64.c"
 sources=("$repo"/Sources/NarratorEngine/*.swift "$repo"/Web/NarratorWasm/*.swift)
