@@ -138,7 +138,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
 
   /** Mixes `count` frames into `output` from `offset`, with the fades under way applied. */
   mix(output, offset, count) {
-    const playing = this.range ? Math.max(0, Math.min(count, this.range.end - this.playback.position)) : count;
+    // A word said on its own ends at the output frame its end is heard at (by the speed's map).
+    const playing = this.range ? Math.max(0, Math.min(count, this.playback.outputFrame(this.range.end) - this.playback.rendered)) : count;
     const block = this.playback.render(count);
     const channels = this.playback.channels;
     const scale = 1 / this.fadeFrames;
