@@ -5,7 +5,7 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
 	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
-	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3 wasi-libc libclang-rt-dev-wasm32 nodejs
+	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3 wasi-libc libclang-rt-dev-wasm32 binaryen nodejs
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
 # libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
@@ -26,7 +26,8 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # axe-selenium-python: only for the axe.min.js (axe-core, MPL-2.0) it bundles, which
 # Tests/clients/player_browser.py injects over the DevTools protocol (NarratorPlayerTests).
 # wasi-libc (a C library for wasm32: malloc, memcmp, pow, strtod) and libclang-rt-dev-wasm32
-# (compiler-rt's builtins): what `make wasm` links narrator.wasm with (scripts/build-wasm.sh,
+# (compiler-rt's builtins): what `make wasm` links narrator.wasm with, binaryen's wasm-opt what
+# shrinks it (scripts/build-wasm.sh,
 # docs/wasm.md); nodejs runs it in WasmEngineTests.
 # flite: the second synthetic voice of the alignment tests and scripts/bench-align.sh.
 PIP_PACKAGES := websockets aeneas-ng pocketsphinx axe-selenium-python

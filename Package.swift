@@ -69,7 +69,9 @@ let package = Package(
         // Model, timings, scheduler, mixer: pure Swift, no C module.
         // The Foundation-free core that also builds with Embedded Swift for WebAssembly
         // (scripts/build-wasm.sh): the lesson parser, scheduler, activity machine and mixer.
-        .target(name: "NarratorEngine"),
+        // The engine links Sonic for speed (TimeStretcher): natively libsonic, in narrator.wasm
+        // Debian's sonic.c compiled for wasm32 (scripts/build-wasm.sh).
+        .target(name: "NarratorEngine", dependencies: ["CSonic"]),
         .target(name: "NarratorCore", dependencies: ["NarratorEngine"]),
         // Clip decoding, resampling, time stretching (pitch kept), loudness and file output.
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic", "CEbur128"]),

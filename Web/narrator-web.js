@@ -175,6 +175,8 @@ export class WebPlayer extends EventTarget {
     if (message.type === "anchor") {
       this.anchorFrame = message.frame;
       this.anchorContextFrame = message.contextFrame;
+      this.anchorOutput = message.output;
+      this.cueOutputs = message.outputs;
       this.pending = this.cues.findIndex((cue) => cue.frame >= message.frame);
       if (this.pending < 0) this.pending = this.cues.length;
       this.#tick();
@@ -201,9 +203,15 @@ export class WebPlayer extends EventTarget {
     else request.resolve(message);
   }
 
-  /** The context time (s) the playback's `frame` is heard at, from the latest anchor. */
+  /** The context time (s) the playback's `frame` is heard at, from the latest anchor (at speed 1). */
   due(frame) {
     return (this.anchorContextFrame + (frame - this.anchorFrame)) / this.rate;
+  }
+
+  /** The context time (s) cue `index` is heard at: its output frame by the stretcher's map. */
+  #dueOf(index) {
+    if (!this.cueOutputs || this.cueOutputs.length !== this.cues.length) return this.due(this.cues[index].frame);
+    return (this.anchorContextFrame + (this.cueOutputs[index] - this.anchorOutput)) / this.rate;
   }
 
   #tick() {
@@ -212,7 +220,7 @@ export class WebPlayer extends EventTarget {
     const heard = this.context.getOutputTimestamp().contextTime ?? 0;
     while (this.pending < this.cues.length) {
       const cue = this.cues[this.pending];
-      const due = this.due(cue.frame);
+      const due = this.#dueOf(this.pending);
       if (due > heard) break;
       this.pending++;
       const detail = { ...cue, due, heard };
@@ -220,7 +228,7 @@ export class WebPlayer extends EventTarget {
       this.dispatchEvent(new CustomEvent("cue", { detail }));
     }
     if (this.pending < this.cues.length) {
-      const wait = (this.due(this.cues[this.pending].frame) - heard) * 1000;
+      const wait = (this.#dueOf(this.pending) - heard) * 1000;
       this.timer = setTimeout(() => this.#tick(), Math.max(1, Math.min(wait, 50)));
     }
   }
@@ -272,6 +280,15 @@ export class WebPlayer extends EventTarget {
   /** A tap on a live activity: a choice, "replay" or "close". */
   async tap(answer) {
     return this.#request({ type: "tap", answer });
+  }
+
+  /**
+   * Plays at `value` (0.5 to 2, pitch kept) from now on, and what plays after: applied at the
+   * worklet's next quantum behind a 5 ms fade out and in, as natively; resolves once applied
+   * (rejects with the native error line for a speed out of range).
+   */
+  async speed(value) {
+    return this.#request({ type: "speed", speed: value });
   }
 
   async close() {

@@ -17,6 +17,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
       if (clip.markers && clip.markers.length) this.narrator.addMarkers(clip.path, clip.markers);
     }
     this.playback = null;
+    // The frames of the open plan's cues, for the output frames each anchor tells the page.
+    this.cueFrames = [];
     this.playing = false;
     this.ended = false;
     this.anchorPending = false;
@@ -42,7 +44,9 @@ class NarratorProcessor extends AudioWorkletProcessor {
     try {
       switch (message.type) {
         case "open":
+          if (message.program.speed !== undefined) this.narrator.setSpeed(message.program.speed);
           this.playback = this.narrator.open(message.program);
+          this.cueFrames = JSON.parse(this.playback.cues).cues.map((cue) => cue.frame);
           this.playing = !message.paused;
           this.ended = false;
           this.port.postMessage({ type: "opened", id: message.id, cues: this.playback.cues, frames: this.playback.length, channels: this.playback.channels });
@@ -91,8 +95,20 @@ class NarratorProcessor extends AudioWorkletProcessor {
           break;
         case "tap": {
           const cues = this.playback.tap(message.answer);
+          this.cueFrames = JSON.parse(cues).cues.map((cue) => cue.frame);
           this.port.postMessage({ type: "tapped", id: message.id, cues, frames: this.playback.length, frame: this.playback.position });
           this.anchor();
+          break;
+        }
+        case "speed": {
+          // A new speed restarts the stretcher behind a fade, as natively: fade-out at the old
+          // speed, the mix back to the frame heard, a new line of the map, fade-in.
+          this.narrator.checkSpeed(message.speed);
+          this.jump(() => {
+            this.narrator.setSpeed(message.speed);
+            this.anchor();
+            this.port.postMessage({ type: "speeded", id: message.id, speed: message.speed, frame: this.playback ? this.playback.position : 0 });
+          });
           break;
         }
         case "close":
@@ -122,7 +138,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
 
   /** Mixes `count` frames into `output` from `offset`, with the fades under way applied. */
   mix(output, offset, count) {
-    const playing = this.range ? Math.max(0, Math.min(count, this.range.end - this.playback.position)) : count;
+    // A word said on its own ends at the output frame its end is heard at (by the speed's map).
+    const playing = this.range ? Math.max(0, Math.min(count, this.playback.outputFrame(this.range.end) - this.playback.rendered)) : count;
     const block = this.playback.render(count);
     const channels = this.playback.channels;
     const scale = 1 / this.fadeFrames;
@@ -155,7 +172,11 @@ class NarratorProcessor extends AudioWorkletProcessor {
     while (done < frames && this.playing) {
       if (this.anchorPending) {
         this.anchorPending = false;
-        this.port.postMessage({ type: "anchor", frame: this.playback.position, contextFrame: currentFrame + done });
+        // Where each cue is heard, in output frames, by the stretcher's map (at speed 1, its frame
+        // after the anchor's): the page dispatches it when the output clock reaches it.
+        const output = this.playback.rendered;
+        const outputs = this.cueFrames.map((frame) => this.playback.outputFrame(frame));
+        this.port.postMessage({ type: "anchor", frame: this.playback.position, output, outputs, contextFrame: currentFrame + done });
       }
       const count = this.fadeOutLeft > 0 ? Math.min(frames - done, this.fadeOutLeft) : frames - done;
       this.mix(output, done, count);

@@ -78,7 +78,7 @@ export class Narrator {
     return this.#exports.memory.buffer;
   }
 
-  /** What the C library imports: random bytes (hash seeds), and a console for a trap's message. */
+  /** What the C library imports: random bytes (hash seeds), a console for a trap's message, exit. */
   #wasi() {
     return {
       // Random bytes seed the engine's hash tables (nothing audible depends on them).
@@ -107,6 +107,11 @@ export class Narrator {
         }
         view.setUint32(written, total, true);
         return 0;
+      },
+      // Sonic's one assertion (a pitch change's resampling, which Narrator never asks for)
+      // prints to the console and exits: a trap here, as abort would be.
+      proc_exit: (code) => {
+        throw new WebAssembly.RuntimeError(`narrator.wasm: exit(${code})`);
       },
       fd_close: () => 0,
       fd_seek: () => 70, // ESPIPE: the console cannot seek
@@ -153,6 +158,23 @@ export class Narrator {
     if (status !== 0) throw new NarratorError(this.#resultText());
   }
 
+  /** Throws the line the native engine gives for a speed out of 0.5…2 (TimeStretcher.check). */
+  checkSpeed(speed) {
+    if (typeof speed !== "number") throw new TypeError(`speed ${speed} is not a number`);
+    if (this.#exports.narrator_speed_check(speed) !== 0) throw new NarratorError(this.#resultText());
+  }
+
+  /**
+   * Plays the open playback, and those opened after, at `speed` (0.5 to 2, pitch kept: Sonic)
+   * from its next output frame on: what the stretcher holds is dropped and the mix goes back to
+   * the frame heard there, where a new line of the map begins (the worklet fades out before and
+   * in after, as the native engine does). A bad speed throws as `checkSpeed`.
+   */
+  setSpeed(speed) {
+    this.checkSpeed(speed);
+    if (this.#exports.narrator_play_speed(speed) !== 0) throw new NarratorError(this.#resultText());
+  }
+
   /** Forgets every file and clip handed over. */
   clear() {
     this.#exports.narrator_clear();
@@ -163,12 +185,12 @@ export class Narrator {
     return text.decode(new Uint8Array(this.#memory(), pointer, this.#exports.narrator_result_text_length()));
   }
 
-  #program({ lesson, chain, activity, taps, state = "", seed = 0, live = false }, entry) {
+  #program({ lesson, chain, activity, taps, state = "", seed = 0, live = false }, entry, ...more) {
     if ((chain === undefined) === (activity === undefined)) throw new TypeError("give one of chain or activity");
     const kind = chain !== undefined ? 0 : live ? 2 : 1;
     taps = taps ?? "";
     const status = this.#withBytes([lesson, chain ?? activity, taps, state], (l, ll, i, il, t, tl, s, sl) =>
-      entry(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed))));
+      entry(l, ll, kind, i, il, t, tl, s, sl, BigInt.asUintN(64, BigInt(seed)), ...more));
     if (status !== 0) throw new NarratorError(this.#resultText());
   }
 
@@ -191,8 +213,17 @@ export class Narrator {
       channels,
       frames: exports.narrator_play_frames(),
       cues: this.#resultText(),
+      /** The timeline frame the next output frame plays (behind the frames mixed, at a speed). */
       get position() {
         return exports.narrator_play_position();
+      },
+      /** Output frames handed out since the playback opened. */
+      get rendered() {
+        return exports.narrator_play_rendered();
+      },
+      /** The output frame (counted as `rendered`) at which timeline `frame` is heard, by the speed's map. */
+      outputFrame(frame) {
+        return exports.narrator_play_output_frame(frame);
       },
       /** Length in frames of the current plan (it changes with a live activity's taps). */
       get length() {
@@ -235,11 +266,14 @@ export class Narrator {
 
   /**
    * Renders a chain, or an activity with scripted taps ("SECONDS:ANSWER,…", as `narrator render
-   * --taps`) from an intro `state` (as `--state`), whole. Returns the interleaved samples (the floats `narrator render --format f32`
+   * --taps`) from an intro `state` (as `--state`), whole; a chain at `speed` (0.5 to 2, pitch
+   * kept, as `narrator render --speed`). Returns the interleaved samples (the floats `narrator render --format f32`
    * writes), the channel and frame counts and the cue sheet (the JSON `--cues` writes).
    */
   render(program) {
-    this.#program(program, this.#exports.narrator_render);
+    const speed = program.speed ?? 1;
+    if (typeof speed !== "number") throw new TypeError(`render: speed ${speed} is not a number`);
+    this.#program(program, this.#exports.narrator_render, speed);
     const channels = this.#exports.narrator_result_channels();
     const frames = this.#exports.narrator_result_frames();
     const pointer = this.#exports.narrator_result_samples();

@@ -366,40 +366,17 @@ public enum OfflineRenderer {
     ) throws(NarratorError) {
         try TimeStretcher.check(speed)
         if speed == 1 { return try render(schedule, to: path, format: format, quality: quality) }
-        let channels = schedule.channels
-        let total = TimeStretcher.outputFrame(forInput: schedule.frames, speed: speed)
-        let stretcher = try TimeStretcher(
-            rate: schedule.sampleRate, channels: channels, speed: speed, maxFeedFrames: blockFrames)
+        let stream = try StretchedStream(
+            frames: schedule.frames, rate: schedule.sampleRate, channels: schedule.channels, speed: speed, blockFrames: blockFrames)
         let writer = try SoundFileWriter(
-            path: path, sampleRate: schedule.sampleRate, channels: channels, format: format, quality: quality,
+            path: path, sampleRate: schedule.sampleRate, channels: schedule.channels, format: format, quality: quality,
             maxFrames: blockFrames, rateSetBy: scheduleRate)
-        let block = UnsafeMutableBufferPointer<Float>.allocate(capacity: blockFrames * channels)
-        defer { block.deallocate() }
-        var written = 0
-        func drain() throws(NarratorError) {
-            while true {
-                let frames = stretcher.take(into: block)
-                if frames == 0 { return }
-                let keep = min(frames, total - written)
-                if keep > 0 {
-                    try writer.write(UnsafeBufferPointer(rebasing: block[0..<(keep * channels)]), frames: keep)
-                    written += keep
-                }
-            }
+        func write(_ samples: UnsafeBufferPointer<Float>, _ frames: Int) throws(NarratorError) {
+            try writer.write(samples, frames: frames)
         }
         do throws(NarratorError) {
-            try render(schedule) { samples, _ throws(NarratorError) in
-                stretcher.feed(samples)
-                try drain()
-            }
-            stretcher.flush()
-            try drain()
-            block.initialize(repeating: 0)
-            while written < total {
-                let frames = min(blockFrames, total - written)
-                try writer.write(UnsafeBufferPointer(rebasing: block[0..<(frames * channels)]), frames: frames)
-                written += frames
-            }
+            try render(schedule) { samples, _ throws(NarratorError) in try stream.feed(samples, write: write) }
+            try stream.finish(write: write)
         } catch {
             writer.abandon()
             throw error

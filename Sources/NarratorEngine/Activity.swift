@@ -123,10 +123,10 @@ public struct Activity: Sendable, Equatable {
     /// The first chain reference (in intro, sounds, steps, final order) that `matches`, with
     /// its key path inside the activity (`steps[1].correct`, `steps[0].wrong[2].chain`).
     func firstChain(where matches: (String) -> Bool) -> (chain: String, place: String)? {
-        for key in intro.keys.sorted() where matches(intro[key]!) {
+        for key in sortedNames(intro.keys) where matches(intro[key]!) {
             return (intro[key]!, intro.count == 1 && key == "default" && introIsOneChain ? "intro" : "intro.\(key)")
         }
-        for key in sounds.keys.sorted() where matches(sounds[key]!) { return (sounds[key]!, "sounds.\(key)") }
+        for key in sortedNames(sounds.keys) where matches(sounds[key]!) { return (sounds[key]!, "sounds.\(key)") }
         func place(_ feedback: Feedback, _ key: String) -> String { feedback.chainKey ? "\(key).chain" : key }
         for (index, step) in steps.enumerated() {
             if let prompt = step.prompt, matches(prompt) { return (prompt, "steps[\(index)].prompt") }
@@ -205,7 +205,7 @@ public struct Activity: Sendable, Equatable {
         let final = try fields["final"].map { c throws(NarratorError) in try c.string() }
         var answers: Set<String> = []
         for step in steps { answers.insert(step.answer) }
-        for name in sounds.keys.sorted() where name == Tap.replay || name == Tap.close || answers.contains(name) {
+        for name in sortedNames(sounds.keys) where name == Tap.replay || name == Tap.close || answers.contains(name) {
             throw fields["sounds"]!.fail("'\(name)' is \(answers.contains(name) ? "an answer" : "an app request"): a sound needs another name")
         }
         if steps.isEmpty && intro.isEmpty && final == nil {

@@ -254,7 +254,7 @@ public struct ActivityMachine {
             } else {
                 throw NarratorError(
                     file: "--state", place: variant.map { "'\($0)'" },
-                    "activity '\(activity.id)' has an intro per state: choose one of \(activity.intro.keys.sorted().joined(separator: ", "))")
+                    "activity '\(activity.id)' has an intro per state: choose one of \(sortedNames(activity.intro.keys).joined(separator: ", "))")
             }
             note(0, .variant, ["state": .string(chosen)])
             state = .intro(try play(activity.intro[chosen]!, role: .intro, at: 0, step: 0))

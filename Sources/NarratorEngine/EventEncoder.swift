@@ -252,7 +252,7 @@ public enum EventEncoder {
             out.append(UInt8(ascii: "]"))
         case .stringMap(let map):
             out.append(UInt8(ascii: "{"))
-            for (k, key) in map.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            for (k, key) in sortedByUTF8(Array(map.keys)).enumerated() {
                 if k > 0 { out.append(UInt8(ascii: ",")) }
                 appendString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
@@ -268,7 +268,7 @@ public enum EventEncoder {
             out.append(UInt8(ascii: "]"))
         case .object(let map):
             out.append(UInt8(ascii: "{"))
-            for (k, key) in map.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+            for (k, key) in sortedByUTF8(Array(map.keys)).enumerated() {
                 if k > 0 { out.append(UInt8(ascii: ",")) }
                 appendString(key, to: &out)
                 out.append(UInt8(ascii: ":"))

@@ -605,7 +605,7 @@ public struct JSONCursor: Sendable {
             for member in object.members where !keys.contains(member.key) {
                 throw NarratorError(
                     file: file, place: members.childPath(member.key),
-                    "unknown key (expected one of: \(keys.sorted().joined(separator: ", ")))")
+                    "unknown key (expected one of: \(sortedNames(keys).joined(separator: ", ")))")
             }
         }
         return members

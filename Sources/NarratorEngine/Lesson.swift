@@ -416,7 +416,7 @@ public struct Lesson: Sendable {
     /// activity's own (`activities.ID.music`), by key.
     public var beds: [(music: Activity.Music, place: String)] {
         (music.map { [($0, "music")] } ?? [])
-            + activities.keys.sorted().compactMap { id in activities[id]!.music.map { ($0, "activities.\(id).music") } }
+            + sortedNames(activities.keys).compactMap { id in activities[id]!.music.map { ($0, "activities.\(id).music") } }
     }
 
     /// The music bed that plays under `activity` (its own `music`, else the lesson's: an
@@ -447,7 +447,7 @@ public struct Lesson: Sendable {
     /// Names for a one-line message: sorted, at most 20, then how many more.
     public static func list(_ names: some Collection<String>) -> String {
         if names.isEmpty { return "none" }
-        let shown = names.sorted().prefix(20).joined(separator: ", ")
+        let shown = sortedNames(names).prefix(20).joined(separator: ", ")
         return names.count > 20 ? "\(shown) and \(names.count - 20) more" : shown
     }
 

@@ -108,7 +108,8 @@ extension Lesson {
         let chain = localeChain(for: tag)
         let defaultLanguage = locale.map { Self.fallbacks(of: $0).last == Self.fallbacks(of: tag).last } ?? false
         var files: [String] = [], timings: [String] = [], transcripts: [String] = []
-        for (id, spec) in clips.sorted(by: { $0.key < $1.key }) where spec.spriteMap == nil && loudnessBus(of: id) == .voice {
+        for id in sortedNames(clips.keys) where clips[id]!.spriteMap == nil && loudnessBus(of: id) == .voice {
+            let spec = clips[id]!
             guard let ownFile = chain.last(where: { locales[$0]?[id]?.file != nil }) else {
                 if !defaultLanguage { files.append(id) }
                 continue
@@ -162,7 +163,7 @@ extension Lesson {
         }
         // Each locale laid over its fallbacks, as it will load: every clip it changes must still
         // be a clip (a region that ends after it starts; words from markers or timings).
-        for tag in locales.keys.sorted() {
+        for tag in sortedNames(locales.keys) {
             let chain = localeChain(for: tag, byLowercase: spelled)
             for (id, place) in cursors[tag] ?? [:] {
                 var spec = clips[id]!
@@ -181,7 +182,7 @@ extension Lesson {
     private static func parseOverride(_ cursor: JSONCursor, resolve: (String) -> String) throws(NarratorError) -> ClipOverride {
         let fields = try cursor.object(allowing: Keys.clipOverride)
         if fields.isEmpty {
-            throw cursor.fail("changes nothing (give one or more of: \(Keys.clipOverride.sorted().joined(separator: ", ")))")
+            throw cursor.fail("changes nothing (give one or more of: \(sortedNames(Keys.clipOverride).joined(separator: ", ")))")
         }
         var override = ClipOverride()
         override.file = try fields["file"].map { c throws(NarratorError) in resolve(try c.string()) }

@@ -43,7 +43,9 @@ public struct SpriteMap: Sendable, Equatable {
         let sources = names.map { Paths.join(folder, $0) }
 
         var sprites: [Sprite] = []
-        for (name, entry) in try top.required("sprite", in: root).object().sorted(by: { $0.key < $1.key }) {
+        let members = try top.required("sprite", in: root).object()
+        for name in sortedNames(members.keys) {
+            let entry = members[name]!
             let fields = try entry.array()
             guard fields.count == 2 || fields.count == 3 else {
                 throw entry.fail("expected [offset, duration] in milliseconds, with an optional loop flag")
@@ -77,6 +79,6 @@ public struct SpriteMap: Sendable, Equatable {
         }
         throw NarratorError(
             file: path, place: "src",
-            "none of its audio files is here in a format Narrator decodes (\(AudioMarker.audioExtensions.sorted().joined(separator: ", ")))")
+            "none of its audio files is here in a format Narrator decodes (\(sortedNames(AudioMarker.audioExtensions).joined(separator: ", ")))")
     }
 }

@@ -95,6 +95,77 @@ import Testing
         }
     }
 
+    /// A speed change is heard where the map says: the sample chain through the worklet in an
+    /// OfflineAudioContext, 1.5 asked for at 1 s. Before the change (less its 5 ms fade-out) the
+    /// output is `narrator render` bit for bit; the change applies at the frame the fade-out
+    /// ends; from there the output's loudness envelope (10 ms RMS) follows the native
+    /// `narrator render --speed 1.5` from the frame the map gives the timeline frame heard
+    /// there (`round(frame / 1.5)`), best aligned within 10 ms, and not the unstretched render.
+    /// (Sonic restarted mid-stream cuts other pitch periods than one run from the start, so the
+    /// samples themselves differ: the envelope is what is compared.)
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func aSpeedChangeIsHeardWhereTheMapSays() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        try FileManager.default.createDirectory(atPath: folder + "/refs", withIntermediateDirectories: true)
+        for (name, speed) in [("normal", "1"), ("stretched", "1.5")] {
+            let native = try run(
+                Repo.narrator,
+                ["render", Repo.path("Timings/lessons/sample.json"), "--chain", "correct", "--seed", "7", "--speed", speed, "--format", "f32",
+                 "--output", folder + "/refs/\(name).wav"])
+            try #require(native.status == 0, "\(name): \(native.stderr)")
+        }
+        let job: [String: Any] = [
+            "lesson": try Self.lessonPath(manifest, "sample.json"), "program": ["chain": "correct", "seed": 7], "at": 48000, "speed": 1.5,
+            "normal": "../refs/normal.wav", "stretched": "../refs/stretched.wav",
+        ]
+        let argument = String(decoding: try JSONSerialization.data(withJSONObject: job), as: UTF8.self)
+        let result = try #require(try Self.browse(folder, "pages/offline.html", "speedChange(\(argument))") as? [String: Any])
+        #expect(result["error"] == nil, "\(result)")
+        #expect(result["differingBefore"] as? Int == 0, "\(result)")
+        // At speed 1 the frame heard is the frame output: the change is at the fade-out's end.
+        #expect(result["timeline"] as? Int == result["change"] as? Int, "\(result)")
+        #expect((result["envelopeFrames"] as? Int ?? 0) >= 100, "\(result)")
+        let lags = try #require(result["lags"] as? [[String: Any]])
+        let best = try #require(lags.max { ($0["r"] as? Double ?? -1) < ($1["r"] as? Double ?? -1) })
+        let bestR = best["r"] as? Double ?? 0
+        #expect(abs(best["lag"] as? Int ?? 99) <= 1, "best aligned \(best["lag"] ?? "?") × 10 ms off the map: \(lags)")
+        #expect(bestR > 0.9, "\(lags)")
+        #expect((result["unchanged"] as? Double ?? 1) < bestR - 0.2, "the unstretched render fits as well: \(result)")
+    }
+
+    /// Live: the speed changed after the second word (`WebPlayer.speed`, resolved once
+    /// applied); every cue still arrives, in order, none before the output clock reached the
+    /// output frame the stretcher's map gives it, and the words after the change are due
+    /// `frames / 1.5` apart, as the map says (within a frame of rounding each).
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func liveCuesAfterASpeedChangeFollowTheMap() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (folder, manifest) = try Self.pack(dir)
+        let lesson = try Self.lessonPath(manifest, "sample.json")
+        let seen = try #require(try Self.browse(folder, "pages/live.html", "speedChange('\(lesson)', 'correct', 1.5)") as? [String: Any])
+        let sheet = try #require(seen["sheet"] as? [[String: Any]])
+        let events = try #require(seen["events"] as? [[String: Any]])
+        let applied = try #require((seen["applied"] as? [String: Any])?["frame"] as? Int)
+        let rate = try #require(seen["rate"] as? Double)
+        #expect(events.map { "\($0["type"]!)@\($0["frame"]!)" } == sheet.map { "\($0["type"]!)@\($0["frame"]!)" })
+        for event in events {
+            let due = try #require(event["due"] as? Double)
+            let heard = try #require(event["heard"] as? Double)
+            #expect(heard >= due, "\(event): dispatched before its frame was output")
+            #expect(heard - due < 0.25, "\(event): late by more than 250 ms")
+        }
+        let after = events.filter { $0["type"] as? String == "word" && ($0["frame"] as? Int ?? 0) >= applied }
+        #expect(after.count >= 3, "words after the change: \(after.count)")
+        for (a, b) in zip(after, after.dropFirst()) {
+            let frames = Double((b["frame"] as? Int ?? 0) - (a["frame"] as? Int ?? 0))
+            let dueFrames = ((b["due"] as? Double ?? 0) - (a["due"] as? Double ?? 0)) * rate
+            #expect(abs(dueFrames - frames / 1.5) <= 2, "\(a) → \(b): due \(dueFrames) frames apart, the map says \(frames / 1.5)")
+        }
+    }
+
     /// Live, on the context's output clock: every cue of the chain's sheet arrives, in order,
     /// none before the output clock reached its frame.
     @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))

@@ -65,17 +65,33 @@ export async function openPack(folder, lessonPath) {
 /** Renders each job, writing its samples (raw float32) and cue sheet, or its error line. */
 export function renderJobs(narrator, NarratorError, jobs) {
   for (const job of jobs) {
+    // A speed as text: what JSON cannot carry (NaN, Infinity).
+    if (typeof job.speed === "string") job.speed = Number(job.speed);
+    if (job.setSpeed) {
+      // The same speed through setSpeed: "ok", or the error line.
+      try {
+        narrator.setSpeed(job.speed);
+        fs.writeFileSync(job.setSpeed, "ok");
+      } catch (error) {
+        if (!(error instanceof NarratorError)) throw error;
+        fs.writeFileSync(job.setSpeed, error.message);
+      }
+      narrator.setSpeed(1);
+    }
     try {
       const result = narrator.render(job);
       fs.writeFileSync(job.samples, new Uint8Array(result.samples.buffer));
       fs.writeFileSync(job.cues, result.cues);
       if (job.streamed) {
-        // The same program played 128 frames at a time (an AudioWorklet's quantum).
+        // The same program played 128 frames at a time (an AudioWorklet's quantum), at the
+        // job's speed if it has one: as many output frames as the render's.
+        if (job.speed !== undefined) narrator.setSpeed(job.speed);
         const playback = narrator.open(job);
-        const streamed = new Float32Array(Math.ceil(playback.frames / 128) * 128 * playback.channels);
+        const streamed = new Float32Array(Math.ceil(result.frames / 128) * 128 * playback.channels);
         for (let at = 0; at < streamed.length; at += 128 * playback.channels) streamed.set(playback.render(128).subarray(0, 128 * playback.channels), at);
         playback.close();
-        fs.writeFileSync(job.streamed, new Uint8Array(streamed.buffer, 0, playback.frames * playback.channels * 4));
+        narrator.setSpeed(1);
+        fs.writeFileSync(job.streamed, new Uint8Array(streamed.buffer, 0, result.frames * playback.channels * 4));
       }
     } catch (error) {
       if (!(error instanceof NarratorError)) throw error;

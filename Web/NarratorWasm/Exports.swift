@@ -22,6 +22,14 @@ final class Host {
     /// A live activity's planner and the taps so far.
     var planner: ActivityPlanner?
     var taps: [Tap] = []
+    /// The playback speed (kept across playbacks, as the gains): 1 is the mix as it is; any
+    /// other goes through `stage` (Sonic, pitch kept), which is made at the first such speed.
+    var speed: Double = 1
+    var stage: SpeedStage?
+    /// Output frames handed out since the playback opened (through the stretcher, at speed).
+    var rendered = 0
+    /// Whether the open playback goes through `stage`.
+    var stretching: Bool { speed != 1 && stage != nil }
 }
 
 nonisolated(unsafe) let host = Host()
@@ -162,9 +170,15 @@ func layOut(
 @_cdecl("narrator_render")
 public func narratorRender(
     _ lessonPath: UnsafePointer<UInt8>, _ lessonPathLength: Int32, _ kind: Int32, _ id: UnsafePointer<UInt8>, _ idLength: Int32,
-    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64
+    _ taps: UnsafePointer<UInt8>, _ tapsLength: Int32, _ state: UnsafePointer<UInt8>, _ stateLength: Int32, _ seed: UInt64,
+    _ speed: Double
 ) -> Int32 {
     host.samples = []
+    guard narratorSpeedCheck(speed) == 0 else { return 1 }
+    guard speed == 1 || kind == 0 else {
+        host.text = Array("render: a speed goes with a chain (as `narrator render --speed` with --chain)".utf8)
+        return 1
+    }
     guard let schedule = layOut(lessonPath, lessonPathLength, kind, id, idLength, taps, tapsLength, state, stateLength, seed)?.schedule else {
         return 1
     }
@@ -178,9 +192,33 @@ public func narratorRender(
             mixer.render(into: UnsafeMutableBufferPointer(rebasing: all[(start * channels)..<((start + frames) * channels)]), frameCount: frames)
         }
     }
+    if speed != 1 {
+        // Stretched as `narrator render --speed` does (SoundFileWriter): the mix fed in the same
+        // blocks, the output cut or padded to its exact length, the cues where the map puts them.
+        do throws(NarratorError) {
+            let stream = try StretchedStream(
+                frames: schedule.frames, rate: schedule.sampleRate, channels: channels, speed: speed, blockFrames: blockFrames)
+            var stretched: [Float] = []
+            stretched.reserveCapacity(stream.total * channels)
+            func keep(_ block: UnsafeBufferPointer<Float>, _ frames: Int) throws(NarratorError) { stretched.append(contentsOf: block) }
+            try samples.withUnsafeBufferPointer { (all) throws(NarratorError) in
+                var start = 0
+                while start < schedule.frames {
+                    let frames = min(blockFrames, schedule.frames - start)
+                    try stream.feed(UnsafeBufferPointer(rebasing: all[(start * channels)..<((start + frames) * channels)]), write: keep)
+                    start += frames
+                }
+            }
+            try stream.finish(write: keep)
+            samples = stretched
+        } catch {
+            host.text = Array(error.description.utf8)
+            return 1
+        }
+    }
     host.samples = samples
     host.channels = channels
-    host.text = Array(CueSheet.json(schedule).utf8)
+    host.text = Array((speed == 1 ? CueSheet.json(schedule) : CueSheet.json(schedule) { TimeStretcher.outputFrame(forInput: $0, speed: speed) }).utf8)
     return 0
 }
 
@@ -210,6 +248,11 @@ public func narratorPlayOpen(
     host.taps = []
     host.mixer = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames, gains: host.gains)
     host.channels = schedule.channels
+    host.rendered = 0
+    if host.speed != 1 {
+        guard prepareStage(channels: schedule.channels, rate: schedule.sampleRate) else { return 1 }
+        host.stage!.restart(speed: host.speed)
+    }
     playBlock = .allocate(capacity: maxPlayFrames * schedule.channels)
     playBlock.initialize(repeating: 0)
     host.text = Array(CueSheet.json(schedule).utf8)
@@ -224,15 +267,102 @@ public func narratorPlayRender(_ frames: Int32) -> UnsafeMutablePointer<Float>? 
     guard let mixer = host.mixer, let schedule = host.schedule, frames > 0, Int(frames) <= maxPlayFrames else { return nil }
     let channels = schedule.channels
     let wanted = Int(frames)
-    let playing = max(0, min(wanted, schedule.frames - mixer.position))
-    if playing > 0 { mixer.render(into: UnsafeMutableBufferPointer(rebasing: playBlock[0..<(playing * channels)]), frameCount: playing) }
-    if playing < wanted { UnsafeMutableBufferPointer(rebasing: playBlock[(playing * channels)..<(wanted * channels)]).update(repeating: 0) }
+    if host.stretching, let stage = host.stage {
+        // Through the stretcher, as the live engine's OutputFeed: the mix fed a block at a time
+        // (past the schedule's end the mixer mixes silence) until the output frames wanted wait;
+        // the first frame fed after a restart begins the map's line at the output frame it fills.
+        let stretcher = stage.stretcher
+        var done = 0
+        while done < wanted {
+            let count = min(stage.feedFrames, wanted - done)
+            while stretcher.availableFrames < count {
+                if stage.origin == nil { stage.origin = (host.rendered + done, mixer.position) }
+                mixer.render(into: stage.input, frameCount: stage.feedFrames)
+                stretcher.feed(UnsafeBufferPointer(stage.input))
+            }
+            done += stretcher.take(into: UnsafeMutableBufferPointer(rebasing: playBlock[(done * channels)..<((done + count) * channels)]))
+        }
+    } else {
+        let playing = max(0, min(wanted, schedule.frames - mixer.position))
+        if playing > 0 { mixer.render(into: UnsafeMutableBufferPointer(rebasing: playBlock[0..<(playing * channels)]), frameCount: playing) }
+        if playing < wanted { UnsafeMutableBufferPointer(rebasing: playBlock[(playing * channels)..<(wanted * channels)]).update(repeating: 0) }
+    }
+    host.rendered += wanted
     return playBlock.baseAddress
 }
 
-/// The open playback's next frame to mix; −1 when none is open.
+/// Makes the speed stage for `channels` at `rate` if there is none that fits (allocates, and
+/// runs silence through Sonic to grow its buffers: done when a speed is asked for, never while
+/// mixing). False with the error line as the result's text.
+func prepareStage(channels: Int, rate: Int) -> Bool {
+    if let stage = host.stage, stage.stretcher.channels == channels, stage.stretcher.rate == rate { return true }
+    do throws(NarratorError) {
+        host.stage = try SpeedStage(rate: rate, channels: channels)
+        return true
+    } catch {
+        host.text = Array(error.description.utf8)
+        return false
+    }
+}
+
+/// The timeline frame heard at the open playback's next output frame (the mixer's position at
+/// speed 1; behind it, by what the stretcher holds, at another speed).
+func heardTimeline() -> Int {
+    guard let mixer = host.mixer else { return 0 }
+    guard host.stretching, let stage = host.stage else { return mixer.position }
+    return stage.timeline(atOutput: host.rendered, orStartingAt: mixer.position)
+}
+
+/// Sets the speed of the open playback (and of those opened after it): 0.5 to 2, pitch kept.
+/// Heard from the next output frame: what the stretcher holds is dropped and the mix goes back
+/// to the frame heard there, where a new line of the map begins (the live engine's restart;
+/// the worklet fades out before and in after, as natively). 0, or 1 with the error line (a
+/// speed out of range: `TimeStretcher.check`'s line).
+@_cdecl("narrator_play_speed")
+public func narratorPlaySpeed(_ speed: Double) -> Int32 {
+    guard narratorSpeedCheck(speed) == 0 else { return 1 }
+    let heard = heardTimeline()
+    if let schedule = host.schedule, speed != 1 {
+        guard prepareStage(channels: schedule.channels, rate: schedule.sampleRate) else { return 1 }
+    }
+    host.speed = Double(Float(speed))
+    if let mixer = host.mixer {
+        if heard != mixer.position { mixer.seek(to: heard) }
+        if host.stretching { host.stage!.restart(speed: host.speed) }
+    }
+    return 0
+}
+
+/// 0 for a speed the stretcher takes (0.5 to 2); 1 with `TimeStretcher.check`'s error line.
+@_cdecl("narrator_speed_check")
+public func narratorSpeedCheck(_ speed: Double) -> Int32 {
+    do throws(NarratorError) {
+        try TimeStretcher.check(speed)
+        return 0
+    } catch {
+        host.text = Array(error.description.utf8)
+        return 1
+    }
+}
+
+/// Output frames the open playback has handed out since it opened.
+@_cdecl("narrator_play_rendered")
+public func narratorPlayRendered() -> Int32 { Int32(host.rendered) }
+
+/// The output frame (counted as `narrator_play_rendered`) at which timeline frame `frame` of
+/// the open playback is heard, by the map the stretcher runs on now (SpeedStage.outputFrame);
+/// at speed 1, as many frames after the next one as `frame` is after the mixer's position.
+@_cdecl("narrator_play_output_frame")
+public func narratorPlayOutputFrame(_ frame: Int32) -> Int32 {
+    guard let mixer = host.mixer else { return -1 }
+    guard host.stretching, let stage = host.stage else { return Int32(host.rendered + Int(frame) - mixer.position) }
+    return Int32(stage.outputFrame(ofTimeline: Int(frame), orStartingAt: host.rendered, mixer.position))
+}
+
+/// The timeline frame the open playback's next output frame plays (the next frame to mix, at
+/// speed 1); −1 when none is open.
 @_cdecl("narrator_play_position")
-public func narratorPlayPosition() -> Int32 { host.mixer.map { Int32($0.position) } ?? -1 }
+public func narratorPlayPosition() -> Int32 { host.mixer == nil ? -1 : Int32(heardTimeline()) }
 
 /// The open playback's length in frames; −1 when none is open.
 @_cdecl("narrator_play_frames")
@@ -244,6 +374,7 @@ public func narratorPlayFrames() -> Int32 { host.schedule.map { Int32($0.frames)
 public func narratorPlaySeek(_ frame: Int32) -> Int32 {
     guard let mixer = host.mixer, let schedule = host.schedule else { return 1 }
     mixer.seek(to: min(max(Int(frame), 0), schedule.frames))
+    if host.stretching { host.stage!.restart(speed: host.speed) }
     return 0
 }
 
@@ -268,7 +399,8 @@ public func narratorPlayTap(_ answer: UnsafePointer<UInt8>, _ answerLength: Int3
         host.text = Array("no live activity is open".utf8)
         return 1
     }
-    let frame = old.position
+    // At speed, the tap is at the frame heard next, and what the stretcher holds is dropped.
+    let frame = heardTimeline()
     var taps = host.taps
     taps.append(Tap(frame: frame, answer: string(answer, answerLength)))
     let schedule: Schedule
@@ -279,6 +411,7 @@ public func narratorPlayTap(_ answer: UnsafePointer<UInt8>, _ answerLength: Int3
         return 1
     }
     let next = Mixer(schedule: schedule, maxBlockFrames: maxPlayFrames, gains: host.gains)
+    if host.stretching { host.stage!.restart(speed: host.speed) }
     next.seek(to: frame, continuing: old)
     host.taps = taps
     host.schedule = schedule

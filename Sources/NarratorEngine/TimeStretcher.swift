@@ -1,5 +1,4 @@
 import CSonic
-import NarratorCore
 
 /// Changes the speed of speech with its pitch kept, through Sonic (libsonic, Apache-2.0: the
 /// speech stretcher Android's ExoPlayer uses; the choice and its figures are in
@@ -389,7 +388,64 @@ public final class TimeStretcher {
     }
 
     private static func frame(_ value: Double) -> Int {
-        let limit = Double(1 << 62)
+        // 2^62 natively; 2^30 − 1 where Int has 32 bits (wasm32), whose 1 << 62 is 0.
+        let limit = Double(Int.max >> 1)
         return Int(min(limit, max(-limit, value.rounded())))
+    }
+}
+
+/// A whole stream stretched at one speed (an offline render: `narrator render --speed`,
+/// narrator.wasm's `render({speed})`): each block of the stream goes to `feed` in order, then
+/// `finish`; `write` gets the stretched output block by block, exactly
+/// `TimeStretcher.outputFrame(forInput: frames, speed: speed)` frames in all (Sonic's last few
+/// frames past that are cut, or silence added), so timeline frame `f` is heard at output frame
+/// `TimeStretcher.outputFrame(forInput: f, speed: speed)`.
+public final class StretchedStream {
+    public let total: Int
+    public private(set) var written = 0
+    private let stretcher: TimeStretcher
+    private let block: UnsafeMutableBufferPointer<Float>
+    private let channels: Int
+    private let blockFrames: Int
+
+    /// Blocks fed are at most `blockFrames`, and so are those written.
+    public init(frames: Int, rate: Int, channels: Int, speed: Double, blockFrames: Int) throws(NarratorError) {
+        total = TimeStretcher.outputFrame(forInput: frames, speed: speed)
+        stretcher = try TimeStretcher(rate: rate, channels: channels, speed: speed, maxFeedFrames: blockFrames)
+        block = .allocate(capacity: blockFrames * channels)
+        self.channels = channels
+        self.blockFrames = blockFrames
+    }
+
+    deinit { block.deallocate() }
+
+    public func feed(
+        _ samples: UnsafeBufferPointer<Float>, write: (UnsafeBufferPointer<Float>, Int) throws(NarratorError) -> Void
+    ) throws(NarratorError) {
+        stretcher.feed(samples)
+        try drain(write)
+    }
+
+    public func finish(write: (UnsafeBufferPointer<Float>, Int) throws(NarratorError) -> Void) throws(NarratorError) {
+        stretcher.flush()
+        try drain(write)
+        block.initialize(repeating: 0)
+        while written < total {
+            let count = min(blockFrames, total - written)
+            try write(UnsafeBufferPointer(rebasing: block[0..<(count * channels)]), count)
+            written += count
+        }
+    }
+
+    private func drain(_ write: (UnsafeBufferPointer<Float>, Int) throws(NarratorError) -> Void) throws(NarratorError) {
+        while true {
+            let taken = stretcher.take(into: block)
+            if taken == 0 { return }
+            let keep = min(taken, total - written)
+            if keep > 0 {
+                try write(UnsafeBufferPointer(rebasing: block[0..<(keep * channels)]), keep)
+                written += keep
+            }
+        }
     }
 }
