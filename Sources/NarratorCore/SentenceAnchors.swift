@@ -30,7 +30,12 @@ public enum SentenceAnchors {
         pauses: [(start: Int, end: Int)], speech: Range<Int>, lengths: [Int], weights: Weights = Weights()
     ) -> [Int?] {
         let sentences = lengths.count
-        guard sentences > 1, !pauses.isEmpty, speech.count > 0 else { return [Int?](repeating: nil, count: max(0, sentences - 1)) }
+        // (Its tables hold (sentences + 1) × (pauses + 1) cells: at most 4 M, 100 MB; a longer
+        // reading is anchored by aeneas, in chunks.)
+        let cells = (sentences + 1) * (pauses.count + 1)
+        guard sentences > 1, !pauses.isEmpty, speech.count > 0, cells <= 1 << 22 else {
+            return [Int?](repeating: nil, count: max(0, sentences - 1))
+        }
         let letters = Double(lengths.reduce(0) { $0 + max(1, $1) })
         let perLetter = Double(speech.count) / letters
         var prefix = [0.0]

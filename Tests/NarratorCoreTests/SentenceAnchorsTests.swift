@@ -84,5 +84,9 @@ struct SentenceAnchorsTests {
         #expect(SentenceAnchors.fit(pauses: [], speech: 0..<10_000, lengths: [40, 50]) == [nil])
         #expect(SentenceAnchors.fit(pauses: [(4000, 4500)], speech: 0..<10_000, lengths: [40]) == [])
         #expect(SentenceAnchors.fit(pauses: [(4000, 4500)], speech: 0..<0, lengths: [40, 40]) == [nil])
+        // A reading too long for the tables (a day's worth of sentences and pauses) is left
+        // to aeneas: no anchors, at once.
+        let many = (0..<5000).map { (start: $0 * 10_000 + 5000, end: $0 * 10_000 + 5600) }
+        #expect(SentenceAnchors.fit(pauses: many, speech: 0..<50_000_000, lengths: [Int](repeating: 60, count: 5000)).allSatisfy { $0 == nil })
     }
 }
