@@ -43,8 +43,9 @@ extension BoundaryRefinement {
         /// A quiet run this long is a pause whatever the first stage said: longer than any
         /// stop closure (closures of 70–80 ms were measured inside joins).
         public static let longPause = 150
-        /// In a clean recording (floor more than `cleanRange` dB under the speech level), a
-        /// run of at least `deepPause` within `deepRise` dB of the floor is a pause.
+        /// A clean recording: its floor more than `cleanRange` dB under the speech level. Its
+        /// floor's runs (at least `deepPause` long, reaching within `deepRise` dB of the floor)
+        /// are its pauses.
         public static let deepPause = 25
         public static let deepRise = 6.0
         public static let cleanRange = 50.0
@@ -99,30 +100,29 @@ extension BoundaryRefinement {
     /// Matches word-to-word boundaries with pauses in order, each at most once (a dynamic
     /// programme, as an edit distance): boundary `k` may take pause `j` when `distance(k, j)` is
     /// at most `reach`, at that cost; a boundary left alone costs `unmatched`, a pause left
-    /// alone `unmatchedPause(j)` (`unmatched` if nil). Returns
+    /// alone `unmatchedPause`. Returns
     /// the pause each boundary takes (nil: none). The first stage can misplace a stretch of words
     /// by a few hundred ms (espeak-ng and flite voices, docs/align.md); taken one boundary at a
     /// time, the nearest pause is then a neighbour's, while in order each keeps its own.
     public static func assignInOrder(
-        boundaries: Int, pauses: Int, reach: Double, unmatched: Double, unmatchedPause: ((Int) -> Double)? = nil,
+        boundaries: Int, pauses: Int, reach: Double, unmatched: Double, unmatchedPause: Double,
         distance: (Int, Int) -> Double
     ) -> [Int?] {
         // (A table of at most 4 M cells, 36 MB: a piece holds a few hundred words; more is left
         // to the rules one boundary at a time.)
         guard boundaries > 0, pauses > 0, (boundaries + 1) * (pauses + 1) <= 1 << 22 else { return [Int?](repeating: nil, count: boundaries) }
-        let unmatchedPause = (0..<pauses).map { unmatchedPause?($0) ?? unmatched }
         let width = pauses + 1
         var cost = [Double](repeating: 0, count: (boundaries + 1) * width)
         // 0: boundary k left alone, 1: pause j left alone, 2: k takes j.
         var step = [UInt8](repeating: 0, count: (boundaries + 1) * width)
-        for j in 1...pauses { cost[j] = cost[j - 1] + unmatchedPause[j - 1]; step[j] = 1 }
+        for j in 1...pauses { cost[j] = Double(j) * unmatchedPause; step[j] = 1 }
         for k in 1...boundaries {
             cost[k * width] = Double(k) * unmatched
             step[k * width] = 0
             for j in 1...pauses {
                 var best = cost[(k - 1) * width + j] + unmatched
                 var how: UInt8 = 0
-                let skipPause = cost[k * width + j - 1] + unmatchedPause[j - 1]
+                let skipPause = cost[k * width + j - 1] + unmatchedPause
                 if skipPause < best { best = skipPause; how = 1 }
                 let d = distance(k - 1, j - 1)
                 if d <= reach {
@@ -156,9 +156,10 @@ extension BoundaryRefinement {
     ///
     /// - a word-to-word boundary moves onto a real pause only: a quiet run of at least
     ///   `shortPause` that overlaps a silence of at least `stageSilence` the stage put between
-    ///   the two words, or any quiet run of at least `longPause`, or (in a clean recording) a
-    ///   run of at least `deepPause` at the floor, within `reach` of the stage's boundary. The
-    ///   earlier word ends where the run begins, the later starts where it ends.
+    ///   the two words, or any quiet run of at least `longPause`, within `reach` of the stage's
+    ///   boundary; in a clean recording, the floor's runs matched with the boundaries in order
+    ///   (`assignInOrder`). The earlier word ends where the run begins, the later starts where
+    ///   it ends.
     /// - a join (no pause) never moves by energy: it moves by `joinBias` only. A quiet run of
     ///   70–150 ms inside speech is a stop closure, not a pause.
     /// - the first start and the last end move to the first / last speech-like sound segment
@@ -265,7 +266,7 @@ extension BoundaryRefinement {
             }
             let taken = assignInOrder(
                 boundaries: words.count - 1, pauses: inner.count, reach: Double(PhoneRules.assignReach),
-                unmatched: PhoneRules.joinCost, unmatchedPause: { _ in PhoneRules.runCost }
+                unmatched: PhoneRules.joinCost, unmatchedPause: PhoneRules.runCost
             ) { k, j in
                 let (a, b) = (min(ends[k], starts[k + 1]), max(ends[k], starts[k + 1]))
                 let run = inner[j]
@@ -299,9 +300,8 @@ extension BoundaryRefinement {
             for (position, run) in quietRuns.enumerated() where !used.contains(position) {
                 guard Double(run.end) > low, Double(run.start) < high else { continue }
                 let length = run.end - run.start
-                let deep = clean && length >= PhoneRules.deepPause && peak(run) < floorLevel + PhoneRules.deepRise
                 let overlapsSilence = stageSilence && min(Double(run.end), b) - max(Double(run.start), a) > 0
-                guard length >= PhoneRules.longPause || deep || overlapsSilence else { continue }
+                guard length >= PhoneRules.longPause || overlapsSilence else { continue }
                 let distance =
                     (Double(run.start) <= centre && centre <= Double(run.end))
                     ? 0 : min(abs(Double(run.start) - centre), abs(Double(run.end) - centre))

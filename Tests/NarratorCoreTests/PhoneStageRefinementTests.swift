@@ -170,12 +170,12 @@ struct PhoneStageRefinementTests {
             let pauses = Int.random(in: 1...4, using: &generator)
             let table = (0..<boundaries).map { _ in (0..<pauses).map { _ in Double(Int.random(in: 0...400, using: &generator)) } }
             let reach = 300.0, unmatched = 150.0
-            let unmatchedPause = (0..<pauses).map { _ in [0.0, 150.0, 350.0][Int.random(in: 0...2, using: &generator)] }
+            let unmatchedPause = [0.0, 150.0, 350.0][Int.random(in: 0...2, using: &generator)]
             func cost(_ taken: [Int?]) -> Double {
                 let matched = taken.compactMap { $0 }
                 var moved = 0.0
                 for (k, j) in taken.enumerated() { if let j { moved += table[k][j] } }
-                return moved + Double(boundaries - matched.count) * unmatched + (0..<pauses).filter { !matched.contains($0) }.reduce(0.0) { $0 + unmatchedPause[$1] }
+                return moved + Double(boundaries - matched.count) * unmatched + Double(pauses - matched.count) * unmatchedPause
             }
             // Every order-keeping matching, by brute force.
             var best = Double.infinity
@@ -189,7 +189,7 @@ struct PhoneStageRefinementTests {
             }
             search(0, 0, [])
             let found = BoundaryRefinement.assignInOrder(
-                boundaries: boundaries, pauses: pauses, reach: reach, unmatched: unmatched, unmatchedPause: { unmatchedPause[$0] }
+                boundaries: boundaries, pauses: pauses, reach: reach, unmatched: unmatched, unmatchedPause: unmatchedPause
             ) { table[$0][$1] }
             let used = found.compactMap { $0 }
             #expect(used == used.sorted() && Set(used).count == used.count)

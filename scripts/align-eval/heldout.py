@@ -14,6 +14,8 @@ usage: heldout.py OUTDIR   (writes OUTDIR/clean, OUTDIR/dither, OUTDIR/mp3)
 """
 import json, os, subprocess, sys, tempfile, shutil
 import numpy as np, soundfile as sf
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from synth import cut_to_sound  # noqa: E402
 TEXTS = ["My grandmother baked warm bread and cookies for the whole village on Sunday",
          "Can you find the yellow duck hiding behind the big green tree",
          "Eight tiny frogs jumped into the pond and splashed the sleepy turtle"]
@@ -37,7 +39,7 @@ with tempfile.TemporaryDirectory() as td:
                 subprocess.run(cmd(w, raw), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 subprocess.run(["sox", raw, "-r", str(RATE), "-c", "1", "-b", "32", "-e", "float", w16], check=True)
                 x, _ = sf.read(w16, dtype="float64")
-                idx = np.nonzero(np.abs(x) >= 10 ** (-50 / 20))[0]; x = x[idx[0]:idx[-1] + 1]
+                x = cut_to_sound(x)
                 words.append({"text": w.lower(), "start": round(t, 6), "end": round(t + len(x) / RATE, 6)})
                 pieces.append(x); t += len(x) / RATE
                 gap = int(rng.uniform(0.030, 0.120) * RATE); pieces.append(np.zeros(gap)); t += gap / RATE

@@ -41,8 +41,12 @@ def synth_word(voice, word, td):
         subprocess.run(VOICES[voice](word, raw), check=True)
         subprocess.run(["sox", raw, "-r", str(RATE), "-c", "1", "-b", "16", out], check=True)
     x, _ = sf.read(out, dtype="float64")
-    thr = 10 ** (-50 / 20)
-    idx = np.nonzero(np.abs(x) >= thr)[0]
+    return cut_to_sound(x)
+
+
+def cut_to_sound(x):
+    """A word cut to its sound: its first to its last sample at or above -50 dBFS."""
+    idx = np.nonzero(np.abs(x) >= 10 ** (-50 / 20))[0]
     return x[idx[0]:idx[-1] + 1]
 
 
