@@ -4,7 +4,7 @@
 APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libasound2-dev libpulse-dev sox libsox-fmt-all espeak-ng python3 time \
 	gcc pulseaudio pulseaudio-utils libasound2-plugins alsa-utils socat chromium libespeak-ng-dev \
 	g++ python3-dev python3-pip festival-dev libestools-dev ffmpeg \
-	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev \
+	librsvg2-dev fonts-dejavu-core tmux lame vorbis-tools opus-tools flac libsonic-dev libebur128-dev libkissfft-dev \
 	librsvg2-2 libespeak-ng1 libpulse0 flite libsqlite3-dev sqlite3 wasi-libc libclang-rt-dev-wasm32 binaryen nodejs
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,

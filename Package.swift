@@ -46,6 +46,9 @@ let package = Package(
             name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]),
         // libebur128 (MIT): EBU R 128 loudness, loudness range and true peak (docs/loudness.md).
+        // Spectra for pauses under a music bed (align); BSD-3-Clause. No pkgConfig: its .pc
+        // carries -D flags SwiftPM refuses; the shim defines the one that matters (float).
+        .systemLibrary(name: "CKissFFT", path: "Sources/CKissFFT", providers: [.apt(["libkissfft-dev"])]),
         .systemLibrary(
             name: "CEbur128", path: "Sources/CEbur128", pkgConfig: "libebur128",
             providers: [.apt(["libebur128-dev"])]),
@@ -72,7 +75,7 @@ let package = Package(
         // The engine links Sonic for speed (TimeStretcher): natively libsonic, in narrator.wasm
         // Debian's sonic.c compiled for wasm32 (scripts/build-wasm.sh).
         .target(name: "NarratorEngine", dependencies: ["CSonic"]),
-        .target(name: "NarratorCore", dependencies: ["NarratorEngine"]),
+        .target(name: "NarratorCore", dependencies: ["NarratorEngine", "CKissFFT"]),
         // Clip decoding, resampling, time stretching (pitch kept), loudness and file output.
         .target(name: "NarratorAudioFile", dependencies: ["NarratorCore", "CSndFile", "CSoxr", "CSonic", "CEbur128"]),
         // Live playback: the engine (plan, mixer, audio clock, cue delivery when heard), the

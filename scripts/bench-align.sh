@@ -7,8 +7,9 @@
 #   - synthetic voices (espeak-ng, four flite voices) with exact boundaries, clean and with a
 #     piano-like bed 20 dB under the voice,
 #   - other synthetic voices (espeak-ng en-gb slow and en-us+f3 fast, flite kal and rms,
-#     festival), other texts, at 22.05 and 44.1 kHz: clean, dithered, and through MP3
-#     (scripts/align-eval/heldout.py).
+#     festival), other texts, at 22.05 and 44.1 kHz: clean, dithered, through MP3, over
+#     another piano bed 20 dB under, over a pad with plucked bass and hi-hat 20 dB under, and
+#     over mains hum with pink noise 30 dB under (scripts/align-eval/heldout.py).
 #
 # usage: scripts/bench-align.sh [WORKDIR]
 #   ALIGN_MIRRORS  where the bare git dirs of the corpus repositories are (OWNER+NAME/repo);
@@ -52,7 +53,8 @@ python3 "$here/align-eval/heldout.py" "$work/other"
 command -v text2wave >/dev/null || echo "bench-align: festival is not installed (make bench installs it); its voice is left out of other-*" >&2
 
 sets=("synth-clean=$work/synth/clean" "synth-bed20=$work/synth/bed20"
-      "other-clean=$work/other/clean" "other-dither=$work/other/dither" "other-mp3=$work/other/mp3")
+      "other-clean=$work/other/clean" "other-dither=$work/other/dither" "other-mp3=$work/other/mp3"
+      "other-piano20=$work/other/piano20" "other-pad20=$work/other/pad20" "other-hum30=$work/other/hum30")
 ls "$work/real"/*.json >/dev/null 2>&1 && sets=("real=$work/real" "${sets[@]}")
 
 for ((r = 1; r <= runs; r++)); do

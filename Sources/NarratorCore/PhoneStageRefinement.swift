@@ -95,6 +95,12 @@ extension BoundaryRefinement {
         /// sound (its burst or release).
         public static let closure = 20...150
         public static let burst = 10...120
+        /// A recording with a background (not clean) is matched with its background's runs
+        /// when at least this share of its boundaries has a run of the background alone.
+        public static let backgroundGaps = 0.4
+        /// ... and at least this many (one or two such runs may be a stop's closure in a
+        /// recording as clean spectrally as a synthetic one).
+        public static let backgroundRuns = 3
     }
 
     /// Matches word-to-word boundaries with pauses in order, each at most once (a dynamic
@@ -255,11 +261,30 @@ extension BoundaryRefinement {
                 if end - index >= PhoneRules.deepPause && longestCore >= PhoneRules.deepCore { deepRuns.append((index, end)) }
                 index = end
             }
+        }
+        // Under a steady background (a music bed) the level cannot tell a pause from a word's
+        // soft tail: its spectrum can (`BackgroundPauses`). Its runs are matched as a clean
+        // recording's floor runs when the recording pauses between its words: when runs of
+        // the background alone (no voice bar, no reverberation: a closure's) lie within the
+        // words for at least `backgroundGaps` of the boundaries, and `backgroundRuns` at least.
+        // Continuous speech has next to none (docs/align.md § 3).
+        var pauseRuns = deepRuns
+        var background = false
+        if !clean && words.count > 1 {
+            let found = BackgroundPauses.runs(samples: samples, channels: channels, rate: rate, block: block)
+            let first = Int(stageStarts[0]), last = Int(stageEnds[words.count - 1])
+            let pure = found.filter { $0.start > first && $0.end < last && $0.share < BackgroundPauses.pureShare }
+            if pure.count >= PhoneRules.backgroundRuns && Double(pure.count) >= PhoneRules.backgroundGaps * Double(words.count - 1) {
+                pauseRuns = found.map { (start: $0.start, end: $0.end) }
+                background = true
+            }
+        }
+        if !pauseRuns.isEmpty {
             // Runs with a word's sound before and after them inside the stage's first start and
             // last end (the silence before the first word or after the last, a pause before a
             // breath, are the edges', below).
             let first = max(0, Int(stageStarts[0])), last = min(count, Int(stageEnds[words.count - 1]))
-            let inner = deepRuns.filter { run in
+            let inner = pauseRuns.filter { run in
                 run.start > first && run.end < last
                     && (first..<run.start).contains(where: strong) && (run.end..<last).contains(where: strong)
                     && !insideStop(run)
@@ -415,6 +440,19 @@ extension BoundaryRefinement {
         if clean {
             let stop = words[words.count - 1].phones.last.map { stopPhones.contains($0.name) } ?? false
             ends[words.count - 1] = Double(releasedEdge(from: Int(ends[words.count - 1]), forward: true, stop: stop))
+        }
+        // Under a background, the clip's edges are where its runs before the first word and
+        // after the last end and begin: the run ending nearest the stage's first start (within
+        // `assignReach`, the first word keeping `keep`), mirrored for the last end.
+        if background {
+            let reach = Double(PhoneRules.assignReach), keep = Double(PhoneRules.keep)
+            let first = stageStarts[0], last = stageEnds[words.count - 1]
+            let leading = pauseRuns.filter { Double($0.end) >= first - reach && Double($0.end) <= min(first + reach, ends[0] - keep) && !insideStop($0) }
+            if let run = leading.min(by: { abs(Double($0.end) - first) < abs(Double($1.end) - first) }) { starts[0] = Double(run.end) }
+            let trailing = pauseRuns.filter {
+                Double($0.start) <= last + reach && Double($0.start) >= max(last - reach, starts[words.count - 1] + keep) && !insideStop($0)
+            }
+            if let run = trailing.min(by: { abs(Double($0.start) - last) < abs(Double($1.start) - last) }) { ends[words.count - 1] = Double(run.start) }
         }
 
         var refined: [Word] = []

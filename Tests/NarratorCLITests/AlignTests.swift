@@ -477,6 +477,59 @@ struct AlignEnginesTests {
         return SpokenWords.Fixture(path: path, truth: truth, frames: samples.count)
     }
 
+    /// The same words over a bed of chords made by sox (three sines, a new chord every
+    /// 0.45–0.85 s, each fading out over its length), 20 dB under the voice's RMS over its words.
+    /// Measured: p50 0.6 / 0.4 ms, p95 43.2 / 48.8 ms for espeak-ng / flite, PocketSphinx alone
+    /// p50 16.8 / 21.7, p95 102.1 / 92.7 ms. The goal, p95 ≤ 30 ms, is not met here
+    /// (docs/align.md § 3, *Under a steady background*); the test holds what is: most boundaries
+    /// exact and the tail at most 60 ms, better than the stage.
+    @Test(arguments: ["espeak-ng", "flite"])
+    func exactBoundariesUnderAChordBed(engine: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let fixture = try Self.assemble(engine: engine, in: dir)
+        let rate = SpokenWords.rate
+        let chords = [["C3", "E3", "G3"], ["A2", "C3", "E3"], ["F2", "A2", "C3"], ["G2", "B2", "D3"]]
+        let lengths = [0.55, 0.8, 0.45, 0.7, 0.65, 0.85, 0.5, 0.75]
+        var pieces: [String] = []
+        var total = 0.0
+        while total * Double(rate) < Double(fixture.frames) {
+            let index = pieces.count
+            let length = lengths[index % lengths.count]
+            let piece = dir.file("chord-\(index).wav")
+            let notes = chords[index % chords.count].flatMap { ["sine", $0] }
+            let made = try runTool(
+                "sox", ["-n", "-r", "\(rate)", "-c", "1", "-b", "32", "-e", "float", piece, "synth", "\(length)"] + notes
+                    + ["fade", "l", "0.004", "\(length)", String(format: "%.3f", length - 0.004)])
+            try #require(made.status == 0, "\(made.stderr)")
+            pieces.append(piece)
+            total += length
+        }
+        let chain = dir.file("chain.wav")
+        let joined = try runTool("sox", pieces + [chain, "trim", "0", "\(fixture.frames)s"])
+        try #require(joined.status == 0, "\(joined.stderr)")
+        // 20 dB under the voice: both RMS levels from the samples, the voice's over its words.
+        let voice = try WAVFile(path: fixture.path).int16Samples.map { Double($0) / 32768 }
+        let spoken = fixture.truth.flatMap { voice[$0.start..<$0.end] }
+        let bedSamples = try WAVFile(path: chain).floatSamples.map(Double.init)
+        func rms(_ values: [Double]) -> Double { (values.reduce(0) { $0 + $1 * $1 } / Double(max(1, values.count))).squareRoot() }
+        let gain = rms(spoken) * 0.1 / rms(bedSamples)
+        let mixed = dir.file("mixed.wav")
+        let mixing = try runTool("sox", ["-m", "-v", "1", fixture.path, "-v", String(format: "%.6f", gain), chain, "-b", "16", mixed])
+        try #require(mixing.status == 0, "\(mixing.stderr)")
+        let aligned = try run(
+            Repo.narrator, ["align", mixed, "--text", Self.text, "--timings", dir.file("out.json"), "--rate", "\(rate)", "--json"])
+        try #require(aligned.status == 0, "\(aligned.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(aligned.stdout.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        try #require(list.count == fixture.truth.count)
+        func frames(_ a: String, _ b: String) -> [(start: Int, end: Int)] { list.map { (($0[a] as? Int) ?? -1, ($0[b] as? Int) ?? -1) } }
+        let stage = try SpokenWords.errors(frames("alignerStartFrame", "alignerEndFrame"), fixture.truth)
+        let refined = try SpokenWords.errors(frames("startFrame", "endFrame"), fixture.truth)
+        print("align \(engine) under chords: PocketSphinx \(SpokenWords.describe(stage)); refined \(SpokenWords.describe(refined))")
+        #expect(refined.p50 <= 5 && refined.p95 <= 60 && refined.p95 < stage.p95, "\(engine): refined \(SpokenWords.describe(refined)), stage \(SpokenWords.describe(stage))")
+    }
+
     /// p50 and p95 of the refined error must stay within the bound (the goal for clean
     /// synthetic speech, p95 ≤ 5 ms; measured 0.9 ms for both, the stage alone 122 and 84 ms);
     /// the first stage's own error is printed beside it.

@@ -51,6 +51,26 @@ struct PhoneStageRefinementTests {
         #expect(abs(energy[0].timing.endFrame / Self.ms - 600) <= 12, "energy-only: \(energy.map(\.timing))")
     }
 
+    /// Under a steady tonal bed (two sines) loud enough to hide a word's soft edges from a level
+    /// threshold, noise-burst words 20 dB over it: each pause between them is one run of the
+    /// background alone, its edges within 4 ms of the pause's, and none lies inside a word.
+    @Test func pausesUnderABedAreTheBackgroundsRuns() {
+        let words = [(200, 520), (570, 900), (940, 1300), (1370, 1600), (1660, 2000)]
+        var samples = Self.signal(words.map { ($0.0, $0.1, Float(1)) }, milliseconds: 2300, floor: 0)
+        for frame in samples.indices {
+            let t = Double(frame) / Double(Self.rate)
+            samples[frame] += Float(0.012 * sin(2 * .pi * 220 * t) + 0.008 * sin(2 * .pi * 330 * t))
+        }
+        let runs = samples.withUnsafeBufferPointer {
+            BoundaryRefinement.BackgroundPauses.runs(samples: $0, channels: 1, rate: Self.rate, block: Self.ms)
+        }
+        let inner = runs.filter { $0.start > 200 && $0.end < 2000 }
+        #expect(inner.count == words.count - 1, "\(runs)")
+        for (run, (before, after)) in zip(inner, zip(words, words.dropFirst())) {
+            #expect(abs(run.start - before.1) <= 4 && abs(run.end - after.0) <= 4 && run.share < BoundaryRefinement.BackgroundPauses.pureShare, "\(run) for \(before.1)–\(after.0)")
+        }
+    }
+
     /// A 200 ms pause the phone stage left out (it made the two words touch at 650 ms): taken,
     /// the earlier word ends where it begins, the later starts where it ends.
     @Test func aTwoHundredMillisecondPauseIsTaken() {
