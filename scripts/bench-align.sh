@@ -9,6 +9,8 @@
 #   - other synthetic voices (espeak-ng en-gb slow and en-us+f3 fast, flite kal and rms,
 #     festival), other texts, at 22.05 and 44.1 kHz: clean, dithered, and through MP3
 #     (scripts/align-eval/heldout.py).
+# After each table, the confidence table: per set, the words more than 50 ms off at either
+# boundary, the words narrator align reports (confidence under 0.5), recall and precision.
 #
 # usage: scripts/bench-align.sh [WORKDIR]
 #   ALIGN_MIRRORS  where the bare git dirs of the corpus repositories are (OWNER+NAME/repo);

@@ -37,9 +37,11 @@ public enum AlignConfidence {
     /// In a clean recording, a level within this many dB of the floor is quiet.
     public static let floorRise = 6.0
 
-    /// The recording's range: its speech level over its floor, in dB.
+    /// The recording's range: its speech level over its floor, in dB, each level in dB as the
+    /// phone-stage refinement takes them (`10 log10(level + 1e-12)`: a floor of digital
+    /// silence is −120 dB).
     public static func range(_ envelope: BoundaryRefinement.Envelope) -> Double {
-        10 * log10(max(envelope.speech, 1e-30) / max(envelope.floor, 1e-30))
+        10 * log10(envelope.speech + 1e-12) - 10 * log10(envelope.floor + 1e-12)
     }
 
     /// Separation (0…1) of a recording with that range.
