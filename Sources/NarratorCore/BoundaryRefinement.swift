@@ -55,9 +55,8 @@ public enum BoundaryRefinement {
         public var agreement: Double
         /// The part of the refined interval that holds sound (0…1).
         public var voiced: Double
-        /// How sure the word's boundaries are (0…1; `AlignConfidence`: the smaller of the
-        /// recording's separation and the word's slack); under `AlignConfidence.threshold` it
-        /// is reported.
+        /// How sure the word's boundaries are (0…1; `AlignConfidence`: the recording's
+        /// separation × the word's slack); under `AlignConfidence.threshold` it is reported.
         public var confidence = 0.0
         /// The recording's speech level over its floor, in dB (`AlignConfidence.range`).
         public var range = 0.0
