@@ -4,12 +4,15 @@
 # (aeneas, PocketSphinx 5), the PocketSphinx + refinement prototype, and `narrator align`, on
 #   - real read speech with hand-placed word boundaries, read at bench time from public
 #     repositories (never committed: see scripts/align-eval/corpus.py and docs/align-research.md),
+#   - the same real speech with a piano-like bed 20 and 30 dB under the voice (noisy.py),
 #   - synthetic voices (espeak-ng, four flite voices) with exact boundaries, clean and with a
 #     piano-like bed 20 dB under the voice,
 #   - other synthetic voices (espeak-ng en-gb slow and en-us+f3 fast, flite kal and rms,
 #     festival), other texts, at 22.05 and 44.1 kHz: clean, dithered, through MP3, over
 #     another piano bed 20 dB under, over a pad with plucked bass and hi-hat 20 dB under, and
 #     over mains hum with pink noise 30 dB under (scripts/align-eval/heldout.py).
+# After each table, the confidence table: per set, the words more than 50 ms off at either
+# boundary, the words narrator align reports (confidence under 0.5), recall and precision.
 #
 # usage: scripts/bench-align.sh [WORKDIR]
 #   ALIGN_MIRRORS  where the bare git dirs of the corpus repositories are (OWNER+NAME/repo);
@@ -55,7 +58,11 @@ command -v text2wave >/dev/null || echo "bench-align: festival is not installed 
 sets=("synth-clean=$work/synth/clean" "synth-bed20=$work/synth/bed20"
       "other-clean=$work/other/clean" "other-dither=$work/other/dither" "other-mp3=$work/other/mp3"
       "other-piano20=$work/other/piano20" "other-pad20=$work/other/pad20" "other-hum30=$work/other/hum30")
-ls "$work/real"/*.json >/dev/null 2>&1 && sets=("real=$work/real" "${sets[@]}")
+if ls "$work/real"/*.json >/dev/null 2>&1; then
+    # The real recordings again with synth.py's piano bed 20 and 30 dB under the voice.
+    python3 "$here/align-eval/noisy.py" "$work/real" "$work/real-bed"
+    sets=("real=$work/real" "real-bed20=$work/real-bed/bed20" "real-bed30=$work/real-bed/bed30" "${sets[@]}")
+fi
 
 for ((r = 1; r <= runs; r++)); do
     echo "## run $r of $runs ($(date -u +%FT%TZ))"

@@ -27,9 +27,9 @@ import Foundation
 ///   are taken in order, none twice. Inside its own interval a word may shrink to its sound
 ///   however long the pause it gives up.
 ///
-/// Each word gets a confidence: how far its boundaries had to go to reach a pause
-/// (`agreement`, 1 when the aligner's boundary was inside it, 0 at `window`), times the part
-/// of its refined interval that holds sound (`voiced`).
+/// Each word gets how far its boundaries had to go to reach a pause (`agreement`, 1 when the
+/// aligner's boundary was inside it, 0 at `window`), the part of its refined interval that
+/// holds sound (`voiced`), and a confidence (`AlignConfidence`).
 public enum BoundaryRefinement {
     public struct Settings: Sendable, Equatable {
         /// How far from the aligner's boundary a pause is looked for, in seconds.
@@ -55,8 +55,13 @@ public enum BoundaryRefinement {
         public var agreement: Double
         /// The part of the refined interval that holds sound (0…1).
         public var voiced: Double
-        /// `agreement × voiced`.
-        public var confidence: Double { agreement * voiced }
+        /// How sure the word's boundaries are (0…1; `AlignConfidence`: the recording's
+        /// separation × the word's slack); under `AlignConfidence.threshold` it is reported.
+        public var confidence = 0.0
+        /// The recording's speech level over its floor, in dB (`AlignConfidence.range`).
+        public var range = 0.0
+        /// How far the word's boundaries reach past its own sound, in ms (`AlignConfidence.slack`).
+        public var slack = 0.0
         /// The first stage that placed the word: "aeneas" or "pocketsphinx".
         public var stage = "aeneas"
         /// How far the refinement moved the word's farther boundary from the first stage's, in
@@ -274,6 +279,7 @@ public enum BoundaryRefinement {
                     timing: WordTiming(index: word.index, text: word.text, startFrame: start, endFrame: end), aligned: word,
                     agreement: agreement, voiced: voiced))
         }
+        AlignConfidence.assess(&refined, envelope: envelope, rate: rate)
         return refined
     }
 }

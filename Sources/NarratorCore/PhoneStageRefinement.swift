@@ -171,9 +171,8 @@ extension BoundaryRefinement {
     /// - the first start and the last end move to the first / last speech-like sound segment
     ///   near them, at most `inward` in and `outward` out.
     ///
-    /// Each word gets the measures a confidence could be built from (`stageShift`,
-    /// `acousticScore`, `squeezedPhones`, `voiced`); its `confidence` is agreement × voiced, as
-    /// for aeneas. None of them predicts a wrong word well (docs/align.md).
+    /// Each word gets the stage's measures (`stageShift`, `acousticScore`, `squeezedPhones`,
+    /// `voiced`) and a confidence (`AlignConfidence`, as for aeneas).
     public static func refinePhoneStage(
         _ words: [StageWord], samples: UnsafeBufferPointer<Float>, channels: Int, rate: Int, settings: Settings = Settings()
     ) -> [Word] {
@@ -485,6 +484,7 @@ extension BoundaryRefinement {
             result.squeezedPhones = word.phones.isEmpty ? nil : Double(squeezed) / Double(word.phones.count)
             refined.append(result)
         }
+        AlignConfidence.assess(&refined, envelope: envelope, rate: rate)
         return refined
     }
 }

@@ -188,9 +188,9 @@ struct Align: ParsableCommand {
         }
         let words = refined ?? []
         let result = words.map(\.timing)
-        let notes = ["narrator align: confidence per word (agreement between the stages × voiced part)"]
+        let notes = ["narrator align: confidence per word (the recording's range over its floor, the word's slack past its sound)"]
             + words.map {
-                "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (agreement \(String(format: "%.2f", $0.agreement)), voiced \(String(format: "%.2f", $0.voiced)))"
+                "\($0.timing.index) \($0.timing.text) \(String(format: "%.2f", $0.confidence)) (range \(String(format: "%.1f", $0.range)) dB, slack \(String(format: "%.0f", $0.slack)) ms)"
             }
         try WordTimings.write(result, rate: rate, to: timings, audio: audio, sentences: Sentences.group(result), notes: notes)
         return words
@@ -198,7 +198,7 @@ struct Align: ParsableCommand {
 
     /// `AUDIO: N words aligned → TIMINGS[; low confidence: …]`.
     static func summary(_ refined: [BoundaryRefinement.Word], audio: String, timings: String) -> String {
-        let low = refined.filter { $0.confidence < 0.5 }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
+        let low = refined.filter { $0.confidence < AlignConfidence.threshold }.map { "\($0.timing.index) \(EventEncoder.quoted($0.timing.text))" }
         let doubt = low.isEmpty ? "" : "; low confidence: " + low.joined(separator: ", ")
         return "\(audio): \(Wording.count(refined.count, "word")) aligned → \(timings)\(doubt)"
     }
@@ -252,20 +252,20 @@ struct Align: ParsableCommand {
     }
 
     /// An aligned item's report fields: its word count, its confidence (mean and least), and
-    /// the words under 0.5.
+    /// the words under `AlignConfidence.threshold`.
     static func itemFields(_ refined: [BoundaryRefinement.Word]) -> String {
         let confidences = refined.map(\.confidence)
         let mean = confidences.reduce(0, +) / Double(max(1, confidences.count))
         let least = confidences.min() ?? 0
-        let low = refined.filter { $0.confidence < 0.5 }.map { EventEncoder.quoted("\($0.timing.index) \($0.timing.text)") }
+        let low = refined.filter { $0.confidence < AlignConfidence.threshold }.map { EventEncoder.quoted("\($0.timing.index) \($0.timing.text)") }
         return "\"words\": \(refined.count), \"confidence\": {\"mean\": \(String(format: "%.3f", mean)), \"least\": \(String(format: "%.3f", least))}, "
             + "\"lowConfidence\": [\(low.joined(separator: ", "))]"
     }
 
     /// `{"audio", "timings", "rate", "seconds": {"decode", "anchors", "pocketsphinx", "refinement"},
     /// "words": [{text, start, end, startFrame, endFrame, stage, alignerStartFrame,
-    /// alignerEndFrame, stageShiftMs, acousticScore, squeezedPhones, agreement, voiced,
-    /// confidence}]}` (acousticScore and squeezedPhones null for aeneas's words).
+    /// alignerEndFrame, stageShiftMs, acousticScore, squeezedPhones, agreement, voiced, rangeDb,
+    /// slackMs, confidence}]}` (acousticScore and squeezedPhones null for aeneas's words).
     static func report(_ words: [BoundaryRefinement.Word], rate: Int, audio: String, timings: String, timing: PocketSphinx.Timing) -> String {
         func fixed(_ value: Double, _ digits: Int) -> String { String(format: "%.\(digits)f", value) }
         func optional(_ value: Double?, _ digits: Int) -> String { value.map { fixed($0, digits) } ?? "null" }
@@ -276,7 +276,8 @@ struct Align: ParsableCommand {
                 + "\"stage\": \"\(word.stage)\", \"alignerStartFrame\": \(word.aligned.startFrame), \"alignerEndFrame\": \(word.aligned.endFrame), "
                 + "\"stageShiftMs\": \(fixed(word.stageShift, 1)), \"acousticScore\": \(optional(word.acousticScore, 1)), "
                 + "\"squeezedPhones\": \(optional(word.squeezedPhones, 3)), "
-                + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), \"confidence\": \(fixed(word.confidence, 3))}"
+                + "\"agreement\": \(fixed(word.agreement, 3)), \"voiced\": \(fixed(word.voiced, 3)), "
+                + "\"rangeDb\": \(fixed(word.range, 1)), \"slackMs\": \(fixed(word.slack, 1)), \"confidence\": \(fixed(word.confidence, 3))}"
         }
         let seconds = "{\"decode\": \(fixed(timing.decode, 3)), \"anchors\": \(fixed(timing.anchors, 3)), \"pocketsphinx\": \(fixed(timing.pocketsphinx, 3)), \"refinement\": \(fixed(timing.refinement, 3))}"
         return "{\"audio\": \(EventEncoder.quoted(audio)), \"timings\": \(EventEncoder.quoted(timings)), \"rate\": \(rate), \"seconds\": \(seconds), \"words\": [\n  "

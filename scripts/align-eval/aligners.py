@@ -122,4 +122,5 @@ def narrator(binary, wav, words, extra=(), system="narrator"):
     return [{"text": w, "start": float(x["start"]), "end": float(x["end"]),
              "stageStart": x.get("alignerStartFrame", 0) / rate, "stageEnd": x.get("alignerEndFrame", 0) / rate,
              "stage": x.get("stage"), "stageShiftMs": x.get("stageShiftMs"), "acousticScore": x.get("acousticScore"),
-             "squeezedPhones": x.get("squeezedPhones"), "confidence": x.get("confidence")} for w, x in zip(words, ws)]
+             "squeezedPhones": x.get("squeezedPhones"), "rangeDb": x.get("rangeDb"), "slackMs": x.get("slackMs"),
+             "confidence": x.get("confidence")} for w, x in zip(words, ws)]

@@ -8,6 +8,12 @@ Every word start and every word end is a boundary. Its kind comes from the refer
 error = |found - reference| in ms. For each system and set: p50, p95, max, % within 20 ms
 and 50 ms, per kind and over all.
 
+Confidence (narrator systems): a word is off when either of its boundaries is more than 50 ms
+from the reference (a highlight wrong at either end is wrong; issue 29's "words more than
+50 ms off"); reported when its `confidence` is under 0.5 (AlignConfidence.threshold, the
+words `narrator align`'s summary names). Per set: words, off, reported, recall (the share of
+the off words reported) and precision (the share of the reported words that are off).
+
 usage: evaluate.py --sets DIR... --systems aeneas,ps,ps+refine[,narrator] [--cache DIR]
                    [--narrator BIN] [--json OUT]
 """
@@ -102,6 +108,40 @@ def table(rows):
     return "\n".join(lines)
 
 
+OFF_MS = 50.0
+LOW_CONFIDENCE = 0.5
+
+
+def confidence_rows(found_by_set):
+    """[(set, system, words, off, reported, both)] from {(set, system): [(ref, found)]}."""
+    rows = []
+    for (name, system), clips in found_by_set.items():
+        words = off = reported = both = 0
+        for ref, found in clips:
+            for r, f in zip(ref["words"], found):
+                if f.get("confidence") is None:
+                    continue
+                is_off = max(abs(f["start"] - r["start"]), abs(f["end"] - r["end"])) * 1000 > OFF_MS
+                is_low = f["confidence"] < LOW_CONFIDENCE
+                words += 1
+                off += is_off
+                reported += is_low
+                both += is_off and is_low
+        if words:
+            rows.append((name, system, words, off, reported, both))
+    return rows
+
+
+def confidence_table(rows):
+    lines = ["| set | system | words | off (> 50 ms) | reported (< 0.5) | recall | precision |",
+             "|---|---|---|---|---|---|---|"]
+    for name, system, words, off, reported, both in rows:
+        recall = f"{both / off * 100:.0f} % ({both}/{off})" if off else "–"
+        precision = f"{both / reported * 100:.0f} % ({both}/{reported})" if reported else "–"
+        lines.append(f"| {name} | {system} | {words} | {off} | {reported} | {recall} | {precision} |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", nargs="+", required=True, help="NAME=DIR or DIR[:glob-filter]")
@@ -111,7 +151,7 @@ def main():
     ap.add_argument("--kinds", default="all,join,pause,edge")
     ap.add_argument("--json")
     a = ap.parse_args()
-    rows, raw = [], {}
+    rows, raw, judged = [], {}, {}
     for spec in a.sets:
         name, d = spec.split("=", 1) if "=" in spec else (os.path.basename(spec.rstrip("/")), spec)
         filt = None
@@ -131,6 +171,8 @@ def main():
                 except Exception as e:  # a failure is reported, not hidden
                     print(f"{system} failed on {wav}: {e}", file=sys.stderr)
                     continue
+                if system in ("narrator", "narrator-aeneas"):
+                    judged.setdefault((name, system), []).append((ref, found))
                 for k, i, se, e, signed in errors(ref, found):
                     errs.append({"file": os.path.basename(wav), "kind": k, "word": i, "which": se,
                                  "err": e, "signed": signed})
@@ -141,6 +183,10 @@ def main():
                 if s:
                     rows.append({"set": name, "system": system, "kind": kind, "stats": s})
     print(table(rows))
+    conf = confidence_rows(judged)
+    if conf:
+        print()
+        print(confidence_table(conf))
     batch = None
     if a.narrator and "narrator" in a.systems.split(","):
         # The catalog's way: every clip in one manifest, one `narrator align` (one PocketSphinx
@@ -174,7 +220,9 @@ def main():
         if batch:
             print(f"| narrator, one manifest | {batch[0]} | {batch[1]:.1f} | {batch[2]:.1f} | {batch[1] / batch[2]:.1f} | | | | |")
     if a.json:
-        json.dump({"rows": rows, "errors": raw}, open(a.json, "w"))
+        json.dump({"rows": rows, "errors": raw,
+                   "confidence": [dict(zip(("set", "system", "words", "off", "reported", "both"), c)) for c in conf]},
+                  open(a.json, "w"))
 
 
 if __name__ == "__main__":
