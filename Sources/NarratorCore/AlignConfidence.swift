@@ -70,14 +70,22 @@ public enum AlignConfidence {
         separation(range: range) * max(0, 1 - slack / noSlack)
     }
 
-    /// Sets each word's `range`, `slack` and `confidence` from its refined interval.
-    public static func assess(_ words: inout [BoundaryRefinement.Word], envelope: BoundaryRefinement.Envelope, rate: Int) {
+    /// Sets each word's `range`, `slack` and `confidence` from its refined interval. A word
+    /// whose both boundaries lie on runs of a background's spectrum (`onBackgroundRuns`,
+    /// `BoundaryRefinement.BackgroundPauses`: a bed's pauses told from the words by their
+    /// spectra, not their level) has its separation at 1 whatever the recording's range, and no
+    /// slack: its boundaries are where the background alone begins and ends, its own sound's
+    /// edges by that evidence (the level's, under a bed, are the bed's).
+    public static func assess(
+        _ words: inout [BoundaryRefinement.Word], envelope: BoundaryRefinement.Envelope, rate: Int, onBackgroundRuns: [Bool] = []
+    ) {
         let range = range(envelope)
         for index in words.indices {
-            let slack = slack(startFrame: words[index].timing.startFrame, endFrame: words[index].timing.endFrame, envelope: envelope, rate: rate)
+            let anchored = index < onBackgroundRuns.count && onBackgroundRuns[index]
+            let slack = anchored ? 0 : slack(startFrame: words[index].timing.startFrame, endFrame: words[index].timing.endFrame, envelope: envelope, rate: rate)
             words[index].range = range
             words[index].slack = slack
-            words[index].confidence = confidence(range: range, slack: slack)
+            words[index].confidence = confidence(range: anchored ? fullRange : range, slack: slack)
         }
     }
 

@@ -221,6 +221,9 @@ extension BoundaryRefinement {
         var starts = stageStarts
         var ends = stageEnds
         var afterPause = [Bool](repeating: false, count: words.count)
+        // Word starts (index) and ends (index + 1) placed on a background's run: spectral
+        // evidence, which the recording's range does not weaken (`AlignConfidence`).
+        var onRun = [Bool](repeating: false, count: words.count + 1)
 
         // Pauses.
         let quietRuns = runs(quiet: true, minimum: PhoneRules.shortPause)
@@ -306,6 +309,7 @@ extension BoundaryRefinement {
                 ends[index] = Double(inner[pause].start)
                 starts[index + 1] = Double(inner[pause].end)
                 afterPause[index + 1] = true
+                onRun[index + 1] = background
             }
             // The smoothed runs over a taken pause are not taken again.
             for (position, run) in quietRuns.enumerated()
@@ -447,11 +451,17 @@ extension BoundaryRefinement {
             let reach = Double(PhoneRules.assignReach), keep = Double(PhoneRules.keep)
             let first = stageStarts[0], last = stageEnds[words.count - 1]
             let leading = pauseRuns.filter { Double($0.end) >= first - reach && Double($0.end) <= min(first + reach, ends[0] - keep) && !insideStop($0) }
-            if let run = leading.min(by: { abs(Double($0.end) - first) < abs(Double($1.end) - first) }) { starts[0] = Double(run.end) }
+            if let run = leading.min(by: { abs(Double($0.end) - first) < abs(Double($1.end) - first) }) {
+                starts[0] = Double(run.end)
+                onRun[0] = true
+            }
             let trailing = pauseRuns.filter {
                 Double($0.start) <= last + reach && Double($0.start) >= max(last - reach, starts[words.count - 1] + keep) && !insideStop($0)
             }
-            if let run = trailing.min(by: { abs(Double($0.start) - last) < abs(Double($1.start) - last) }) { ends[words.count - 1] = Double(run.start) }
+            if let run = trailing.min(by: { abs(Double($0.start) - last) < abs(Double($1.start) - last) }) {
+                ends[words.count - 1] = Double(run.start)
+                onRun[words.count] = true
+            }
         }
 
         var refined: [Word] = []
@@ -484,7 +494,7 @@ extension BoundaryRefinement {
             result.squeezedPhones = word.phones.isEmpty ? nil : Double(squeezed) / Double(word.phones.count)
             refined.append(result)
         }
-        AlignConfidence.assess(&refined, envelope: envelope, rate: rate)
+        AlignConfidence.assess(&refined, envelope: envelope, rate: rate, onBackgroundRuns: refined.indices.map { onRun[$0] && onRun[$0 + 1] })
         return refined
     }
 }
