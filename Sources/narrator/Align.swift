@@ -6,14 +6,18 @@ import NarratorCore
 struct Align: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "align",
-        abstract: "Time a recording word by word from its text: aeneas aligns, the audio's energy refines.",
+        abstract: "Time a recording word by word from its text: a forced aligner places the words, the audio refines them.",
         discussion: """
-            Runs the aeneas forced aligner (python3 -m aeneas.tools.execute_task; `make deps` \
-            installs it) on AUDIO and the words of the text, then moves each word's start to \
-            where its sound begins and its end to where it stops (a pause between words becomes \
-            a gap), never more than 100 ms beyond the aligner's interval (docs/align.md). \
-            Writes the timings by OUT's extension, as `timings convert` does: .json, .txt, .vtt, \
-            .srt or .smil. --json prints each word's aligner and refined frames and its confidence.
+            English goes to PocketSphinx (its bundled en-US model, one worker process a run; \
+            `make deps` installs it), other languages to aeneas (espeak-ng's voices); \
+            --first-stage chooses. The refinement then moves a boundary only on strong evidence: \
+            onto a real pause (in a clean recording the floor's silences, under a music bed the \
+            background's own spectrum, matched with the words in order), never a join by energy \
+            alone; the first and last word to the first and last speech-like sound. A recording \
+            of 1–10 minutes is cut at its own pauses into sentence pieces first (docs/align.md). \
+            Writes the timings by the file's extension, as `timings convert` does: .json, .txt, \
+            .vtt, .srt or .smil. Words under confidence 0.5 are named on the summary line; \
+            --json prints each word's first-stage and refined frames and its confidence.
 
             A batch: --manifest FILE lists one recording a line (JSON Lines: {"audio", "text" \
             or "transcript", "timings", optional "language"}, paths relative to the manifest). \
