@@ -312,7 +312,7 @@ public struct WakeAhead: Sendable, Equatable {
     /// A second sleep shorter than this is spun instead.
     static let minimumSleep: Int64 = 20_000
 
-    public init(wake: Int64 = WakeAhead.defaultWake, spin: Int64 = 100_000, grace: Int64 = 150_000) {
+    public init(wake: Int64 = WakeAhead.defaultWake, spin: Int64 = 100_000, grace: Int64 = 400_000) {
         self.wake = max(wake, spin)
         self.spin = spin
         self.grace = grace

@@ -114,9 +114,74 @@ final class FirstByteTimeout: ChannelInboundHandler, RemovableChannelHandler, Se
     }
 }
 
+/// Closes a connection whose peer has read nothing for `timeout` while output waits for it:
+/// bytes were buffered for the socket (the kernel's buffer full), and none of them went out
+/// since. Without it, such a connection would be bound only by the connection cap and the
+/// 4 MiB drop (the daemon), or held for ever by a response that waits to be written (an HTTP
+/// server's idle timeout stops while a response is in progress). Nothing is said before the
+/// close: the peer reads nothing. First in the pipeline (nearest the socket), so that every
+/// write passes it; progress is what the channel's buffered bytes show (`bufferedWritableBytes`,
+/// which a partial write lowers too), looked at every quarter of `timeout` while anything is
+/// buffered, not at all otherwise.
+final class StalledReaderTimeout: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    let timeout: TimeAmount
+    /// How often the buffered bytes are looked at while there are any.
+    let period: TimeAmount
+    /// The channel's buffered bytes at the last look, and the bytes written through since:
+    /// fewer than their sum buffered now means some went out.
+    private var buffered = 0
+    private var added = 0
+    private var lastProgress = NIODeadline.now()
+    private var look: Scheduled<Void>?
+
+    init(_ timeout: TimeAmount) {
+        self.timeout = timeout
+        period = .nanoseconds(min(1_000_000_000, max(10_000_000, timeout.nanoseconds / 4)))
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        added += unwrapOutboundIn(data).readableBytes
+        context.write(data, promise: promise)
+        guard look == nil else { return }
+        lastProgress = .now()
+        schedule(context)
+    }
+
+    private func schedule(_ context: ChannelHandlerContext) {
+        look = context.eventLoop.assumeIsolated().scheduleTask(in: period) {
+            self.look = nil
+            self.lookAtProgress(context)
+        }
+    }
+
+    private func lookAtProgress(_ context: ChannelHandlerContext) {
+        guard context.channel.isActive, let now = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes) else { return }
+        let time = NIODeadline.now()
+        if now < buffered + added { lastProgress = time }
+        buffered = now
+        added = 0
+        // Nothing buffered: the next write starts the clock again.
+        guard now > 0 else { return }
+        if time - lastProgress >= timeout {
+            context.close(promise: nil)
+        } else {
+            schedule(context)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        look?.cancel()
+        look = nil
+    }
+}
+
 /// A Hummingbird server's connections behind a `ConnectionGate`: one beyond the limit is
 /// answered `503 Service Unavailable` with a line saying why, and closed; one that sends
-/// nothing within `idleTimeout` of being accepted is closed.
+/// nothing within `idleTimeout` of being accepted, or reads nothing for that long while a
+/// write waits for it (`StalledReaderTimeout`), is closed.
 struct GatedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     enum Value: ServerChildChannelValue {
         case admitted(Base.Value)
@@ -147,6 +212,7 @@ struct GatedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
         if let idleTimeout {
             do {
                 try channel.pipeline.syncOperations.addHandler(FirstByteTimeout(idleTimeout), position: .first)
+                try channel.pipeline.syncOperations.addHandler(StalledReaderTimeout(idleTimeout), position: .first)
             } catch {
                 return channel.eventLoop.makeFailedFuture(error)
             }

@@ -42,6 +42,9 @@ struct UnixSocketServer: Service {
                         try child.pipeline.syncOperations.addHandler(RefusalHandler(refusal))
                         return
                     }
+                    if let idle = service.configuration.idleTimeout {
+                        try child.pipeline.syncOperations.addHandler(StalledReaderTimeout(.nanoseconds(NarratorService.nanoseconds(idle))))
+                    }
                     try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLength: limit)))
                     try child.pipeline.syncOperations.addHandler(ClientHandler(service: service, channel: child))
                 }

@@ -34,10 +34,12 @@ final class RawWebSocket {
     private(set) var sentClose = false
 
     /// Connects to the daemon's `/ws` on `port` with `token` and completes the handshake;
-    /// `early` is sent with the handshake's request, before its answer.
-    init(port: Int, token: String, early: [UInt8] = []) throws {
+    /// `early` is sent with the handshake's request, before its answer. `receiveBuffer` sets
+    /// SO_RCVBUF before the connection is made, which bounds the window it offers.
+    init(port: Int, token: String, early: [UInt8] = [], receiveBuffer: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw Failure("socket: errno \(errno)") }
+        if var size = receiveBuffer { setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var noDelay: Int32 = 1
         setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()

@@ -155,6 +155,24 @@ struct EngineTests {
         #expect(!shifted.isEmpty, "no cue was due during a pause: the test proves nothing")
     }
 
+    /// Readings every 1.3 ms, so at a cue's moment the latest is older than the confirmation
+    /// window (1 ms) about a quarter of the time: such a cue waits for the next reading, due
+    /// within 0.3 ms, and goes out within 50 µs of it (it is looked for every 50 µs in the
+    /// moment's first millisecond). Before, it was looked for every 250 µs: up to 0.55 ms late.
+    @Test func aCueWaitingForAReadingGoesOutSoonAfterIt() throws {
+        let fixture = try LiveFixture(repeats: 6)
+        defer { fixture.dir.remove() }
+        let playback = VirtualPlayback(fixture.schedule)
+        playback.output.tick = 1_300_000
+        #expect(try playback.play() == .finished)
+        let lateness = playback.log.cues.map { $0.delivered - $0.heard }
+        #expect(lateness.allSatisfy { $0 >= 0 }, "a cue went out early")
+        let waited = lateness.filter { $0 > 100_000 }
+        print("cues with readings every 1.3 ms: \(lateness.count), \(waited.count) waited for a reading; latest \(ms(lateness.max() ?? 0))")
+        #expect(!waited.isEmpty, "no cue waited for a reading: the test proves nothing")
+        #expect(lateness.allSatisfy { $0 <= 300_000 + 50_000 + 1_000 }, "latest \(ms(lateness.max() ?? 0))")
+    }
+
     @Test func lostDeviceEndsWithOneError() throws {
         let fixture = try LiveFixture()
         defer { fixture.dir.remove() }
