@@ -101,6 +101,10 @@ extension BoundaryRefinement {
         /// ... and at least this many (one or two such runs may be a stop's closure in a
         /// recording as clean spectrally as a synthetic one).
         public static let backgroundRuns = 3
+        /// ... in a recording whose speech level stands less than this many dB over its floor
+        /// (a bed 20 dB under the voice: 24–34 dB; real read speech in a quiet room: 35–45 dB,
+        /// where the stops' closures hold the background alone as a pause does).
+        public static let backgroundRange = 35.0
     }
 
     /// Matches word-to-word boundaries with pauses in order, each at most once (a dynamic
@@ -268,11 +272,13 @@ extension BoundaryRefinement {
         // soft tail: its spectrum can (`BackgroundPauses`). Its runs are matched as a clean
         // recording's floor runs when the recording pauses between its words: when runs of
         // the background alone (no voice bar, no reverberation: a closure's) lie within the
-        // words for at least `backgroundGaps` of the boundaries, and `backgroundRuns` at least.
-        // Continuous speech has next to none (docs/align.md § 3).
+        // words for at least `backgroundGaps` of the boundaries, and `backgroundRuns` at least,
+        // and the background is close under the voice (`backgroundRange`). Continuous speech
+        // has next to none; a quiet studio's closures can be as pure as a pause, but its floor
+        // lies further under the voice (docs/align.md § 3).
         var pauseRuns = deepRuns
         var background = false
-        if !clean && words.count > 1 {
+        if speechLevel - floorLevel < PhoneRules.backgroundRange && words.count > 1 {
             let found = BackgroundPauses.runs(samples: samples, channels: channels, rate: rate, block: block)
             let first = Int(stageStarts[0]), last = Int(stageEnds[words.count - 1])
             let pure = found.filter { $0.start > first && $0.end < last && $0.share < BackgroundPauses.pureShare }
