@@ -63,7 +63,7 @@ public enum Sentences {
     /// quotes and brackets) is `.` `!` `?` `…` or their CJK and combined forms.
     public static func endsSentence(_ text: String) -> Bool {
         for scalar in text.unicodeScalars.reversed() {
-            if closers.contains(scalar) || scalar.properties.isWhitespace { continue }
+            if closers.contains(scalar) || UnicodeSpaces.isWhiteSpace(scalar) { continue }
             return enders.contains(scalar)
         }
         return false
