@@ -69,8 +69,8 @@ public enum Sentences {
         return false
     }
 
-    static let enders: Set<Unicode.Scalar> = [".", "!", "?", "…", "。", "！", "？", "｡", "‼", "⁇", "⁈", "⁉", "؟", "।", "॥"]
-    static let closers: Set<Unicode.Scalar> = [
+    static let enders: [Unicode.Scalar] = [".", "!", "?", "…", "。", "！", "？", "｡", "‼", "⁇", "⁈", "⁉", "؟", "।", "॥"]
+    static let closers: [Unicode.Scalar] = [
         "\"", "'", "”", "’", "»", "›", ")", "]", "}", "」", "』", "）", "〕", "】", "〉", "》", "＂", "＇",
     ]
 
