@@ -90,7 +90,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
           break;
         }
         case "gain":
-          this.playback.setGain(message.target, message.gain);
+          // Before play too: the playback opened next starts at it, from its first frame.
+          this.narrator.setGain(message.target, message.gain);
           this.port.postMessage({ type: "gained", id: message.id });
           break;
         case "tap": {

@@ -222,6 +222,18 @@ import Testing
         #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
     }
 
+    /// A gain set before play holds from the playback's first frame: the master at 0 before
+    /// `play` keeps the worklet's output silent until past the first word, and back at 1 it sounds.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func aGainSetBeforePlayHoldsFromTheFirstFrame() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (seen, _) = try Self.scenario(dir, "live.html", "gainBeforePlay", lesson: "sample.json", "correct")
+        #expect((seen["words"] as? Int ?? 0) >= 1, "the first word was heard: \(seen)")
+        #expect((seen["muted"] as? Double ?? 1) == 0, "sound with the master at 0 since before play")
+        #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
+    }
+
     /// A word tapped while paused is said on its own, its cues with it, and playback goes back
     /// to where it was, still paused, with nothing more heard.
     @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
