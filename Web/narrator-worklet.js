@@ -205,6 +205,14 @@ class NarratorProcessor extends AudioWorkletProcessor {
     if (this.playback.position >= this.playback.length && !this.ended) {
       this.ended = true;
       this.playing = false;
+      // A pause, seek or speed asked for in the last 5 ms: its fade-out ended with the playback,
+      // so it is applied now (its reply sent), not left waiting for a quantum that never mixes.
+      if (this.afterFade) {
+        const change = this.afterFade;
+        this.afterFade = null;
+        this.fadeOutLeft = 0;
+        change();
+      }
       this.port.postMessage({ type: "ended", frame: this.playback.length, contextFrame: currentFrame + frames });
     }
     return true;
