@@ -157,6 +157,8 @@ export class WebPlayer extends EventTarget {
     this.anchorFrame = null;
     this.anchorContextFrame = null;
     this.paused = false;
+    // Where a pause stopped the timeline (after its fade-out): cues before it are still due.
+    this.pausedAt = Infinity;
     this.requests = new Map();
     this.nextId = 1;
     this.timer = null;
@@ -196,6 +198,7 @@ export class WebPlayer extends EventTarget {
       return;
     }
     if (message.cues !== undefined) this.cues = JSON.parse(message.cues).cues;
+    if (message.frames !== undefined) this.frames = message.frames;
     const request = this.requests.get(message.id);
     if (!request) return;
     this.requests.delete(message.id);
@@ -216,9 +219,11 @@ export class WebPlayer extends EventTarget {
 
   #tick() {
     clearTimeout(this.timer);
-    if (this.paused || this.anchorFrame === null) return;
+    if (this.anchorFrame === null) return;
+    // Paused: the frames of the fade-out before the pause were played, their cues are heard.
+    const limit = this.paused ? this.pausedAt : Infinity;
     const heard = this.context.getOutputTimestamp().contextTime ?? 0;
-    while (this.pending < this.cues.length) {
+    while (this.pending < this.cues.length && this.cues[this.pending].frame < limit) {
       const cue = this.cues[this.pending];
       const due = this.#dueOf(this.pending);
       if (due > heard) break;
@@ -227,7 +232,7 @@ export class WebPlayer extends EventTarget {
       this.dispatchEvent(new CustomEvent(cue.type, { detail }));
       this.dispatchEvent(new CustomEvent("cue", { detail }));
     }
-    if (this.pending < this.cues.length) {
+    if (this.pending < this.cues.length && this.cues[this.pending].frame < limit) {
       const wait = (this.#dueOf(this.pending) - heard) * 1000;
       this.timer = setTimeout(() => this.#tick(), Math.max(1, Math.min(wait, 50)));
     }
@@ -243,10 +248,18 @@ export class WebPlayer extends EventTarget {
     return opened;
   }
 
+  /**
+   * Pauses behind the 5 ms fade-out: the cues of the frames faded out are still dispatched when
+   * heard (the native engine's: the timeline moves on through the fade), none after.
+   */
   async pause() {
+    this.pausedAt = Infinity;
     this.paused = true;
-    clearTimeout(this.timer);
-    return this.#request({ type: "pause" });
+    const paused = await this.#request({ type: "pause" });
+    // A pause that lands at the end: the end's cues (chainEnd, the last clipEnd) are heard too.
+    this.pausedAt = paused.frame >= this.frames ? Infinity : paused.frame;
+    this.#tick();
+    return paused;
   }
 
   async resume() {

@@ -90,7 +90,8 @@ class NarratorProcessor extends AudioWorkletProcessor {
           break;
         }
         case "gain":
-          this.playback.setGain(message.target, message.gain);
+          // Before play too: the playback opened next starts at it, from its first frame.
+          this.narrator.setGain(message.target, message.gain);
           this.port.postMessage({ type: "gained", id: message.id });
           break;
         case "tap": {
@@ -204,6 +205,14 @@ class NarratorProcessor extends AudioWorkletProcessor {
     if (this.playback.position >= this.playback.length && !this.ended) {
       this.ended = true;
       this.playing = false;
+      // A pause, seek or speed asked for in the last 5 ms: its fade-out ended with the playback,
+      // so it is applied now (its reply sent), not left waiting for a quantum that never mixes.
+      if (this.afterFade) {
+        const change = this.afterFade;
+        this.afterFade = null;
+        this.fadeOutLeft = 0;
+        change();
+      }
       this.port.postMessage({ type: "ended", frame: this.playback.length, contextFrame: currentFrame + frames });
     }
     return true;

@@ -175,6 +175,16 @@ export class Narrator {
     if (this.#exports.narrator_play_speed(speed) !== 0) throw new NarratorError(this.#resultText());
   }
 
+  /**
+   * Sets a bus's gain ("voice", "sfx", "music") or the master's, a factor from 0 to 4, for the
+   * open playback (ramped from its next block, as natively) and those opened after it (from
+   * their first frame, with no ramp: a mixer starts where the gains stand).
+   */
+  setGain(target, gain) {
+    const index = ["voice", "sfx", "music", "master"].indexOf(target);
+    if (index < 0 || this.#exports.narrator_play_gain(index, gain) !== 0) throw new RangeError(`setGain: ${target} ${gain}`);
+  }
+
   /** Forgets every file and clip handed over. */
   clear() {
     this.#exports.narrator_clear();
@@ -204,6 +214,7 @@ export class Narrator {
   open(program) {
     this.#program(program, this.#exports.narrator_play_open);
     const exports = this.#exports;
+    const narrator = this;
     const memory = () => this.#memory();
     const resultText = () => this.#resultText();
     const channels = exports.narrator_result_channels();
@@ -236,8 +247,7 @@ export class Narrator {
       },
       /** Sets a bus's gain ("voice", "sfx", "music") or the master's: a factor from 0 to 4. */
       setGain(target, gain) {
-        const index = ["voice", "sfx", "music", "master"].indexOf(target);
-        if (index < 0 || exports.narrator_play_gain(index, gain) !== 0) throw new RangeError(`setGain: ${target} ${gain}`);
+        narrator.setGain(target, gain);
       },
       /** A live activity's tap (a choice, "replay" or "close") at the next frame; the new cue sheet. */
       tap(answer) {

@@ -92,11 +92,14 @@ done
 # Linked with its debug sections and target features (what wasm-opt reads to know the features
 # the code uses), then binaryen's wasm-opt -Oz shrinks the code and strips them; WASM_KEEP_NAMES=1
 # keeps the name section and narrator.o (to measure what takes the space: docs/wasm.md#size).
+# --converge runs -Oz until it shrinks no more; the module defines its memory (zero-filled) and
+# wasm-ld puts its data at 1024, the stack above it: nothing lives in the low 1 KB, which lets
+# binaryen fold constant offsets into loads and stores (2.6 KB gzipped less together).
 "$wasm_ld" --no-entry "${exports[@]}" --gc-sections -z stack-size=1048576 \
     "$out/narrator.o" "$out/sonic.o" "$unicode" "$libc" "$builtins" -o "$out/narrator.linked.wasm"
 strip=(--strip-debug --strip-producers --strip-target-features)
 [[ -z ${WASM_KEEP_NAMES:-} ]] || strip=(-g --strip-producers --strip-target-features)
-"$wasm_opt" -Oz "${strip[@]}" "$out/narrator.linked.wasm" -o "$out/narrator.wasm.tmp"
+"$wasm_opt" -Oz --converge --zero-filled-memory --low-memory-unused "${strip[@]}" "$out/narrator.linked.wasm" -o "$out/narrator.wasm.tmp"
 mv "$out/narrator.wasm.tmp" "$out/narrator.wasm"
 rm -f "$out/narrator.linked.wasm"
 # The browser build's modules: narrator.js, the AudioWorklet processor and the page's player.

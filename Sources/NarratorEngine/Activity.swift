@@ -271,7 +271,7 @@ public struct Activity: Sendable, Equatable {
         var seen: Set<String> = []
         for item in items {
             let choice = try item.string()
-            if choice.allSatisfy({ $0.isWhitespace }) { throw item.fail("a choice is the text of a tile: it cannot be empty or only white space") }
+            if choice.allSatisfy(UnicodeSpaces.isWhiteSpace) { throw item.fail("a choice is the text of a tile: it cannot be empty or only white space") }
             if choice.count > maxChoiceLength {
                 throw item.fail("a choice of \(choice.count) characters, over the \(maxChoiceLength) a tile may show")
             }

@@ -81,8 +81,8 @@ struct TimelineBuilder {
     }
 
     func timeline(end: Int) -> Timeline {
-        let ordered = trace.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
-        let sortedVoices = voices.enumerated().sorted { ($0.element.startFrame, $0.offset) < ($1.element.startFrame, $1.offset) }.map { $0.element }
+        let ordered = stablySorted(trace) { $0.frame < $1.frame }
+        let sortedVoices = stablySorted(voices) { $0.startFrame < $1.startFrame }
         return Timeline(
             schedule: Schedule(
                 sampleRate: sampleRate, channels: channels, frames: end, voices: sortedVoices, cues: ordered, ducking: ducking))
@@ -149,7 +149,7 @@ public struct ActivityRunner {
     /// deadline, otherwise the deadline (a narration's end, the idle prompt), until the run
     /// ends or the next input is past `until`, where the clock stops.
     public func run(taps unsorted: [Tap], until: Int, state: String? = nil) throws(NarratorError) -> Timeline {
-        let taps = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
+        let taps = stablySorted(unsorted) { $0.frame < $1.frame }
         var out = TimelineBuilder()
         out.sampleRate = sampleRate
         var machine = ActivityMachine(activity: activity, layout: schedule)

@@ -31,9 +31,7 @@ extension WordTimings {
     public static func fromMarkers(
         _ markers: [AudioMarker], audioFrames: Int, path: String
     ) throws(NarratorError) -> [WordTiming] {
-        let ordered = markers.enumerated().sorted { a, b in
-            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
-        }.map { $0.element }
+        let ordered = stablySorted(markers) { $0.frame < $1.frame }
         if let late = ordered.last, late.frame > audioFrames {
             throw NarratorError(
                 file: path, place: "marker '\(late.label)'",

@@ -164,9 +164,9 @@ public struct ClipBank: Sendable {
         lesson: Lesson, clipIDs: [String], decoder: some AudioDecoder
     ) throws(NarratorError) -> ClipBank {
         let rate = lesson.sampleRate
-        var sources: [String: ClipSource] = [:]
-        var timings: [String: (words: [WordTiming], sentences: [SentenceTiming])] = [:]
-        var markers: [String: [AudioMarker]] = [:]
+        var sources = NameTable<ClipSource>()
+        var timings = NameTable<(words: [WordTiming], sentences: [SentenceTiming])>()
+        var markers = NameTable<[AudioMarker]>()
         var clips: [String: PreparedClip] = [:]
         for id in clipIDs {
             guard let spec = lesson.clips[id] else {
@@ -263,9 +263,10 @@ public struct ClipBank: Sendable {
                 return shifted
             }
             let pulses = spec.markers == .pulses
-                ? fileMarkers.filter { !$0.label.isEmpty && $0.frame >= first && $0.frame < last }
-                    .map { AudioMarker(label: $0.label, frame: $0.frame - first) }
-                    .sorted { $0.frame < $1.frame }
+                ? stablySorted(
+                    fileMarkers.filter { !$0.label.isEmpty && $0.frame >= first && $0.frame < last }
+                        .map { AudioMarker(label: $0.label, frame: $0.frame - first) }
+                ) { $0.frame < $1.frame }
                 : []
             clips[id] = PreparedClip(
                 id: id, audio: ClipAudio(source: source, offset: first, frames: last - first), words: words,
@@ -296,7 +297,7 @@ public struct ClipBank: Sendable {
     ) throws(NarratorError) {
         let outputChannels = lesson.channels ?? clips.values.map { $0.audio.channels }.max() ?? 1
         // By file, region and target: a clip many chains share is measured and copied once.
-        var leveled: [String: (audio: ClipAudio, measured: Double?, gain: Double)] = [:]
+        var leveled = NameTable<(audio: ClipAudio, measured: Double?, gain: Double)>()
         for id in clipIDs {
             guard var clip = clips[id], let spec = lesson.clips[id], let target = lesson.loudness[lesson.loudnessBus(of: id)] else { continue }
             let key = "\(target) \(clip.audio.offset) \(clip.audio.frames) \(spec.file)"

@@ -87,7 +87,7 @@ public enum EventEncoder {
     /// `extra` (an event's `heard`, `delivered`, a front end's envelope) merged in key order.
     /// A member of `extra` named like one of the cue's replaces it.
     public static func appendCue(_ cue: Cue, _ extra: [Member] = [], to out: inout [UInt8]) {
-        let sorted = extra.count > 1 ? extra.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : extra
+        let sorted = extra.count > 1 ? stablySorted(extra) { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : extra
         sorted.withUnsafeBufferPointer { extra in
             var object = ObjectWriter(extra: extra)
             // Keys are written with their punctuation (`{"key":` first, `,"key":` then) in one
@@ -126,7 +126,7 @@ public enum EventEncoder {
                 var members = fields.map { Member($0.key, Value($0.value)) }
                 members.append(Member("frame", .int(cue.frame)))
                 members.append(Member("type", .string(cue.type)))
-                members.sort { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+                members = stablySorted(members) { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
                 for member in members { object.member(member.key, member.value, to: &out) }
                 object.close(to: &out)
             }
@@ -145,9 +145,7 @@ public enum EventEncoder {
 
     /// Any object, `members` written in key order (a key given twice: the last wins).
     public static func appendObject(_ members: [Member], to out: inout [UInt8]) {
-        let sorted = members.enumerated().sorted { a, b in
-            a.element.key == b.element.key ? a.offset < b.offset : a.element.key.utf8.lexicographicallyPrecedes(b.element.key.utf8)
-        }.map { $0.element }
+        let sorted = stablySorted(members) { $0.key != $1.key && $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         out.append(UInt8(ascii: "{"))
         var first = true
         for (k, member) in sorted.enumerated() {

@@ -30,11 +30,12 @@ public enum Paths {
         return slash == trimmed.startIndex ? "/" : String(trimmed[..<slash])
     }
 
-    /// The extension of the last name of `path`, lowercased: "" when it has none (a name
+    /// The extension of the last name of `path`, its ASCII letters lowercased (what names an
+    /// audio format is ASCII): "" when it has none (a name
     /// that starts with its only dot, such as ".wav", has none).
     public static func fileExtension(_ path: String) -> String {
         let name = path.split(separator: "/").last ?? ""
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
-        return String(name[name.index(after: dot)...]).lowercased()
+        return name[name.index(after: dot)...].asciiLowercased()
     }
 }

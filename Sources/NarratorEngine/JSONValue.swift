@@ -251,7 +251,7 @@ private struct JSONParser {
         case "false": return .bool(false)
         case "null": return .null
         default:
-            let hint = ["nan", "infinity", "inf"].contains(text.lowercased())
+            let hint = ["nan", "infinity", "inf"].contains(text.asciiLowercased())
                 ? " (JSON numbers are finite: no NaN or Infinity)"
                 : " (a value is a number, a string in double quotes, true, false, null, an array or an object)"
             throw Fault(offset: start, message: "\(quoted(clipped(text))) is not a JSON value\(hint)")

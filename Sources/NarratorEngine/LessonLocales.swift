@@ -63,7 +63,7 @@ extension Lesson {
     /// The tags `tag` falls back through, most specific first, lowercased: `es-MX-x` → `es-mx-x`,
     /// `es-mx`, `es` (tags ignore case).
     static func fallbacks(of tag: String) -> [String] {
-        var subtags = tag.lowercased().split(separator: "-").map(String.init)
+        var subtags = tag.asciiLowercased().split(separator: "-").map(String.init)
         var tags: [String] = []
         while !subtags.isEmpty {
             tags.append(subtags.joined(separator: "-"))
@@ -141,11 +141,11 @@ extension Lesson {
         var spelled: [String: String] = [:]
         for (tag, entry) in try localesCursor.object() {
             if let problem = localeTagProblem(tag) { throw entry.fail(problem) }
-            if let other = spelled[tag.lowercased()] { throw entry.fail("the same locale as '\(other)' (tags ignore case)") }
-            if let defaultLocale, tag.lowercased() == defaultLocale.lowercased() {
+            if let other = spelled[tag.asciiLowercased()] { throw entry.fail("the same locale as '\(other)' (tags ignore case)") }
+            if let defaultLocale, tag.asciiLowercased() == defaultLocale.asciiLowercased() {
                 throw entry.fail("the lesson's default locale (\"locale\": \"\(defaultLocale)\"): its narration is in \"clips\"")
             }
-            spelled[tag.lowercased()] = tag
+            spelled[tag.asciiLowercased()] = tag
             let fields = try entry.object(allowing: Keys.locale)
             var overrides: [String: ClipOverride] = [:]
             for (id, overrideCursor) in try fields.required("clips", in: entry).object() {

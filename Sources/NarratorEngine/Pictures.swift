@@ -43,7 +43,7 @@ extension Lesson {
                 }
                 let altCursor = try fields.required("alt", in: entry)
                 let alt = try altCursor.string()
-                guard !alt.allSatisfy({ $0.isWhitespace }) else {
+                guard !alt.allSatisfy(UnicodeSpaces.isWhiteSpace) else {
                     throw altCursor.fail("the alternative text says what the picture shows, for a child who cannot see it: it cannot be empty")
                 }
                 guard alt.count <= maxAltLength else {

@@ -121,7 +121,7 @@ public struct Announcer {
     /// Plays `unsorted` by the priority rules; `interruptions` says what an interrupt does to
     /// what it interrupts.
     public func run(_ unsorted: [AnnouncementRequest], interruptions: InterruptionPolicy = .cancel) throws(NarratorError) -> Timeline {
-        let requests = unsorted.enumerated().sorted { ($0.element.frame, $0.offset) < ($1.element.frame, $1.offset) }.map { $0.element }
+        let requests = stablySorted(unsorted) { $0.frame < $1.frame }
         var out = TimelineBuilder()
         var playing: Playing?
         var waiting: [Waiting] = []

@@ -41,9 +41,7 @@ public struct Cue: Sendable, Equatable {
             break
         }
         if inOrder { return cues }
-        return cues.enumerated().sorted { a, b in
-            a.element.frame != b.element.frame ? a.element.frame < b.element.frame : a.offset < b.offset
-        }.map { $0.element }
+        return stablySorted(cues) { $0.frame < $1.frame }
     }
 
     /// The same cue `frames` later (a word's or a sentence's end too).
@@ -139,7 +137,7 @@ extension Schedule {
         // Where a voice stops sounding as it would at full length: its end, or where a bed's
         // fade-out begins (the same bed ending elsewhere differs from its fade-out on).
         func fadeStart(_ voice: Voice) -> Int { voice.endFrame - (voice.shape?.fadeOutFrames ?? 0) }
-        var ends: [String: Voice] = [:]
+        var ends = NameTable<Voice>()
         for voice in a.voices { ends[key(voice)] = voice }
         var first = min(a.frames, b.frames)
         var seen: Set<String> = []
@@ -168,18 +166,17 @@ extension Schedule {
 /// of a million clips stay linear.
 public struct PoolDraws: Sendable {
     private var generator: SeededGenerator
-    private var pools: [String: PoolState] = [:]
+    private var pools = NameTable<PoolState>()
 
     public init(seed: UInt64) { generator = SeededGenerator(seed: seed) }
 
     public mutating func draw(from pool: Lesson.Pool) -> String {
-        var state = pools.removeValue(forKey: pool.id) ?? PoolState(count: pool.clips.count)
-        let pick = Int.random(in: 0..<(pool.clips.count - state.recent.count), using: &generator)
-        let position = state.allowed(pick)
-        state.forbid(position)
-        state.recent.append(position)
-        if state.recent.count > pool.noRepeat { state.allow(state.recent.removeFirst()) }
-        pools[pool.id] = state
+        let k = pools.position(of: pool.id) { PoolState(count: pool.clips.count) }
+        let pick = Int.random(in: 0..<(pool.clips.count - pools.values[k].recent.count), using: &generator)
+        let position = pools.values[k].allowed(pick)
+        pools.values[k].forbid(position)
+        pools.values[k].recent.append(position)
+        if pools.values[k].recent.count > pool.noRepeat { pools.values[k].allow(pools.values[k].recent.removeFirst()) }
         return pool.clips[position]
     }
 

@@ -55,7 +55,7 @@ extension StringProtocol {
     func trimmingSpaces() -> String {
         func isSpace(_ character: Character) -> Bool {
             guard character.unicodeScalars.count == 1, let scalar = character.unicodeScalars.first else { return false }
-            return scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
+            return scalar == "\t" || UnicodeSpaces.isSpaceSeparator(scalar)
         }
         guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
         return String(self[first...last])

@@ -63,14 +63,14 @@ public enum Sentences {
     /// quotes and brackets) is `.` `!` `?` `…` or their CJK and combined forms.
     public static func endsSentence(_ text: String) -> Bool {
         for scalar in text.unicodeScalars.reversed() {
-            if closers.contains(scalar) || scalar.properties.isWhitespace { continue }
+            if closers.contains(scalar) || UnicodeSpaces.isWhiteSpace(scalar) { continue }
             return enders.contains(scalar)
         }
         return false
     }
 
-    static let enders: Set<Unicode.Scalar> = [".", "!", "?", "…", "。", "！", "？", "｡", "‼", "⁇", "⁈", "⁉", "؟", "।", "॥"]
-    static let closers: Set<Unicode.Scalar> = [
+    static let enders: [Unicode.Scalar] = [".", "!", "?", "…", "。", "！", "？", "｡", "‼", "⁇", "⁈", "⁉", "؟", "।", "॥"]
+    static let closers: [Unicode.Scalar] = [
         "\"", "'", "”", "’", "»", "›", ")", "]", "}", "」", "』", "）", "〕", "】", "〉", "》", "＂", "＇",
     ]
 

@@ -222,6 +222,36 @@ import Testing
         #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
     }
 
+    /// A cue in the frames a pause fades out over is heard, so it is dispatched, as natively
+    /// (the timeline moves on through the fade): paused just before each cue of the chain,
+    /// every cue of its sheet still arrives once, in order.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func cuesInAPausesFadeOutAreDispatched() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (seen, _) = try Self.scenario(dir, "live.html", "pauseInFades", lesson: "sample.json", "correct")
+        let sheet = try #require(seen["sheet"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
+        let events = try #require(seen["events"] as? [[String: Any]]).map { "\($0["type"]!) \($0["frame"]!)" }
+        let pauses = try #require(seen["pauses"] as? [[String: Int]])
+        let inFade = pauses.filter { $0["word"]! < $0["pausedAt"]! }
+        #expect(!inFade.isEmpty, "no pause had a word in its fade-out: \(pauses)")
+        #expect(events == sheet, "pauses \(pauses)")
+        let early = try #require(seen["events"] as? [[String: Any]]).filter { ($0["heard"] as? Double ?? 0) < ($0["due"] as? Double ?? 0) }
+        #expect(early.isEmpty, "dispatched before the output clock reached them: \(early)")
+    }
+
+    /// A gain set before play holds from the playback's first frame: the master at 0 before
+    /// `play` keeps the worklet's output silent until past the first word, and back at 1 it sounds.
+    @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))
+    func aGainSetBeforePlayHoldsFromTheFirstFrame() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (seen, _) = try Self.scenario(dir, "live.html", "gainBeforePlay", lesson: "sample.json", "correct")
+        #expect((seen["words"] as? Int ?? 0) >= 1, "the first word was heard: \(seen)")
+        #expect((seen["muted"] as? Double ?? 1) == 0, "sound with the master at 0 since before play")
+        #expect((seen["loud"] as? Double ?? 0) > 0.01, "master back at 1")
+    }
+
     /// A word tapped while paused is said on its own, its cues with it, and playback goes back
     /// to where it was, still paused, with nothing more heard.
     @Test(.requires(ready, "needs make wasm, chromium and python3-websockets"))

@@ -60,4 +60,47 @@ import Testing
             #expect(sample.trimmingSpaces() == sample.trimmingCharacters(in: .whitespaces), "\(sample.debugDescription)")
         }
     }
+
+    /// The engine's white space and space separators (kept out of the browser build's
+    /// property tables) are the standard library's, for every scalar of Unicode.
+    @Test func whiteSpaceIsUnicodesForEveryScalar() {
+        var differing: [String] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if UnicodeSpaces.isWhiteSpace(scalar) != scalar.properties.isWhitespace { differing.append("White_Space U+\(String(value, radix: 16))") }
+            if UnicodeSpaces.isSpaceSeparator(scalar) != (scalar.properties.generalCategory == .spaceSeparator) {
+                differing.append("Zs U+\(String(value, radix: 16))")
+            }
+        }
+        #expect(differing == [])
+        for text in ["", " ", "\u{3000}\t", " \u{301}", "\r\n", "a ", "\u{2028}\u{85}", "\u{180E}", "\u{200B}"] {
+            #expect(text.allSatisfy(UnicodeSpaces.isWhiteSpace) == text.allSatisfy(\.isWhitespace), "\(text.debugDescription)")
+        }
+    }
+
+    /// `asciiLowercased()` equals `lowercased()` where the engine uses it: the only scalar past
+    /// ASCII whose lower case is all ASCII is the Kelvin sign, and the words compared with
+    /// (audio extensions, JSON's non-numbers) have no `k`.
+    @Test func asciiLowerCaseIsLowerCaseWhereItIsCompared() {
+        var toASCII: [UInt32] = []
+        for value in UInt32(0x80)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            if String(scalar).lowercased().unicodeScalars.allSatisfy(\.isASCII) { toASCII.append(value) }
+        }
+        #expect(toASCII == [0x212A])
+        #expect(AudioMarker.audioExtensions.allSatisfy { !$0.contains("k") })
+        for text in ["WAV", "wAv", "Ünïcode", "\u{212A}", "İ", "ΣΑΣ", "mp3", ""] {
+            let lowered = text.unicodeScalars.map { $0.isASCII ? String($0).lowercased() : String($0) }.joined()
+            #expect(text.asciiLowercased() == lowered, "\(text.debugDescription)")
+        }
+        for path in ["a.WAV", "b/c.Flac", "x.w\u{212A}v", "d.\u{130}iff", "e.wäv", "f.WÄV", ".wav", "g"] {
+            #expect(AudioMarker.isAudioFile(path) == AudioMarker.audioExtensions.contains(Self.extensionLowercased(path)), "\(path)")
+        }
+    }
+
+    private static func extensionLowercased(_ path: String) -> String {
+        let name = (path as NSString).lastPathComponent
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return "" }
+        return name[name.index(after: dot)...].lowercased()
+    }
 }
