@@ -41,7 +41,7 @@ HEADERS_ONLY_PC := $(CURDIR)/.build-pkgconfig
 export PKG_CONFIG_PATH := $(HEADERS_ONLY_PC)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 SWIFT_BUILD_FLAGS ?=
 OUT := out
-LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests|NarratorPlayerTests
+LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests|NarratorPlayerTests|StreamSeekLiveTests
 
 # test-pipewire's daemons: PipeWire, its pulse server and WirePlumber (pw-metadata is in pipewire-bin).
 PIPEWIRE_APT_PACKAGES := pipewire pipewire-bin pipewire-pulse wireplumber

@@ -24,6 +24,8 @@ public final class StreamFeeder: @unchecked Sendable {
     private var thread: Thread?
     private let stopRequest = Atomic<Bool>(false)
     private let finishedSignal = DispatchSemaphore(value: 0)
+    /// Ends the default pause early: `wake()`.
+    private let wakeSignal = DispatchSemaphore(value: 0)
 
     public init(schedule: Schedule, ringSeconds: Double = 2) {
         self.schedule = schedule
@@ -51,7 +53,7 @@ public final class StreamFeeder: @unchecked Sendable {
     /// first on that thread (the engine sets its scheduling policy there); `onProblem` is
     /// called from it.
     ///
-    /// `pause` waits between two fills (by default `interval` seconds); it may return early
+    /// `pause` waits between two fills (by default `interval` seconds, or until `wake()`); it may return early
     /// once its argument says the feeder is stopping (a virtual clock's sleep, which `stop`'s
     /// `wake` interrupts). `onExit` runs last on the thread. The thread runs until `stop`: a
     /// lane that has played to its end may be asked to refill from earlier.
@@ -62,7 +64,7 @@ public final class StreamFeeder: @unchecked Sendable {
     ) {
         guard !readers.isEmpty, thread == nil else { return }
         for problem in fill() { onProblem(problem) }
-        let pause = pause ?? { _ in Thread.sleep(forTimeInterval: interval) }
+        let pause = pause ?? { [wakeSignal] _ in _ = wakeSignal.wait(timeout: .now() + interval) }
         let thread = Thread { [self] in
             threadSetup()
             while !stopRequest.load(ordering: .acquiring) {
@@ -76,6 +78,11 @@ public final class StreamFeeder: @unchecked Sendable {
         self.thread = thread
         thread.start()
     }
+
+    /// Ends the default pause now, so that a refill the mixer just asked for is carried out
+    /// at once rather than at the next look (up to `interval` later). Real time: no
+    /// allocation or lock (a semaphore's signal), so the audio thread may call it.
+    public func wake() { wakeSignal.signal() }
 
     /// Stops the thread and waits for it; `wake` interrupts its `pause`.
     public func stop(wake: () -> Void = {}) {

@@ -77,6 +77,17 @@ public protocol AudioOutput: AnyObject, Sendable {
     /// this much later than the readings say until it has 1.5 s of them (`AudioClockFilter`'s
     /// envelope), so that a cue is late by up to the wander rather than early.
     var readingWander: Int64 { get }
+    /// While streamed voices refill after a move (their feeder reads the file from the new
+    /// place), how much audio past what is heard the device must still hold to play on without
+    /// running dry: the feed writes silence to keep that much queued, and the move's audio
+    /// follows it. By default the rewind margin and 2 ms; an output whose server reads ahead
+    /// in blocks adds its block (too little, and a slow refill is an underrun). Called from
+    /// inside `feed.render`.
+    var refillLeadFrames: Int { get }
+    /// Whether `rewind` really takes audio back (what it returns is not heard). An output that
+    /// cannot makes every change wait for what it holds: a response (a tap's answer) is then
+    /// planned past its buffer rather than taken back into it.
+    var takesBack: Bool { get }
 }
 
 extension AudioOutput {
@@ -84,6 +95,8 @@ extension AudioOutput {
     public var rendersInRealtime: Bool { false }
     public var rewindMarginFrames: Int { negotiated.periodFrames }
     public var readingWander: Int64 { 0 }
+    public var refillLeadFrames: Int { rewindMarginFrames + negotiated.sampleRate / 500 }
+    public var takesBack: Bool { false }
 }
 
 /// Who drives an output's rendering.

@@ -80,6 +80,8 @@ public final class OutputFeed: @unchecked Sendable {
     unowned(unsafe) var output: (any AudioOutput)! {
         didSet { rewindMarginFrames = output.rewindMarginFrames }
     }
+    /// Woken when a move leaves the streamed voices waiting for a refill.
+    unowned(unsafe) var streamFeeder: StreamFeeder?
 
     private var mixer: Mixer
     private let filter: AudioClockFilter
@@ -809,6 +811,7 @@ public final class OutputFeed: @unchecked Sendable {
         }
         if !state.waitingForStreams {
             state.waitingForStreams = true
+            streamFeeder?.wake()
             if transportMarkCount > 0 {
                 marks.push(RenderedMark(kind: .rewind, timelineFrame: 0, outputFrame: state.rendered))
             }
@@ -816,7 +819,7 @@ public final class OutputFeed: @unchecked Sendable {
         var count = frames
         if state.heardAt > 0 {
             let heardNow = state.heardOutput + max(0, Int((now - state.heardAt) * Int64(negotiated.sampleRate) / 1_000_000_000))
-            let keep = rewindMarginFrames + negotiated.sampleRate / 500
+            let keep = output.refillLeadFrames
             count = min(frames, max(0, keep - (state.rendered - heardNow)))
         }
         guard count > 0 else { return 0 }

@@ -83,6 +83,7 @@ public final class PlaybackEngine: @unchecked Sendable {
             schedule: schedule, lanes: feeder.lanes, negotiated: negotiated, clock: clock, gains: gains, readingWander: output.readingWander)
         feed.releaseAfterFrames.store(negotiated.sampleRate * 10, ordering: .relaxed)
         feed.output = output
+        feed.streamFeeder = feeder
     }
 
     /// When `start` was called, on the engine's clock: the origin of the events' `t`. Safe
@@ -218,8 +219,14 @@ public final class PlaybackEngine: @unchecked Sendable {
     /// differs from the current one, or nil. Called on the cue thread only.
     public typealias Replanner = @Sendable (_ heard: Int, _ responseFrame: Int) -> (plan: Schedule, differsFrom: Int)?
 
-    /// How far ahead of what is heard a response starts: time to re-plan and hand the plan over.
-    public var responseDelayFrames: Int { negotiated.sampleRate * 30 / 1000 }
+    /// How far ahead of what is heard a response starts: time to re-plan and hand the plan
+    /// over (30 ms); on an output that cannot take audio back (`AudioOutput.takesBack`), past
+    /// what it holds too (its buffer, a period and the margin), so that the response is not a
+    /// late switch that loses its first frames.
+    public var responseDelayFrames: Int {
+        let replan = negotiated.sampleRate * 30 / 1000
+        return output.takesBack ? replan : max(replan, negotiated.bufferFrames + negotiated.periodFrames + rewindMarginFrames)
+    }
     /// How close to what is heard the audio can still be changed (taken back with a rewind):
     /// what a sound server has already rendered is beyond recall.
     public var rewindMarginFrames: Int { negotiated.sampleRate * 5 / 1000 }
@@ -253,12 +260,18 @@ public final class PlaybackEngine: @unchecked Sendable {
         let streamPolicy = threads.streams
         let clock = clock
         if !feeder.isIdle { clock.enter() }
+        // On the system clock the feeder's own pause, which the feed ends when a move needs a
+        // refill (`StreamFeeder.wake`); a virtual clock keeps the thread's time.
+        var streamPause: (@Sendable (_ stopping: () -> Bool) -> Void)?
+        if !(clock is SystemClock) {
+            streamPause = { stopping in clock.sleep(until: clock.now() + 5_000_000, unless: stopping) }
+        }
         feeder.start(
             threadSetup: {
                 ThreadPolicy.nameCurrentThread("narrator-stream")
                 streamPolicy.apply()
             },
-            pause: { stopping in clock.sleep(until: clock.now() + 5_000_000, unless: stopping) },
+            pause: streamPause,
             onExit: { clock.leave() }
         ) { [self] problem in streamProblems.withLock { $0.append(problem) } }
         let audioDone = DispatchSemaphore(value: 0)

@@ -115,6 +115,7 @@ public final class VirtualOutput: AudioOutput, @unchecked Sendable {
 
     /// Whether it can take back what it was given (false: like ALSA's plugins that cannot).
     public var rewinds = true
+    public var takesBack: Bool { rewinds }
 
     public func rewind(_ frames: Int) -> Int {
         guard rewinds else { return 0 }

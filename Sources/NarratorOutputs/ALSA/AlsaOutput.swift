@@ -37,12 +37,22 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
     let handle: OpaquePointer
     public let negotiated: NegotiatedOutput
     public var drive: OutputDrive { .push }
-    /// A PCM that is not a card (`hw`) but a plugin reports a delay that is an estimate: the
-    /// pulse plugin's is the sound server's interpolated latency, measured early by 0.2–1.3 ms
-    /// and wandering about ±1.5 ms, jumping about once a second (its timing updates). The engine
-    /// then stamps conservatively (`AudioOutput.readingWander`): 2 ms. A card's pointer (`hw`)
-    /// does not wander.
-    public var readingWander: Int64 { snd_pcm_type(handle) == SND_PCM_TYPE_HW ? 0 : 2_000_000 }
+    /// Whether the PCM's chain of plugins ends at a sound card (`hw`, or `plug`/`route`/`rate`
+    /// over one: `snd_pcm_info` names a card), rather than at a plugin of its own (the pulse
+    /// plugin, `null`, `dmix`, a file). Two things hold only for a card:
+    /// - its delay is the card's pointer. A plugin's is an estimate: the pulse plugin's is the
+    ///   sound server's interpolated latency, measured early by 0.2–1.3 ms and wandering about
+    ///   ±1.5 ms, jumping about once a second (its timing updates), so the engine then stamps
+    ///   conservatively (`AudioOutput.readingWander`: 2 ms);
+    /// - a rewind takes audio back. An I/O plugin's rewind (alsa-lib's ioplug) only moves the
+    ///   application pointer: what the plugin already handed on (the pulse plugin sends each
+    ///   write to the server at once) is heard anyway, the new audio after it. So only a card's
+    ///   chain is rewound; elsewhere a seek or a tap waits for the audio the device holds
+    ///   (about the latency), as on an output that cannot rewind at all.
+    /// (`dmix` names no card and is treated as a plugin: conservative.)
+    let endsAtCard: Bool
+    public var readingWander: Int64 { endsAtCard ? 0 : 2_000_000 }
+    public var takesBack: Bool { endsAtCard }
     private let status: OpaquePointer
     /// One period of device samples, and the part of it not yet written.
     private let block: UnsafeMutableRawPointer
@@ -65,6 +75,10 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
                 throw .unsupported(device: device, reason: reason)
             }
         }
+        var info: OpaquePointer?
+        snd_pcm_info_malloc(&info)
+        endsAtCard = snd_pcm_info(handle, info) == 0 && snd_pcm_info_get_card(info) >= 0
+        snd_pcm_info_free(info)
         var status: OpaquePointer?
         snd_pcm_status_malloc(&status)
         self.status = status!
@@ -212,6 +226,7 @@ public final class AlsaOutput: AudioOutput, @unchecked Sendable {
     public func stop() { snd_pcm_drop(handle) }
 
     public func rewind(_ frames: Int) -> Int {
+        guard endsAtCard else { return 0 }
         let possible = Int(snd_pcm_rewindable(handle))
         guard possible > 0 else { return 0 }
         return max(0, Int(snd_pcm_rewind(handle, snd_pcm_uframes_t(min(frames, possible)))))

@@ -103,9 +103,16 @@ public final class PulseOutput: AudioOutput, @unchecked Sendable {
     public func play(_ feed: OutputFeed) { connection.play(feed) }
 
     public func rewind(_ frames: Int) -> Int { connection.rewind(frames) }
+    /// A rewind seeks the stream's write index back: the server drops what it had not read.
+    public var takesBack: Bool { true }
 
     /// A millisecond: `rewind` bounds itself by what the sink can have read (see there).
     public var rewindMarginFrames: Int { negotiated.sampleRate / 1000 }
+
+    /// The sink's block, the margin and at least a period: the server reads its block ahead,
+    /// so less queued while a refill waits runs the stream dry (measured: an underrun on a
+    /// streamed seek with 3 ms queued, at load 5).
+    public var refillLeadFrames: Int { connection.refillLeadFrames }
 
     public func stop() { connection.shutdown() }
 
@@ -442,6 +449,9 @@ final class PulseConnection: @unchecked Sendable {
         guard playedSinceInterruption, let reading else { return false }
         return reading.heard + Int(Double(MonotonicClock.now() - reading.time) * Double(rate) / 1e9) >= written + periodFrames
     }
+
+    /// See `PulseOutput.refillLeadFrames` (on the mainloop thread, inside `render`).
+    var refillLeadFrames: Int { max(periodFrames, (reading?.sinkFrames ?? periodFrames) + rewindMarginFrames) }
 
     /// Takes back up to `frames` of what the sink cannot have read yet (from inside `render`,
     /// so inside `fill`): the next write seeks back over them.
