@@ -116,6 +116,43 @@ public final class AwakeCPUs: Sendable {
     }
 }
 
+/// Load for tests that must hold on a busy machine: `perCPU` threads on each CPU this process
+/// may run on, pinned there at normal priority, spinning until `release()` (or `deinit`). Two
+/// a CPU make a load average of about 2 × CPUs from this process alone: the live suites' "CPUs
+/// loaded" cases (issue 28.3: cues must never be stamped early, whatever the load).
+public final class BusyCPUs: Sendable {
+    private final class Flag: Sendable { let running = Atomic(true) }
+    private let flag = Flag()
+    private let finished = DispatchGroup()
+    /// Threads spinning.
+    public let threads: Int
+
+    public init(perCPU: Int = 2) {
+        let cpus = (try? AwakeCPUs.allowedCPUs()) ?? [0]
+        var started = 0
+        for cpu in cpus {
+            for index in 0..<perCPU {
+                finished.enter()
+                started += 1
+                Thread { [flag, finished] in
+                    defer { finished.leave() }
+                    _ = narrator_thread_place("busy-cpu\(cpu)-\(index)", Int32(cpu), 0)
+                    while flag.running.load(ordering: .relaxed) { narrator_cpu_relax() }
+                }.start()
+            }
+        }
+        threads = started
+    }
+
+    /// Stops the threads and waits for them. Idempotent.
+    public func release() {
+        flag.running.store(false, ordering: .relaxed)
+        finished.wait()
+    }
+
+    deinit { release() }
+}
+
 /// How late a thread wakes from a sleep on this machine: one thread per CPU, pinned there at
 /// normal priority (as the live tests run `narrator`), each sleeping 1 ms from its last wake-up,
 /// over and over; each wake-up's lateness is kept. The figure ``AwakeCPUs`` exists for.

@@ -54,6 +54,35 @@ struct LivePlaybackTests {
         #expect(missed == nil, "\(missed ?? "")")
     }
 
+    /// The same lesson with the CPUs loaded (two spinning threads of normal priority on each
+    /// CPU, beside whatever else runs): the audio may underrun and the cues come late, but no
+    /// cue is stamped before the recording heard it (`LivePlay.deliveryErrors` checks each),
+    /// every frame of the render is heard in order, and no cue is more than 100 ms late.
+    @Test(arguments: LivePlay.timedOutputs)
+    func cuesAreNeverEarlyWithTheCPUsLoaded(output: OutputKind) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let lesson = try LivePlay.liveLesson(dir)
+        let reference = try LivePlay.reference(dir, lesson: lesson)
+        let server = try PulseTestServer()
+        defer { server.stop() }
+        let load = BusyCPUs()
+        let played = try server.runClient(
+            Repo.narrator, ["play", lesson] + LivePlay.chainArguments + ["--output", output.rawValue, "--events", dir.file("events.jsonl")])
+        load.release()
+        #expect(played.status == 0, "\(played.stderr)\n\(server.logTail())")
+        let recording = try server.recording()
+        let alignment = try #require(recording.locate(reference, channels: 2), "\(server.logTail())")
+        #expect(alignment.isComplete, "\(alignment)")
+        let events = try LivePlay.events(dir.file("events.jsonl"))
+        let measured = try LivePlay.deliveryErrors(events, recording: recording, alignment: alignment)
+        let spread = Spread(absoluteNanoseconds: measured.map(\.error))
+        let underruns = events.filter { $0.type == "underrun" }.count
+        print("live cue delivery with the CPUs loaded (\(output), \(load.threads) busy threads): \(spread) cues, \(underruns) underruns, \(alignment.gaps.count) gaps")
+        #expect(measured.count >= 20)
+        #expect(spread.max <= 100, "\(spread)")
+    }
+
     /// An activity with scripted taps, live: the events are the simulated trace, each delivered
     /// when heard, and the recording is the activity's offline render.
     @Test(arguments: LivePlay.timedOutputs)
