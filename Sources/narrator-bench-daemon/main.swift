@@ -122,11 +122,11 @@ func measure(kind: String, transport: String, awake: Bool) {
     let spreads = byFrame.values.map { $0.max()! - $0.min()! }
     // Per moment (cue frame): nearest rank, so of 80 moments the p99 is the worst one.
     func p(_ rank: Double, _ values: [Double]) -> Double { values.isEmpty ? .nan : Percentile.nearestRank(rank, sorted: values.sorted()) }
-    let floor = floors[transport == "unix" ? "unix" : "tcp"] ?? .nan
+    let floor = floors[transport == "unix" ? "unix" : "tcp"]
     let firstMet = p(99, firsts) <= 0.5
-    let lastMet = p(99, lasts) <= floor + 0.5
-    Bench.report(String(format: "             per moment, received − heard: first client p50 %.2f p99 %.2f ms, last client p50 %.2f p99 %.2f ms; floor p99 %.2f ms; goal (28.8): first p99 ≤ 0.5 %@, last p99 ≤ %.2f %@",
-                        p(50, firsts), p(99, firsts), p(50, lasts), p(99, lasts), floor, firstMet ? "met" : "MISSED", floor + 0.5, lastMet ? "met" : "MISSED"))
+    let lastMet = p(99, lasts) <= (floor?.last ?? .nan) + 0.5
+    Bench.report(String(format: "             per moment, received − heard: first client p50 %.2f p99 %.2f ms, last client p50 %.2f p99 %.2f ms; floor p99 first read %.2f, last %.2f ms; goal (28.8): first p99 ≤ 0.5 %@, last p99 ≤ %.2f %@",
+                        p(50, firsts), p(99, firsts), p(50, lasts), p(99, lasts), floor?.first ?? .nan, floor?.last ?? .nan, firstMet ? "met" : "MISSED", (floor?.last ?? .nan) + 0.5, lastMet ? "met" : "MISSED"))
     Bench.report("             released by the cue thread − heard: \(Bench.percentiles(Array(released.values))); first client's arrival − heard: \(Bench.percentiles(firsts)); last − first client per cue: \(Bench.percentiles(spreads))")
     // With 50 clients a moment is 50 events, more than 1% of a run's: the p99 is the worst
     // moment's. Which moments (in playing order) were the worst says whether it is the first.
