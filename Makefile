@@ -9,7 +9,9 @@ APT_PACKAGES := pkg-config python3-jsonschema libsndfile1-dev libsoxr-dev libaso
 # librsvg2-2, libespeak-ng1 and libpulse0: the run-time libraries narrator loads with dlopen when a
 # command needs them (librsvg-2.so.2 for a PNG plot, libespeak-ng.so.1 for synth and align,
 # libpulse.so.0 for --output pulse; Sources/CLazyLibrary): nothing links them, so they are named
-# here, not only pulled in by their -dev packages.
+# here, not only pulled in by their -dev packages. librsvg2-dev: no build uses its headers
+# (Sources/CRsvgLoader/include/rsvg_api.h declares what is called); LinkedLibrariesTests checks
+# those declarations against them.
 # libsonic-dev: the time stretcher (render --speed, TimeStretcher); SoundTouch and Rubber Band are
 # only measured by scripts/compare-stretchers.py, which skips them when absent (docs/time-stretch.md).
 # libebur128-dev: loudness (inspect, validate, a lesson's "loudness" target; docs/loudness.md).
@@ -34,11 +36,6 @@ PIP_PACKAGES := websockets aeneas-ng pocketsphinx axe-selenium-python
 # What `deps` imports to tell that the pip packages are there (aeneas with its C extensions).
 PIP_IMPORTS := websockets, aeneas.cew.cew, aeneas.cdtw.cdtw, aeneas.cmfcc.cmfcc, pocketsphinx, axe_selenium_python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# librsvg, eSpeak NG and libpulse are opened with dlopen by the commands that use them: every build
-# here finds headers-only pkg-config files first (scripts/headers-only-pkgconfig.sh writes them at
-# `deps`), so nothing links them and each start maps about 50 libraries fewer.
-HEADERS_ONLY_PC := $(CURDIR)/.build-pkgconfig
-export PKG_CONFIG_PATH := $(HEADERS_ONLY_PC)$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 SWIFT_BUILD_FLAGS ?=
 OUT := out
 LIVE_TESTS := LivePlaybackTests|PulseOutputTests|DaemonLiveTests|TerminalViewTests|PulseHarnessTests|APITests|LiveSpeedTests|LiveLongPauseTests|LiveVolumeTests|ReadAlongPageTests|DaemonShutdownTests|DaemonFairnessTests|FileOutputTests|NarratorPlayerTests|StreamSeekLiveTests
@@ -60,10 +57,9 @@ apt_install = missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}\n' $$p 2
 ## deps: install the system packages (apt-get update first; skipped when all are present)
 deps:
 	@$(call apt_install,$(APT_PACKAGES))
-	@python3 -c "import $(PIP_IMPORTS)" 2>/dev/null || env -u PKG_CONFIG_PATH python3 -m pip install -q $(PIP_PACKAGES) || \
-		env -u PKG_CONFIG_PATH python3 -m pip install -q --break-system-packages $(PIP_PACKAGES)
+	@python3 -c "import $(PIP_IMPORTS)" 2>/dev/null || python3 -m pip install -q $(PIP_PACKAGES) || \
+		python3 -m pip install -q --break-system-packages $(PIP_PACKAGES)
 	@command -v swift >/dev/null || { echo "swift not found: install the Swift 6 toolchain (swift.org) and put it on PATH"; exit 1; }
-	@bash scripts/headers-only-pkgconfig.sh $(HEADERS_ONLY_PC) >/dev/null
 
 build: deps
 	swift build $(SWIFT_BUILD_FLAGS)
@@ -171,4 +167,4 @@ fixtures: deps
 	swift build --product narrator && bash scripts/make-locale-fixtures.sh
 
 clean:
-	rm -rf .build .build-fuzz .build-bench .build-pkgconfig $(OUT)
+	rm -rf .build .build-fuzz .build-bench .build-bench-plain $(OUT)

@@ -33,8 +33,10 @@ let package = Package(
         .systemLibrary(
             name: "CALSA", path: "Sources/NarratorOutputs/ALSA/CALSA", pkgConfig: "alsa",
             providers: [.apt(["libasound2-dev"])]),
+        // libpulse, eSpeak NG and librsvg are loaded with dlopen (below): no pkgConfig, whose
+        // libraries SwiftPM would link.
         .systemLibrary(
-            name: "CPulse", path: "Sources/NarratorOutputs/Pulse/CPulse", pkgConfig: "libpulse",
+            name: "CPulse", path: "Sources/NarratorOutputs/Pulse/CPulse",
             providers: [.apt(["libpulse-dev"])]),
         .systemLibrary(
             name: "CSoxr", path: "Sources/CSoxr", pkgConfig: "soxr",
@@ -43,7 +45,7 @@ let package = Package(
         // the module map names the library itself.
         .systemLibrary(name: "CSonic", path: "Sources/CSonic", providers: [.apt(["libsonic-dev"])]),
         .systemLibrary(
-            name: "CEspeakNG", path: "Sources/CEspeakNG", pkgConfig: "espeak-ng",
+            name: "CEspeakNG", path: "Sources/CEspeakNG",
             providers: [.apt(["libespeak-ng-dev"])]),
         // libebur128 (MIT): EBU R 128 loudness, loudness range and true peak (docs/loudness.md).
         // Spectra for pauses under a music bed (align); BSD-3-Clause. No pkgConfig: its .pc
@@ -56,16 +58,17 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(
-            name: "CRsvg", path: "Sources/CRsvg", pkgConfig: "librsvg-2.0",
-            providers: [.apt(["librsvg2-dev"])]),
         // librsvg, libespeak-ng and libpulse are bound with dlopen by the command that needs
-        // them: their module maps above give the headers and link nothing; each loader target
-        // holds the stubs of the functions called (scripts/make-lazy-stubs.py) and its `open`
-        // function. (SwiftPM still passes pkg-config's libraries to the link, so the process
-        // still maps them at start: docs/status.md, docs/benchmarks.md.)
+        // them: each loader target holds the stubs of the functions called
+        // (scripts/make-lazy-stubs.py) and its `open` function. They take no header through
+        // pkg-config, since SwiftPM passes a pkg-config module's `--libs` to every link, and the
+        // process would map those libraries (some 50 with what they pull in) at each start
+        // (docs/benchmarks.md, Process start): eSpeak NG's and libpulse's headers are in
+        // /usr/include (module maps above, without pkgConfig); librsvg's need GLib's and cairo's
+        // include folders, so CRsvgLoader declares the part it uses itself (rsvg_api.h, checked
+        // against the system's headers by LinkedLibrariesTests).
         .target(name: "CLazyLibrary"),
-        .target(name: "CRsvgLoader", dependencies: ["CRsvg", "CLazyLibrary"]),
+        .target(name: "CRsvgLoader", dependencies: ["CLazyLibrary"]),
         .target(name: "CEspeakNGLoader", dependencies: ["CEspeakNG", "CLazyLibrary"]),
         .target(name: "CPulseLoader", dependencies: ["CPulse", "CLazyLibrary"], path: "Sources/NarratorOutputs/Pulse/CPulseLoader"),
 
@@ -95,7 +98,7 @@ let package = Package(
         .target(name: "NarratorValidate", dependencies: ["NarratorCore", "NarratorAudioFile"]),
         // Plots: a schedule's mixed waveform with its word and cue tiers as SVG (Praat, Audacity),
         // and as PNG through librsvg.
-        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvg", "CRsvgLoader"]),
+        .target(name: "NarratorPlot", dependencies: ["NarratorCore", "CRsvgLoader"]),
         // The touch log: every touch the daemon hears, a row of an SQLite file, and the report
         // of `narrator touches` (docs/touches.md).
         .target(name: "NarratorTouches", dependencies: ["NarratorCore", "NarratorLive", "CSQLite"]),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds products for release the way narrator ships: optimized, the Swift runtime and Foundation
-# linked statically (no libswiftCore, libFoundation... to map and relocate at each start), and the
-# libraries narrator opens with dlopen not linked at all (scripts/headers-only-pkgconfig.sh).
-# docs/benchmarks.md, Process start, says what each step saves.
+# linked statically (no libswiftCore, libFoundation... to map and relocate at each start).
+# docs/benchmarks.md, Process start, says what each step saves. (Package.swift links the runtime
+# statically in any release build on Linux; --static-swift-stdlib here says it again.)
 #
 # Usage: scripts/build-release.sh [PRODUCT ...]     (default: narrator)
 # Prints the folder of the built binaries; the build's output goes to stderr only when it fails.
@@ -11,12 +11,6 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 scratch=${SCRATCH:-$repo/.build-bench}
-pc=$(bash "$repo/scripts/headers-only-pkgconfig.sh" "$repo/.build-pkgconfig")
-# Only the headers-only folder is put first: the Makefile may already have done it.
-case ":${PKG_CONFIG_PATH:-}:" in
-*":$pc:"*) ;;
-*) export PKG_CONFIG_PATH="$pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" ;;
-esac
 flags=(-c release --static-swift-stdlib --scratch-path "$scratch")
 cd "$repo"
 products=("$@")

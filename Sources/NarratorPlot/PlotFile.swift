@@ -1,4 +1,3 @@
-import CRsvg
 import CRsvgLoader
 import Foundation
 import NarratorCore

@@ -6,8 +6,9 @@
 // libpulse (`--output pulse`) bring some 70 shared libraries between them, which every command
 // paid for before `main` ran.
 //
-// The library's headers still come from its system-library target (pkg-config); its module map
-// names no library to link. Each function the Swift code calls is a stub with the header's own
+// The library's headers come from /usr/include (a system-library target without pkgConfig, or,
+// for librsvg, the loader's own rsvg_api.h): a pkg-config module would make SwiftPM link its
+// libraries. Each function the Swift code calls is a stub with the header's own
 // prototype (scripts/make-lazy-stubs.py writes them) that calls through a pointer. The module's
 // open function (`narrator_pulse_open`...) loads the library and sets every pointer at once; the
 // module calls it in its one error-mapping place before anything else and turns the message

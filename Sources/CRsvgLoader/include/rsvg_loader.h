@@ -1,4 +1,5 @@
 #include "lazy_library.h"
+#include "rsvg_api.h"
 
 /// Loads the library (first call) and binds the functions Narrator calls; NULL when it is
 /// loaded, else the one line that says why it cannot be.
