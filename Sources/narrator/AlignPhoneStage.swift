@@ -15,7 +15,9 @@ enum PocketSphinx {
 
     /// How long each stage took, in seconds (for --json and the benchmark).
     struct Timing {
-        /// Reading the recording at the lesson rate, and again at 16 kHz for PocketSphinx.
+        /// Reading the recording at the lesson rate and at 16 kHz for PocketSphinx (one pass,
+        /// with the 1 ms energies the anchors read), and again a piece at a time for the
+        /// refinement when it is longer than one piece.
         var decode = 0.0
         var anchors = 0.0
         var pocketsphinx = 0.0
@@ -44,13 +46,15 @@ enum PocketSphinx {
         }
     }
 
-    /// Aligns and refines `words` in `buffer` (decoded from `audio` at `rate`). A recording
-    /// of up to `wholeSeconds` is one piece. A longer one is anchored first: aeneas aligns its
-    /// sentences (in chunks, as `Aeneas.alignInChunks`), their boundaries move onto the pauses
-    /// between them, and PocketSphinx aligns the words of a group of sentences (about
-    /// `pieceSeconds`) inside each group's span, so a bad stretch stays inside its piece. A
-    /// piece PocketSphinx cannot align is aligned by aeneas (a whole recording that is one
-    /// piece: the error is thrown, and the caller falls back).
+    /// Aligns and refines `words` in `recording` (`audio` at `rate`). A recording
+    /// of up to `wholeSeconds` is one piece. A longer one is anchored first: its sentences are
+    /// laid on its own pauses (`SentenceAnchors`, from the recording's 1 ms energies; where no
+    /// pause fits, aeneas aligns the sentences, in chunks, and their boundaries move onto the
+    /// pauses between them), and PocketSphinx aligns the words of a group of sentences (about
+    /// `pieceSeconds`) inside each group's span, so a bad stretch stays inside its piece. Each
+    /// piece is refined on its own samples, read from the file only then. A piece PocketSphinx
+    /// cannot align is aligned by aeneas (a whole recording that is one piece: the error is
+    /// thrown, and the caller falls back).
     static func align(
         audio: String, recording: AlignRecording, words: [String], rate: Int, timeout: Int, source: String, aeneasChunk: Int,
         worker: PocketSphinxWorker, timing: inout Timing
