@@ -148,11 +148,14 @@ public enum BoundaryRefinement {
             /// Each channel's last sample (0 before the first).
             var previous: [Double]
 
-            public init(channels: Int, rate: Int) {
+            /// `expectedFrames`: how long the recording is said to be (room is made for its
+            /// blocks at once instead of growing by doubling); 0 when not known.
+            public init(channels: Int, rate: Int, expectedFrames: Int = 0) {
                 precondition(channels > 0 && rate > 0)
                 block = max(1, rate / 1000)
                 self.channels = channels
                 previous = [Double](repeating: 0, count: channels)
+                energy.reserveCapacity(min(max(0, expectedFrames), 1 << 32) / block + 1)
             }
 
             /// Whole frames of interleaved samples.

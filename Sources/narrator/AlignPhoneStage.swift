@@ -73,7 +73,7 @@ enum PocketSphinx {
             // pauses first (SentenceAnchors: a bad stretch moves only the anchors beside it);
             // where none fits, from aeneas's sentence alignment, as before.
             var cuts = [Int?](repeating: nil, count: groups.count - 1)
-            if let envelope = recording.envelope, let found = SentenceAnchors.pauses(envelope, frames: frames) {
+            if let envelope = recording.takeEnvelope(), let found = SentenceAnchors.pauses(envelope, frames: frames) {
                 let lengths = groups.map { words[$0].reduce(0) { $0 + $1.unicodeScalars.filter { CharacterSet.letters.contains($0) }.count } }
                 for (index, pause) in SentenceAnchors.fit(pauses: found.pauses, speech: found.speech, lengths: lengths).enumerated() {
                     if let pause { cuts[index] = (found.pauses[pause].start + found.pauses[pause].end) / 2 }

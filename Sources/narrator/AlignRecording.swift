@@ -23,8 +23,8 @@ final class AlignRecording {
     private(set) var frames16k = 0
     /// The raw 16-bit little-endian mono file at 16 kHz for PocketSphinx (nil: not made).
     private(set) var pocketSphinxAudio: String?
-    /// The refinement's envelope over the whole recording at `rate` (nil: not made).
-    private(set) var envelope: BoundaryRefinement.Envelope?
+    /// The refinement's envelope over the whole recording at `rate` (nil: not made, or taken).
+    private var envelope: BoundaryRefinement.Envelope?
     /// The whole recording at `rate`, when held.
     private var held: AudioBuffer?
     private var scratch: URL?
@@ -54,12 +54,14 @@ final class AlignRecording {
         var blocks: BoundaryRefinement.Envelope.Blocks? = nil
         var holding: [Float]? = []
         var bytes = Data()
-        let (channels, frames) = try SndFileDecoder().stream(path: path, sampleRates: [rate, 16000]) { channels in
+        var expected = 0
+        let (channels, frames) = try SndFileDecoder().stream(path: path, sampleRates: [rate, 16000]) { channels, announced in
             self.channels = channels
+            expected = announced
         } _: { index, samples throws(NarratorError) in
             let channels = self.channels
             if index == 0 {
-                if blocks == nil { blocks = .init(channels: channels, rate: rate) }
+                if blocks == nil { blocks = .init(channels: channels, rate: rate, expectedFrames: expected) }
                 blocks?.add(samples)
                 if holding != nil {
                     if (holding?.count ?? 0) + samples.count <= holdSeconds * rate * channels {
@@ -104,6 +106,13 @@ final class AlignRecording {
         }
     }
 
+    /// The envelope over the whole recording (for the anchors), let go of here: the pieces'
+    /// refinement does not need it.
+    func takeEnvelope() -> BoundaryRefinement.Envelope? {
+        defer { envelope = nil }
+        return envelope
+    }
+
     deinit {
         if let scratch { try? FileManager.default.removeItem(at: scratch) }
     }
@@ -143,7 +152,7 @@ final class AlignRecording {
             piece.removeAll(keepingCapacity: true)
             next += 1
         }
-        _ = try SndFileDecoder().stream(path: path, sampleRates: [rate]) { _ in
+        _ = try SndFileDecoder().stream(path: path, sampleRates: [rate]) { _, _ in
         } _: { _, samples throws(NarratorError) in
             let count = samples.count / channels
             while next < ranges.count {

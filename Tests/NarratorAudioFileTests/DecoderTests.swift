@@ -84,7 +84,7 @@ import Testing
         let rates = [48000, 16000, 22050]
         var streamed = [[Float]](repeating: [], count: rates.count)
         var opened = 0
-        let result = try decoder.stream(path: path, sampleRates: rates) { opened = $0 } _: { index, samples in
+        let result = try decoder.stream(path: path, sampleRates: rates) { opened = $0; _ = $1 } _: { index, samples in
             #expect(samples.count % opened == 0)
             streamed[index] += samples
         }
