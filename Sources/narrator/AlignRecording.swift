@@ -146,6 +146,11 @@ final class AlignRecording {
         var piece: [Float] = []
         let channels = self.channels
         func deliver() throws(NarratorError) {
+            // Read again, the file must hold what it held the first time.
+            guard piece.count == ranges[next].count * channels else {
+                throw NarratorError(
+                    file: path, "changed while it was being aligned: read again, it ends before frame \(ranges[next].upperBound) at \(rate) Hz")
+            }
             let start = Date()
             defer { inBody += Date().timeIntervalSince(start) }
             try piece.withUnsafeBufferPointer { samples throws(NarratorError) in try body(next, samples) }
@@ -164,7 +169,7 @@ final class AlignRecording {
             }
             position += count
         }
-        // A piece reaching past the end (none should): what there is of it.
+        // A piece reaching past the end: the file changed since the first pass (an error).
         while next < ranges.count { try deliver() }
         timing.decode += Date().timeIntervalSince(began) - inBody
     }

@@ -565,9 +565,9 @@ struct AlignEnginesTests {
 /// that PocketSphinx aligns every piece, at two lengths, aligned at 48 kHz; `align`'s peak
 /// resident memory (VmHWM, its own, not its PocketSphinx worker's) read while it runs. Before
 /// the recording was read a piece at a time it grew by 51 MB a minute on this fixture (debug
-/// build: 83 MB at 59 s, 183 MB at 177 s, 289 MB at 5 minutes); now about 2 MB a minute (47,
-/// 51, 54 MB: the 1 ms energies the sentence anchors read, PocketSphinx's answer). docs/align.md
-/// § Long recordings.
+/// build: 83 MB at 59 s, 183 MB at 177 s, 289 MB at 5 minutes); now 0–2 MB a minute (45.8,
+/// 46.1, 46.7 MB at 1, 3 and 5 minutes, 50.7 at 10: the 1 ms energies the sentence anchors
+/// read, PocketSphinx's answer). docs/align.md § Long recordings.
 @Suite(
     "align: a long recording", .serialized,
     .requires(PulseTestServer.findExecutable("espeak-ng") != nil, "needs espeak-ng"))
