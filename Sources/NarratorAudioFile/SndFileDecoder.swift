@@ -104,3 +104,48 @@ public struct AudioFileInfo: Sendable {
             : nil
     }
 }
+
+extension SndFileDecoder {
+    /// Decodes `path` once, a chunk at a time, at each of `sampleRates`: `opened` learns its channels and announced length, then `body(k, samples)`
+    /// gets interleaved frames at `sampleRates[k]`, in order, the same samples `decode` gives
+    /// at that rate (libsoxr fed chunk by chunk converts as in one pass). Memory stays that of
+    /// a chunk whatever the length; at most `maxSeconds` of the file. Returns the channels and
+    /// the frames at each rate.
+    public func stream(
+        path: String, sampleRates: [Int], opened: (_ channels: Int, _ announcedFrames: Int) -> Void,
+        _ body: (Int, UnsafeBufferPointer<Float>) throws(NarratorError) -> Void
+    ) throws(NarratorError) -> (channels: Int, frames: [Int]) {
+        let file = try SoundFileReader(path: path)
+        let channels = file.channels
+        // What its header announces, at the first rate asked (an estimate for an MP3 without
+        // a Xing header; capped at `maxSeconds`).
+        opened(
+            channels,
+            Frames.convert(min(max(0, file.announcedFrames), maxSeconds * file.sampleRate), from: file.sampleRate, to: sampleRates.first ?? file.sampleRate))
+        var streams: [Resampler.Stream?] = []
+        for rate in sampleRates {
+            streams.append(rate == file.sampleRate ? nil : try Resampler.Stream(from: file.sampleRate, to: rate, channels: channels, file: path))
+        }
+        var frames = [Int](repeating: 0, count: sampleRates.count)
+        try file.readChunks(maxFrames: maxSeconds * file.sampleRate) { chunk throws(NarratorError) in
+            for (index, stream) in streams.enumerated() {
+                if let stream {
+                    try stream.process(chunk) { samples throws(NarratorError) in
+                        frames[index] += samples.count / channels
+                        try body(index, samples)
+                    }
+                } else {
+                    frames[index] += chunk.count / channels
+                    try body(index, chunk)
+                }
+            }
+        }
+        for (index, stream) in streams.enumerated() {
+            try stream?.process(nil) { samples throws(NarratorError) in
+                frames[index] += samples.count / channels
+                try body(index, samples)
+            }
+        }
+        return (channels, frames)
+    }
+}

@@ -161,7 +161,7 @@ final class SoundFileReader {
 
     /// Reads every frame, handing `body` one chunk of interleaved samples at a time (at most
     /// 65536 frames), with the same checks as `readAll`.
-    func readChunks(maxFrames: Int, _ body: (UnsafeBufferPointer<Float>) -> Void) throws(NarratorError) {
+    func readChunks(maxFrames: Int, _ body: (UnsafeBufferPointer<Float>) throws(NarratorError) -> Void) throws(NarratorError) {
         let chunkFrames = 65536
         var chunk = [Float](repeating: 0, count: chunkFrames * channels)
         var total = 0
@@ -176,7 +176,7 @@ final class SoundFileReader {
                     file: path,
                     "longer than \(maxFrames) frames, too long to hold in memory (header says \(announcedFrames) frames)")
             }
-            chunk.withUnsafeBufferPointer { buffer in body(UnsafeBufferPointer(rebasing: buffer[0..<(got * channels)])) }
+            try chunk.withUnsafeBufferPointer { buffer throws(NarratorError) in try body(UnsafeBufferPointer(rebasing: buffer[0..<(got * channels)])) }
         }
         let error = sf_error(handle)
         if error != 0 {

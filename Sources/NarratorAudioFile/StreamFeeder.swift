@@ -277,15 +277,7 @@ private final class StreamResampler {
     private(set) var problem: NarratorError?
 
     init(from inputRate: Int, to outputRate: Int, channels: Int, skipOutputFrames: Int, file: String) throws(NarratorError) {
-        var error: soxr_error_t?
-        var ioSpec = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I)
-        var quality = soxr_quality_spec(UInt(SOXR_VHQ), 0)
-        guard let soxr = soxr_create(Double(inputRate), Double(outputRate), UInt32(channels), &error, &ioSpec, &quality, nil),
-            error == nil
-        else {
-            throw NarratorError(file: file, "cannot resample \(inputRate) Hz to \(outputRate) Hz (soxr: \(error.map { String(cString: $0) } ?? "?"))")
-        }
-        self.soxr = soxr
+        soxr = try Resampler.make(from: inputRate, to: outputRate, channels: channels, file: file)
         self.channels = channels
         self.file = file
         skip = skipOutputFrames

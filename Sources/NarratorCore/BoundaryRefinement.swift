@@ -93,23 +93,19 @@ public enum BoundaryRefinement {
         /// `samples` interleaved with `channels` channels at `rate` Hz.
         public init(samples: UnsafeBufferPointer<Float>, channels: Int, rate: Int, settings: Settings = Settings()) {
             precondition(channels > 0 && rate > 0)
-            let block = max(1, rate / 1000)
+            var blocks = Blocks(channels: channels, rate: rate)
+            blocks.add(UnsafeBufferPointer(rebasing: samples[0..<(samples.count / channels * channels)]))
+            self.init(blocks, settings: settings)
+        }
+
+        /// The envelope of everything `blocks` was fed (a recording read a piece at a time):
+        /// the same values as from its samples at once.
+        public init(_ blocks: consuming Blocks, settings: Settings = Settings()) {
+            var blocks = blocks
+            let energy = blocks.finish()
+            let block = blocks.block
             self.block = block
-            let frames = samples.count / channels
-            let count = (frames + block - 1) / block
-            var energy = [Double](repeating: 0, count: count)
-            for index in 0..<count {
-                let first = index * block * channels
-                let last = min(frames, (index + 1) * block) * channels
-                var sum = 0.0
-                for position in first..<last {
-                    // Pre-emphasis (x[n] − 0.97 x[n−1], per channel), as speech front ends do.
-                    let previous = position >= channels ? Double(samples[position - channels]) : 0
-                    let sample = Double(samples[position]) - 0.97 * previous
-                    sum += sample * sample
-                }
-                energy[index] = last > first ? sum / Double(last - first) : 0
-            }
+            let count = energy.count
             self.energy = energy
             // Running sums: a 10-block window, 5 before the block and 5 from it on.
             let half = 5
@@ -138,6 +134,63 @@ public enum BoundaryRefinement {
 
         func sound(_ index: Int) -> Bool { smoothed[index] > threshold }
         func rawSound(_ index: Int) -> Bool { energy[index] > threshold }
+
+        /// The 1 ms blocks' energies of interleaved samples fed a chunk at a time (any chunk
+        /// lengths, whole frames): the pre-emphasis carries each channel's last sample over.
+        public struct Blocks: Sendable {
+            /// Frames per block: rate / 1000, at least 1.
+            public let block: Int
+            let channels: Int
+            var energy: [Double] = []
+            /// The block being summed: its sum and how many samples it holds.
+            var sum = 0.0
+            var filled = 0
+            /// Each channel's last sample (0 before the first).
+            var previous: [Double]
+
+            /// `expectedFrames`: how long the recording is said to be (room is made for its
+            /// blocks at once instead of growing by doubling); 0 when not known.
+            public init(channels: Int, rate: Int, expectedFrames: Int = 0) {
+                precondition(channels > 0 && rate > 0)
+                block = max(1, rate / 1000)
+                self.channels = channels
+                previous = [Double](repeating: 0, count: channels)
+                energy.reserveCapacity(min(max(0, expectedFrames), 1 << 32) / block + 1)
+            }
+
+            /// Whole frames of interleaved samples.
+            public mutating func add(_ samples: UnsafeBufferPointer<Float>) {
+                let size = block * channels
+                var position = 0
+                var channel = 0
+                while position < samples.count {
+                    let sample = Double(samples[position])
+                    // Pre-emphasis (x[n] − 0.97 x[n−1], per channel), as speech front ends do.
+                    let emphasised = sample - 0.97 * previous[channel]
+                    previous[channel] = sample
+                    sum += emphasised * emphasised
+                    filled += 1
+                    if filled == size {
+                        energy.append(sum / Double(size))
+                        sum = 0
+                        filled = 0
+                    }
+                    position += 1
+                    channel += 1
+                    if channel == channels { channel = 0 }
+                }
+            }
+
+            /// The energies, the last block's however short.
+            mutating func finish() -> [Double] {
+                if filled > 0 {
+                    energy.append(sum / Double(filled))
+                    sum = 0
+                    filled = 0
+                }
+                return energy
+            }
+        }
     }
 
     /// A pause, in blocks: the last block of sound before it ends at `start`, the first after

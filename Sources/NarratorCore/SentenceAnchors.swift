@@ -98,14 +98,19 @@ public enum SentenceAnchors {
     public static func pauses(
         samples: UnsafeBufferPointer<Float>, channels: Int, rate: Int
     ) -> (pauses: [(start: Int, end: Int)], speech: Range<Int>)? {
-        let envelope = BoundaryRefinement.Envelope(samples: samples, channels: channels, rate: rate)
+        pauses(BoundaryRefinement.Envelope(samples: samples, channels: channels, rate: rate), frames: samples.count / channels)
+    }
+
+    /// The same from the recording's envelope (built a piece at a time) and its length in frames.
+    public static func pauses(
+        _ envelope: BoundaryRefinement.Envelope, frames: Int
+    ) -> (pauses: [(start: Int, end: Int)], speech: Range<Int>)? {
         let found = BoundaryRefinement.pauses(envelope, minBlocks: shortestPause)
         let count = envelope.energy.count
         let inner = found.filter { $0.start > 0 && $0.end < count }
         let first = found.first.map { $0.start == 0 ? $0.end : 0 } ?? 0
         let last = found.last.map { $0.end == count ? $0.start : count } ?? count
         guard last > first else { return nil }
-        let frames = samples.count / channels
         return (inner.map { ($0.start * envelope.block, min(frames, $0.end * envelope.block)) }, (first * envelope.block)..<min(frames, last * envelope.block))
     }
 }

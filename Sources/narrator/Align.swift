@@ -159,15 +159,15 @@ struct Align: ParsableCommand {
         audio: String, words: [String], source: String, timings: String, language: String, worker: PocketSphinxWorker,
         timing: inout PocketSphinx.Timing
     ) throws(NarratorError) -> [BoundaryRefinement.Word] {
-        let decoding = Date()
-        let audioBuffer = try SndFileDecoder().decode(path: audio, sampleRate: rate)
-        timing.decode += Date().timeIntervalSince(decoding)
+        let sphinx = firstStage == "pocketsphinx" || (firstStage == "auto" && Self.isEnglish(language))
+        let recording = try AlignRecording(
+            path: audio, rate: rate, forPocketSphinx: sphinx, holdSeconds: PocketSphinx.wholeSeconds, timing: &timing)
         var refined: [BoundaryRefinement.Word]? = nil
         var sphinxFailure: NarratorError? = nil
-        if firstStage == "pocketsphinx" || (firstStage == "auto" && Self.isEnglish(language)) {
+        if sphinx {
             do throws(NarratorError) {
                 refined = try PocketSphinx.align(
-                    audio: audio, buffer: audioBuffer, words: words, rate: rate, timeout: timeout, source: source, aeneasChunk: piece,
+                    audio: audio, recording: recording, words: words, rate: rate, timeout: timeout, source: source, aeneasChunk: piece,
                     worker: worker, timing: &timing)
             } catch {
                 guard firstStage == "auto" else { throw error }
@@ -176,6 +176,7 @@ struct Align: ParsableCommand {
         }
         if refined == nil {
             do throws(NarratorError) {
+                let audioBuffer = try recording.whole(timing: &timing)
                 let began = Date()
                 let aligned = try Aeneas.alignInChunks(
                     audio: audio, buffer: audioBuffer, words: words, language: language, rate: rate, timeout: timeout, source: source,
@@ -362,12 +363,20 @@ enum Aeneas {
     /// Writes `frames` of `buffer` as a 16-bit WAV file (a piece for aeneas), in blocks the
     /// writer takes.
     static func writePiece(_ buffer: AudioBuffer, frames: Range<Int>, rate: Int, to path: String) throws(NarratorError) {
-        let writer = try SoundFileWriter(path: path, sampleRate: rate, channels: buffer.channels, format: .s16)
+        try writePiece(
+            UnsafeBufferPointer(rebasing: buffer.storage[(frames.lowerBound * buffer.channels)..<(frames.upperBound * buffer.channels)]),
+            channels: buffer.channels, rate: rate, to: path)
+    }
+
+    /// Writes interleaved `samples` as a 16-bit WAV file, in blocks the writer takes.
+    static func writePiece(_ samples: UnsafeBufferPointer<Float>, channels: Int, rate: Int, to path: String) throws(NarratorError) {
+        let writer = try SoundFileWriter(path: path, sampleRate: rate, channels: channels, format: .s16)
         do throws(NarratorError) {
-            var offset = frames.lowerBound
-            while offset < frames.upperBound {
-                let count = min(8192, frames.upperBound - offset)
-                try writer.write(UnsafeBufferPointer(rebasing: buffer.storage[(offset * buffer.channels)..<((offset + count) * buffer.channels)]), frames: count)
+            let frames = samples.count / channels
+            var offset = 0
+            while offset < frames {
+                let count = min(8192, frames - offset)
+                try writer.write(UnsafeBufferPointer(rebasing: samples[(offset * channels)..<((offset + count) * channels)]), frames: count)
                 offset += count
             }
             try writer.finish()

@@ -15,7 +15,9 @@ enum PocketSphinx {
 
     /// How long each stage took, in seconds (for --json and the benchmark).
     struct Timing {
-        /// Reading the recording at the lesson rate, and again at 16 kHz for PocketSphinx.
+        /// Reading the recording at the lesson rate and at 16 kHz for PocketSphinx (one pass,
+        /// with the 1 ms energies the anchors read), and again a piece at a time for the
+        /// refinement when it is longer than one piece.
         var decode = 0.0
         var anchors = 0.0
         var pocketsphinx = 0.0
@@ -44,31 +46,34 @@ enum PocketSphinx {
         }
     }
 
-    /// Aligns and refines `words` in `buffer` (decoded from `audio` at `rate`). A recording
-    /// of up to `wholeSeconds` is one piece. A longer one is anchored first: aeneas aligns its
-    /// sentences (in chunks, as `Aeneas.alignInChunks`), their boundaries move onto the pauses
-    /// between them, and PocketSphinx aligns the words of a group of sentences (about
-    /// `pieceSeconds`) inside each group's span, so a bad stretch stays inside its piece. A
-    /// piece PocketSphinx cannot align is aligned by aeneas (a whole recording that is one
-    /// piece: the error is thrown, and the caller falls back).
+    /// Aligns and refines `words` in `recording` (`audio` at `rate`). A recording
+    /// of up to `wholeSeconds` is one piece. A longer one is anchored first: its sentences are
+    /// laid on its own pauses (`SentenceAnchors`, from the recording's 1 ms energies; where no
+    /// pause fits, aeneas aligns the sentences, in chunks, and their boundaries move onto the
+    /// pauses between them), and PocketSphinx aligns the words of a group of sentences (about
+    /// `pieceSeconds`) inside each group's span, so a bad stretch stays inside its piece. Each
+    /// piece is refined on its own samples, read from the file only then. A piece PocketSphinx
+    /// cannot align is aligned by aeneas (a whole recording that is one piece: the error is
+    /// thrown, and the caller falls back).
     static func align(
-        audio: String, buffer: AudioBuffer, words: [String], rate: Int, timeout: Int, source: String, aeneasChunk: Int,
+        audio: String, recording: AlignRecording, words: [String], rate: Int, timeout: Int, source: String, aeneasChunk: Int,
         worker: PocketSphinxWorker, timing: inout Timing
     ) throws(NarratorError) -> [BoundaryRefinement.Word] {
         let scratch = try Scratch.make("narrator-pocketsphinx")
         defer { try? FileManager.default.removeItem(at: scratch) }
+        let frames = recording.frames
         // Pieces in frames at `rate`, with their words.
         var pieces: [(start: Int, end: Int, words: Range<Int>)] = []
         let groups = sentences(words)
-        if buffer.frames <= wholeSeconds * rate || groups.count < 2 {
-            pieces = [(0, buffer.frames, 0..<words.count)]
+        if frames <= wholeSeconds * rate || groups.count < 2 {
+            pieces = [(0, frames, 0..<words.count)]
         } else {
             let began = Date()
             // Where the recording may be cut after each sentence (nil: not there). From its own
             // pauses first (SentenceAnchors: a bad stretch moves only the anchors beside it);
             // where none fits, from aeneas's sentence alignment, as before.
             var cuts = [Int?](repeating: nil, count: groups.count - 1)
-            if let found = SentenceAnchors.pauses(samples: buffer.storage, channels: buffer.channels, rate: rate) {
+            if let envelope = recording.takeEnvelope(), let found = SentenceAnchors.pauses(envelope, frames: frames) {
                 let lengths = groups.map { words[$0].reduce(0) { $0 + $1.unicodeScalars.filter { CharacterSet.letters.contains($0) }.count } }
                 for (index, pause) in SentenceAnchors.fit(pauses: found.pauses, speech: found.speech, lengths: lengths).enumerated() {
                     if let pause { cuts[index] = (found.pauses[pause].start + found.pauses[pause].end) / 2 }
@@ -76,6 +81,7 @@ enum PocketSphinx {
             }
             if cuts.allSatisfy({ $0 == nil }) {
                 let texts = groups.map { words[$0].joined(separator: " ") }
+                let buffer = try recording.whole(timing: &timing)
                 let anchored = try Aeneas.alignInChunks(
                     audio: audio, buffer: buffer, words: texts, language: "eng", rate: rate, timeout: timeout, source: source,
                     chunkSeconds: aeneasChunk)
@@ -88,7 +94,7 @@ enum PocketSphinx {
             for index in groups.indices {
                 let isLast = index == groups.count - 1
                 guard isLast || cuts[index] != nil else { continue }
-                let cut = isLast ? buffer.frames : cuts[index]!
+                let cut = isLast ? frames : cuts[index]!
                 if isLast || cut - start >= pieceSeconds * rate {
                     if cut > start {
                         pieces.append((start, cut, groups[first].lowerBound..<groups[index].upperBound))
@@ -100,47 +106,20 @@ enum PocketSphinx {
             if first < groups.count {
                 // A sentence with no sound of its own at the end: joined to the last piece.
                 if pieces.isEmpty {
-                    pieces = [(0, buffer.frames, 0..<words.count)]
+                    pieces = [(0, frames, 0..<words.count)]
                 } else {
                     pieces[pieces.count - 1].words = pieces[pieces.count - 1].words.lowerBound..<words.count
-                    pieces[pieces.count - 1].end = buffer.frames
+                    pieces[pieces.count - 1].end = frames
                 }
             }
         }
 
-        let began = Date()
-        // Raw 16-bit little-endian mono at 16 kHz: what PocketSphinx decodes.
-        let raw = scratch.appendingPathComponent("audio16k.raw").path
-        let mono = try SndFileDecoder().decode(path: audio, sampleRate: 16000)
-        guard FileManager.default.createFile(atPath: raw, contents: nil), let file = FileHandle(forWritingAtPath: raw) else {
-            throw NarratorError(file: raw, "cannot write the audio for PocketSphinx")
-        }
-        do {
-            var offset = 0
-            while offset < mono.frames {
-                let count = min(16384, mono.frames - offset)
-                var bytes = Data(count: count * 2)
-                bytes.withUnsafeMutableBytes { (pointer: UnsafeMutableRawBufferPointer) in
-                    for index in 0..<count {
-                        var sum: Float = 0
-                        for channel in 0..<mono.channels { sum += mono.storage[(offset + index) * mono.channels + channel] }
-                        let value = Int16(max(-32768, min(32767, (sum / Float(mono.channels) * 32768).rounded())))
-                        pointer.storeBytes(of: value.littleEndian, toByteOffset: index * 2, as: Int16.self)
-                    }
-                }
-                try file.write(contentsOf: bytes)
-                offset += count
-            }
-            try file.close()
-        } catch {
-            try? file.close()
-            throw NarratorError(file: raw, "cannot write the audio for PocketSphinx: \(error.localizedDescription)")
-        }
+        guard let raw = recording.pocketSphinxAudio else { throw NarratorError(file: audio, "PocketSphinx's audio was not made") }
         let asked = pieces.map { piece in
             PocketSphinxStage.Piece(
-                start: min(mono.frames, piece.start * 16000 / rate), end: min(mono.frames, piece.end * 16000 / rate), words: Array(words[piece.words]))
+                start: min(recording.frames16k, piece.start * 16000 / rate), end: min(recording.frames16k, piece.end * 16000 / rate),
+                words: Array(words[piece.words]))
         }
-        timing.decode += Date().timeIntervalSince(began)
         let asking = Date()
         let data = try worker.ask(PocketSphinxStage.job(audio: raw, pieces: asked), audio: audio)
         let results = try PocketSphinxStage.read(
@@ -148,9 +127,12 @@ enum PocketSphinx {
         timing.pocketsphinx += Date().timeIntervalSince(asking)
 
         var refined: [BoundaryRefinement.Word] = []
-        for (piece, result) in zip(pieces, results) {
-            let region = UnsafeBufferPointer(rebasing: buffer.storage[(piece.start * buffer.channels)..<(piece.end * buffer.channels)])
-            switch result {
+        var refinementSeconds = 0.0
+        let channels = recording.channels
+        // Each piece refined on its own samples, read only now and let go after it.
+        try recording.pieces(pieces.map { $0.start..<$0.end }, timing: &timing) { index, region throws(NarratorError) in
+            let piece = pieces[index]
+            switch results[index] {
             case .aligned(let stageWords, _, _):
                 let start = Date()
                 let local = stageWords.map { word in
@@ -162,23 +144,24 @@ enum PocketSphinx {
                     }
                     return shifted
                 }
-                refined += BoundaryRefinement.refinePhoneStage(local, samples: region, channels: buffer.channels, rate: rate).map {
+                refined += BoundaryRefinement.refinePhoneStage(local, samples: region, channels: channels, rate: rate).map {
                     offset($0, by: piece.start, index: piece.words.lowerBound)
                 }
-                timing.refinement += Date().timeIntervalSince(start)
+                refinementSeconds += Date().timeIntervalSince(start)
             case .failed(let reason):
                 guard pieces.count > 1 else { throw NarratorError(file: audio, "PocketSphinx could not align it: \(reason)") }
                 // This piece by aeneas, as a file of its own.
                 let path = scratch.appendingPathComponent("piece\(piece.start).wav").path
                 // (In blocks: one write of a whole 20 s piece tripped the writer's precondition.)
-                try Aeneas.writePiece(buffer, frames: piece.start..<piece.end, rate: rate, to: path)
+                try Aeneas.writePiece(region, channels: channels, rate: rate, to: path)
                 let aligned = try Aeneas.align(
                     audio: path, words: Array(words[piece.words]), language: "eng", rate: rate, timeout: timeout, source: source)
-                refined += BoundaryRefinement.refine(aligned, samples: region, channels: buffer.channels, rate: rate).map {
+                refined += BoundaryRefinement.refine(aligned, samples: region, channels: channels, rate: rate).map {
                     offset($0, by: piece.start, index: piece.words.lowerBound)
                 }
             }
         }
+        timing.refinement += refinementSeconds
         return refined
     }
 

@@ -66,6 +66,36 @@ import Testing
         }
     }
 
+    /// `align` reads a long recording a chunk at a time (at the lesson rate and at 16 kHz in
+    /// one pass): the samples must be the one-shot decode's, bit for bit, or its boundaries
+    /// would move. Files of several of the reader's 65536-frame chunks made by sox (mono
+    /// 22.05 kHz, stereo 44.1 kHz, 96 kHz, 48 kHz: no conversion to 48 kHz), and Ogg Vorbis.
+    /// (sox is in the Makefile's APT_PACKAGES.)
+    @Test(arguments: [(22050, 1, "wav"), (44100, 2, "wav"), (96000, 1, "wav"), (48000, 1, "wav"), (44100, 1, "ogg")])
+    func streamedDecodeIsTheOneShotDecode(rate: Int, channels: Int, format: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.file("long.\(format)")
+        // 7.3 s: a chord under pink noise gated on and off, so the ends of chunks fall on sound.
+        let made = try runTool(
+            "sox", ["-R", "-n", "-r", "\(rate)", "-c", "\(channels)", path, "synth", "7.3", "pinknoise", "sine", "220", "sine", "1375",
+                    "tremolo", "3", "90", "gain", "-6"])
+        try #require(made.status == 0, "\(made.stderr)")
+        let rates = [48000, 16000, 22050]
+        var streamed = [[Float]](repeating: [], count: rates.count)
+        var opened = 0
+        let result = try decoder.stream(path: path, sampleRates: rates) { opened = $0; _ = $1 } _: { index, samples in
+            #expect(samples.count % opened == 0)
+            streamed[index] += samples
+        }
+        for (index, rate) in rates.enumerated() {
+            let whole = try decoder.decode(path: path, sampleRate: rate)
+            #expect(result.channels == whole.channels && opened == channels)
+            #expect(result.frames[index] == whole.frames && whole.frames > 7 * rate, "at \(rate) Hz")
+            #expect(streamed[index] == whole.samples, "at \(rate) Hz: \(zip(streamed[index], whole.samples).filter { $0 != $1 }.count) samples differ")
+        }
+    }
+
     @Test func resampledSpeechHasTheRoundedLength() throws {
         for rate in [44100, 22050] {
             let buffer = try decoder.decode(path: Repo.path("Audio/fixtures/formats/sentence-\(rate).wav"), sampleRate: 48000)

@@ -558,3 +558,83 @@ struct AlignEnginesTests {
         }
     }
 }
+
+/// A page or chapter read in one take (issue 29, point 4): `align`'s own memory must not grow
+/// with the recording's length. long.py's fixture (espeak-ng's words laid end to end, a
+/// sentence of 15 words repeated, 600 ms between sentences) with half a bit of seeded noise so
+/// that PocketSphinx aligns every piece, at two lengths, aligned at 48 kHz; `align`'s peak
+/// resident memory (VmHWM, its own, not its PocketSphinx worker's) read while it runs. Before
+/// the recording was read a piece at a time it grew by 51 MB a minute on this fixture (debug
+/// build: 83 MB at 59 s, 183 MB at 177 s, 289 MB at 5 minutes); now 0–2 MB a minute (45.8,
+/// 46.1, 46.7 MB at 1, 3 and 5 minutes, 50.7 at 10: the 1 ms energies the sentence anchors
+/// read, PocketSphinx's answer). docs/align.md § Long recordings.
+@Suite(
+    "align: a long recording", .serialized,
+    .requires(PulseTestServer.findExecutable("espeak-ng") != nil, "needs espeak-ng"))
+struct AlignLongRecordingTests {
+    /// Peak resident memory may grow at most this much a minute of recording.
+    static let growthPerMinute = 6.0 * 1024
+
+    /// Runs `align` on `repeats` sentences; returns its peak resident KiB and the seconds aligned.
+    static func peak(repeats: Int, in dir: TempDir) throws -> (kib: Int, seconds: Double) {
+        let fixture = try SpokenWords.assemble(speed: 175, repeats: repeats, in: dir)
+        // Half a bit of seeded noise: PocketSphinx loses the text's end over digital silence.
+        var seed: UInt64 = 7
+        let dithered = try WAVFile(path: fixture.path).int16Samples.map { sample -> Int16 in
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int16(clamping: Int(sample) + Int(seed >> 62) % 3 - 1)
+        }
+        let audio = dir.write("long-\(repeats).wav", data: WAVFile.pcm16(dithered, rate: SpokenWords.rate))
+        let text = (0..<repeats).map { _ in SpokenWords.words.joined(separator: " ") + "." }.joined(separator: " ")
+        let out = dir.file("long-\(repeats).out")
+        try #require(FileManager.default.createFile(atPath: out, contents: nil))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Repo.narrator)
+        process.arguments = ["align", audio, "--text", text, "--timings", dir.file("long-\(repeats).json"), "--rate", "48000", "--json"]
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        process.standardError = FileHandle(forWritingAtPath: out)
+        try process.run()
+        var peak = 0
+        // VmHWM only grows: read until the process ends, the last read holds its peak.
+        while process.isRunning {
+            if let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+            {
+                peak = max(peak, kib)
+            }
+            usleep(10_000)
+        }
+        process.waitUntilExit()
+        let said = try String(contentsOfFile: out, encoding: .utf8)
+        try #require(process.terminationStatus == 0, "\(said)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(said.utf8)) as? [String: Any])
+        let list = try #require(object["words"] as? [[String: Any]])
+        try #require(list.count == fixture.truth.count)
+        let found = list.map { (($0["startFrame"] as? Int) ?? -1, ($0["endFrame"] as? Int) ?? -1) }
+        // The fixture's frames are at 22.05 kHz, the timings at 48 kHz.
+        let truth = fixture.truth.map { ($0.start * 48000 / SpokenWords.rate, $0.end * 48000 / SpokenWords.rate) }
+        let errors = zip(found, truth).flatMap { [abs($0.0 - $1.0), abs($0.1 - $1.1)] }.map { Double($0) / 48 }.sorted()
+        let p50 = errors[errors.count / 2], p95 = errors[errors.count * 95 / 100]
+        let seconds = Double(fixture.frames) / Double(SpokenWords.rate)
+        print(String(format: "align, long recording: %.1f s, %d words (%d by PocketSphinx), peak %.1f MB, p50 %.1f ms, p95 %.1f ms", seconds, list.count,
+                     list.filter { $0["stage"] as? String == "pocketsphinx" }.count, Double(peak) / 1024, p50, p95))
+        // Aligned, not only run: most boundaries exact (PocketSphinx misplaces a few stretches
+        // of espeak-ng's voice by 200–300 ms, docs/align.md).
+        #expect(p50 <= 2, "\(repeats) sentences: p50 \(p50) ms")
+        return (peak, seconds)
+    }
+
+    @Test func memoryStaysFlatWithLength() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let short = try Self.peak(repeats: 8, in: dir)
+        let long = try Self.peak(repeats: 24, in: dir)
+        let growth = Double(long.kib - short.kib) / ((long.seconds - short.seconds) / 60)
+        let said = String(
+            format: "peak grew %.1f MB a minute (%.1f MB at %.0f s, %.1f MB at %.0f s)", growth / 1024, Double(short.kib) / 1024, short.seconds,
+            Double(long.kib) / 1024, long.seconds)
+        print("align, long recording: \(said)")
+        #expect(growth <= Self.growthPerMinute, "\(said)")
+    }
+}

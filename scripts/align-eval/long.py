@@ -6,11 +6,12 @@ at or above -50 dBFS, as Tests/NarratorCLITests/Shared/SpokenWords.swift does) a
 at 22.05 kHz with the same silences, a sentence of 15 words repeated (600 ms between sentences).
 With --noise, 10 s of loud Gaussian noise (sigma 3000) replaces the middle. narrator align runs on
 it pinned to one core; the error of every word start and end is printed for the words away from
-the bad stretch (more than 0.5 s from it) and inside it, with peak RSS and the stage seconds.
+the bad stretch (more than 0.5 s from it) and inside it, with align's own peak resident memory
+(and with its children: its PocketSphinx worker, aeneas) and the stage seconds.
 
 usage: long.py NARRATOR WORKDIR [--repeats 25] [--noise]
 """
-import argparse, json, os, subprocess, wave
+import argparse, json, os, subprocess, time, wave
 import numpy as np
 
 WORDS = "look at the big brown dog it runs and jumps over seven small red fish".split()
@@ -59,14 +60,30 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     path, truth, text, bad, seconds = build(a.work, a.repeats, a.noise)
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", "taskset", "-c", "0", a.narrator, "align", path, "--text", text,
-                        "--timings", os.path.join(a.work, "out.json"), "--rate", str(RATE), "--json"],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"long: narrator align failed: {r.stderr.strip()[-400:]}")
+    # align's own peak (VmHWM, read while it runs: it only grows) and, from wait4, the peak of
+    # it and its children (its PocketSphinx worker, aeneas).
+    stdout, stderr = os.path.join(a.work, "align.stdout"), os.path.join(a.work, "align.stderr")
+    began = time.monotonic()
+    p = subprocess.Popen(["taskset", "-c", "0", a.narrator, "align", path, "--text", text,
+                          "--timings", os.path.join(a.work, "out.json"), "--rate", str(RATE), "--json"],
+                         stdout=open(stdout, "w"), stderr=open(stderr, "w"))
+    own = 0
+    while True:
+        try:
+            for line in open(f"/proc/{p.pid}/status"):
+                if line.startswith("VmHWM:"):
+                    own = max(own, int(line.split()[1]))
+        except OSError:
+            pass
+        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        time.sleep(0.01)
+    wall, rss = time.monotonic() - began, usage.ru_maxrss
+    if os.waitstatus_to_exitcode(status) != 0:
+        print(f"long: narrator align failed: {open(stderr).read().strip()[-400:]}")
         return
-    wall, rss = r.stderr.strip().splitlines()[-1].split()
-    out = json.loads(r.stdout)
+    out = json.load(open(stdout))
     margin = RATE // 2
     groups = {"away": [], "inside": []}
     for (s, e), w in zip(truth, out["words"]):
@@ -74,7 +91,8 @@ def main():
         groups["inside" if near else "away"] += [abs(w["startFrame"] - s) * 1000 / RATE, abs(w["endFrame"] - e) * 1000 / RATE]
     stages = sum(w["stage"] == "pocketsphinx" for w in out["words"])
     print(f"long: {seconds:.1f} s, {len(truth)} words{', 10 s of noise in the middle' if bad else ''}; "
-          f"{float(wall):.1f} s on one core ({seconds / float(wall):.1f}x), peak RSS {int(rss) // 1024} MB; "
+          f"{float(wall):.1f} s on one core ({seconds / float(wall):.1f}x), peak RSS {own / 1024:.1f} MB "
+          f"({int(rss) // 1024} MB with its children); "
           f"{stages} words by PocketSphinx; seconds {out['seconds']}")
     for name, errs in groups.items():
         if errs:
