@@ -2,15 +2,16 @@
 """A long recording of real read speech with hand-placed word boundaries (issue 29, point 4).
 
 The real set's clips (each a WAV beside its timing JSON of hand-placed words, as the bench's
-corpus.py writes them) are laid end to end, in name order, with GAP ms of quiet noise
-(Gaussian, -60 dBFS) between them, REPEATS times: a page read in one take, every boundary
-known. `--only PREFIX` keeps the clips whose name starts with it (one speaker: `emuR`).
+corpus.py writes them) are laid end to end, in name order, with GAP ms between them,
+REPEATS times, and Gaussian noise at NOISE dBFS is added over the whole (one room: gaps no
+louder than the clips' own silences, or each gap reads as sound): a page read in one take,
+every boundary known. `--only PREFIX` keeps the clips whose name starts with it (one speaker: `emuR`).
 narrator align runs on it (its transcript the clips' words, each clip a sentence) and every
 word's start and end are compared with the hand boundaries: p50, p95, max, within 20 and
 50 ms, and the p50 of each repeat (a repeat far off while its neighbours are right is a
 sentence anchor laid on the wrong pause). Nothing is written outside WORK.
 
-usage: long_real.py NARRATOR REALSET WORK [--repeats 10] [--gap 700] [--only PREFIX]
+usage: long_real.py NARRATOR REALSET WORK [--repeats 10] [--gap 700] [--noise -60] [--only PREFIX]
 """
 import argparse, json, os, subprocess, wave
 import numpy as np
@@ -25,7 +26,7 @@ def read(path):
     return samples.mean(axis=1).astype(np.int16), rate
 
 
-def build(realset, work, repeats, gap_ms, only):
+def build(realset, work, repeats, gap_ms, noise_dbfs, only):
     names = sorted(f[:-4] for f in os.listdir(realset) if f.endswith(".wav") and f.startswith(only))
     if not names:
         raise SystemExit(f"{realset}: no clips named {only}*.wav")
@@ -49,14 +50,16 @@ def build(realset, work, repeats, gap_ms, only):
             spoken = [w["text"] for w in words]
             text.append(" ".join(spoken[:-1] + [spoken[-1] + "."]))
             at += len(samples)
-            parts.append(np.clip(rng.normal(0, 32768 * 10 ** (-60 / 20), gap), -32768, 32767).astype(np.int16))
+            parts.append(np.zeros(gap, np.int16))
             at += gap
+    audio = np.concatenate(parts).astype(np.float64)
+    audio += rng.normal(0, 32768 * 10 ** (noise_dbfs / 20), len(audio))
     path = os.path.join(work, "long-real.wav")
     with wave.open(path, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(rate)
-        w.writeframes(np.concatenate(parts).tobytes())
+        w.writeframes(np.clip(np.round(audio), -32768, 32767).astype(np.int16).tobytes())
     return path, truth, " ".join(text), at / rate
 
 
@@ -67,10 +70,11 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--gap", type=int, default=700)
+    ap.add_argument("--noise", type=float, default=-60)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    path, truth, text, seconds = build(a.realset, a.work, a.repeats, a.gap, a.only)
+    path, truth, text, seconds = build(a.realset, a.work, a.repeats, a.gap, a.noise, a.only)
     out = os.path.join(a.work, "out.json")
     run = subprocess.run([a.narrator, "align", path, "--text", text, "--timings", out, "--json"], capture_output=True, text=True)
     if run.returncode != 0:
