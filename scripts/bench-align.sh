@@ -79,6 +79,11 @@ if [[ -n "$narrator" ]]; then
     echo "## a long recording (3 minutes), clean and with 10 s of noise in the middle"
     python3 "$here/align-eval/long.py" "$narrator" "$work/long-clean"
     python3 "$here/align-eval/long.py" "$narrator" "$work/long-noise" --noise
+    if ls "$work/real"/*.json >/dev/null 2>&1; then
+        echo "## real speech read at length: the real clips end to end, ten times (one speaker, then all)"
+        python3 "$here/align-eval/long_real.py" "$narrator" "$work/real" "$work/long-real-one" --only emuR
+        python3 "$here/align-eval/long_real.py" "$narrator" "$work/real" "$work/long-real-all"
+    fi
 fi
 echo "## confidence predictors (words > 50 ms off)"
 (cd "$work" && python3 "$here/align-eval/confidence.py" --sets real synth/clean synth/bed20 \
