@@ -98,25 +98,13 @@ struct PulseOutputTests {
         let output = try PulseOutput(device: nil, rate: 48_000, channels: 2, latencyMs: 50)
         let engine = PlaybackEngine(schedule: schedule, output: output)
         engine.holdBefore = [.idlePrompt]
-        let events = Mutex<[PlaybackEvent]>([])
-        let started = DispatchSemaphore(value: 0)
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = Mutex<PlaybackOutcome?>(nil)
-        engine.start(
-            onEvents: { batch in
-                events.withLock { $0 += batch }
-                if batch.contains(where: { if case .start = $0 { true } else { false } }) { started.signal() }
-            },
-            onFinished: { result in
-                outcome.withLock { $0 = result }
-                finished.signal()
-            })
-        try #require(started.wait(timeout: .now() + 5) == .success, "\(server.logTail())")
+        let run = EngineRun(engine)
+        try #require(run.waitForStart(seconds: 5), "\(server.logTail())")
         Thread.sleep(forTimeInterval: 0.5)
         #expect(engine.seek(to: target))
-        try #require(finished.wait(timeout: .now() + 10) == .success, "\(server.logTail())")
-        #expect(outcome.withLock { $0 } == .finished)
-        let seeked = events.withLock { $0 }.compactMap { if case .seeked(let from, let to, _) = $0 { (from, to) } else { nil } }
+        try #require(run.waitForEnd(seconds: 10), "\(server.logTail())")
+        #expect(run.outcome == .finished)
+        let seeked = run.events.compactMap { if case .seeked(let from, let to, _) = $0 { (from, to) } else { nil } }
         try #require(seeked.count == 1 && seeked[0].1 == target, "\(seeked)")
         let fadeEnd = seeked[0].0
         try #require(fadeEnd > 240 && fadeEnd < held, "the fade-out ended at \(fadeEnd)")
@@ -133,9 +121,9 @@ struct PulseOutputTests {
         // follows the fade-out (after its own 5 ms fade-in), with no underrun.
         if target > held {
             #expect(after.map { $0.startFrame - 240 } == before.startFrame + fadeEnd, "the seek's audio right after the fade-out")
-            #expect(!events.withLock { $0 }.contains { if case .underrun = $0 { true } else { false } })
+            #expect(!run.events.contains { if case .underrun = $0 { true } else { false } })
         }
-        let kinds = events.withLock { $0 }.map { "\($0)".prefix(30) }
+        let kinds = run.events.map { "\($0)".prefix(30) }
         print("taken back, then held: fade-out ends at recording frame \(before.startFrame + fadeEnd), the seek's audio (after its fade-in) starts at \(after.map { $0.startFrame - 240 } ?? -1); events \(kinds)")
         var old: [Int] = []
         for offset in stride(from: 0, to: 2400, by: 48) where heard(fadeEnd + offset, 64) != nil { old.append(offset) }

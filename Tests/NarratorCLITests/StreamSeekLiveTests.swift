@@ -55,21 +55,9 @@ struct StreamSeekLiveTests {
         for (key, value) in server.clientVariables { setenv(key, value, 1) }
         defer { for (key, value) in saved { if let value { setenv(key, value, 1) } else { unsetenv(key) } } }
         let output = try Outputs.open(kind, rate: Self.rate, channels: 2, latencyMs: 50)
-        let engine = PlaybackEngine(schedule: schedule, output: output)
-        let events = Mutex<[PlaybackEvent]>([])
-        let started = DispatchSemaphore(value: 0)
-        let finished = DispatchSemaphore(value: 0)
-        let outcome = Mutex<PlaybackOutcome?>(nil)
-        engine.start(
-            onEvents: { batch in
-                events.withLock { $0 += batch }
-                if batch.contains(where: { if case .start = $0 { true } else { false } }) { started.signal() }
-            },
-            onFinished: { result in
-                outcome.withLock { $0 = result }
-                finished.signal()
-            })
-        try #require(started.wait(timeout: .now() + 5) == .success, "\(server.logTail())")
+        let run = EngineRun(PlaybackEngine(schedule: schedule, output: output))
+        let engine = run.engine
+        try #require(run.waitForStart(seconds: 5), "\(server.logTail())")
         // Forward 10 s, back 8 s, forward to the last 1.5 s: each further than the 2 s ring.
         let targets = [11 * Self.rate + 123, 3 * Self.rate + 4567, 18 * Self.rate + 89]
         var asked: [Int64] = []
@@ -78,9 +66,9 @@ struct StreamSeekLiveTests {
             asked.append(monotonicNanoseconds())
             #expect(engine.seek(to: target))
         }
-        try #require(finished.wait(timeout: .now() + 10) == .success, "\(server.logTail())")
-        #expect(outcome.withLock { $0 } == .finished)
-        let all = events.withLock { $0 }
+        try #require(run.waitForEnd(seconds: 10), "\(server.logTail())")
+        #expect(run.outcome == .finished)
+        let all = run.events
         #expect(!all.contains { if case .underrun = $0 { true } else { false } }, "no underrun")
         let seeks = all.compactMap { if case .seeked(let from, let to, let at) = $0 { (from: from, to: to, at: at) } else { nil } }
         try #require(seeks.map(\.to) == targets, "\(seeks)")
